@@ -1,0 +1,17 @@
+//! `kafka-consumer`: an Apache Kafka consumer built on Kafka's consumer threading refactor.
+//!
+//! The application side never touches the network; one background task alone talks to the
+//! brokers. This crate is written against `tokio` paths only, where `tokio` is `madsim-tokio`:
+//! the same code runs on real tokio in production and, built with `--cfg madsim`, inside the
+//! madsim deterministic simulator.
+//!
+//! Layers, bottom up:
+//! - [`rt`]: the runtime seam — virtual-time-safe clocks and the one seeded randomness source.
+//! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
+//! - [`protocol`]: framing, request/response encoding, API version negotiation.
+//! - [`network`]: broker connections (one task each), the network client, metadata.
+
+pub mod network;
+pub mod protocol;
+pub mod records;
+pub mod rt;
