@@ -1,5 +1,8 @@
 //! The simulated Kafka cluster: brokers that speak the Kafka wire protocol over (simulated) TCP,
 //! a group coordinator modelled on Apache Kafka's, and seeded fault injection.
 //!
-//! It is built by the "Simulated Kafka cluster" issue; until then this crate holds only the
-//! workspace slot so the layout and the runtime seam are in place.
+//! Built up by the "Simulated Kafka cluster" issue. Present so far: the group coordinator's
+//! sans-IO state machines in [`group`]; the brokers, their wire front end and the fault plans
+//! come next.
+
+pub mod group;

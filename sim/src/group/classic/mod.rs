@@ -1,0 +1,1 @@
+//! The classic group protocol (placeholder until its state machine lands).

@@ -1,0 +1,12 @@
+//! The group coordinator, modelled on Apache Kafka 4.x's `GroupMetadataManager`.
+//!
+//! Each part is a sans-IO state machine driven with the virtual time in milliseconds, so the
+//! same logic answers requests inside madsim, in the real-mode local broker and in unit tests
+//! with a fake clock.
+//! - [`timer`]: Kafka-style keyed timers (rescheduling a key replaces its deadline).
+//! - [`classic`]: the classic protocol (JoinGroup / SyncGroup / Heartbeat / LeaveGroup).
+//! - [`consumer`]: the KIP-848 consumer protocol (ConsumerGroupHeartbeat) and its assignors.
+
+pub mod classic;
+pub mod consumer;
+pub mod timer;
