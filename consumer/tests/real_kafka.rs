@@ -5,6 +5,8 @@
 //! missing broker into a failure. Real sockets only: compiled out under madsim.
 #![cfg(not(madsim))]
 
+use std::io::Write;
+
 use kafka_consumer::network::metadata::{metadata_request_all_topics, metadata_request_for_topics};
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
 use kafka_consumer::protocol::versions::CONSUMER_APIS;
@@ -25,7 +27,10 @@ fn bootstrap() -> Option<String> {
                 std::env::var("REQUIRE_KAFKA").as_deref() != Ok("1"),
                 "REQUIRE_KAFKA=1 but KAFKA_BOOTSTRAP is not set: the real-broker tests cannot run"
             );
-            eprintln!(
+            // Written to the stderr handle, not with `eprintln!`, which libtest captures and hides
+            // for passing tests: a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED: KAFKA_BOOTSTRAP is not set; real-broker tests did not run \
                  (start a broker with `testing/kafka/run up` and export the KAFKA_BOOTSTRAP it prints)"
             );
