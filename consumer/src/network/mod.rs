@@ -1,1 +1,18 @@
-//! placeholder
+//! Talking to brokers: one task per broker connection, the network client the background task
+//! drives, cluster metadata, reconnect backoff, and the errors all of it can produce.
+
+pub mod backoff;
+mod client;
+mod config;
+mod connection;
+mod error;
+pub mod in_flight;
+pub mod metadata;
+mod node;
+mod request;
+
+pub use client::{NetworkClient, RequestOptions, Target};
+pub use config::NetworkConfig;
+pub use error::{CloseReason, NetworkError};
+pub use metadata::{Metadata, MetadataScope};
+pub use request::{Response, ResponseFuture};

@@ -1,0 +1,321 @@
+//! `NetworkClient`: the background task's one handle on the cluster.
+//!
+//! It maps node ids to broker addresses (bootstrap servers as nodes -1, -2, … like the Java
+//! client, then the brokers from Metadata), starts one task per node lazily, and turns each
+//! request into a `'static` [`ResponseFuture`] at once, without awaiting anything, so one loop
+//! can keep many requests to many brokers in flight.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use kafka_protocol::messages::MetadataResponse;
+use kafka_protocol::protocol::{Request, StrBytes};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::backoff::ExponentialBackoff;
+use super::connection::ConnectionSettings;
+use super::metadata::{Metadata, MetadataScope};
+use super::node::{read_status, NodeStatus, NodeTask, SharedStatus};
+use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
+use super::{NetworkConfig, NetworkError};
+use crate::protocol::{Api, ApiVersionsTable};
+use crate::rt::{Duration, Instant, SeededRng};
+
+/// Where to send a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A broker by node id (negative ids are the bootstrap servers).
+    Node(i32),
+    /// The broker with the fewest unanswered requests, preferring connected ones; the
+    /// bootstrap servers until Metadata has named brokers.
+    LeastLoaded,
+}
+
+/// Per-request options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// Send at exactly this version (fails with `UnsupportedApi` if the broker lacks it);
+    /// otherwise the highest version both sides support.
+    pub version: Option<i16>,
+    /// Overrides `request_timeout_ms` for this request.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A node's address and its task's handles.
+struct NodeHandle {
+    host: String,
+    port: u16,
+    broker: String,
+    commands: mpsc::Sender<Command>,
+    status: SharedStatus,
+    outstanding: Arc<AtomicUsize>,
+}
+
+/// The network client. Owned by the background task; `send` never blocks.
+pub struct NetworkClient {
+    config: NetworkConfig,
+    settings: ConnectionSettings,
+    bootstrap: Vec<(String, u16)>,
+    metadata: Metadata,
+    nodes: HashMap<i32, NodeHandle>,
+    rng: SeededRng,
+}
+
+impl NetworkClient {
+    /// A client for `config`; fails if a bootstrap address is not `host:port`. Connects nothing.
+    pub fn new(config: NetworkConfig) -> Result<Self, NetworkError> {
+        let bootstrap = config
+            .bootstrap_servers
+            .iter()
+            .map(|address| parse_address(address))
+            .collect::<Result<Vec<_>, _>>()?;
+        let settings = ConnectionSettings {
+            client_id: Some(StrBytes::from_string(config.client_id.clone())),
+            max_in_flight: config.max_in_flight_requests_per_connection.max(1),
+            max_response_size_bytes: config.max_response_size_bytes,
+            request_timeout_ms: config.request_timeout_ms,
+        };
+        Ok(Self {
+            config,
+            settings,
+            bootstrap,
+            metadata: Metadata::default(),
+            nodes: HashMap::new(),
+            rng: SeededRng::from_runtime(),
+        })
+    }
+
+    /// Sends `request` at the highest version both sides support.
+    pub fn send<R>(&mut self, target: Target, request: R) -> ResponseFuture<R::Response>
+    where
+        R: Request + Send + 'static,
+        R::Response: Send + 'static,
+    {
+        self.send_with(target, request, RequestOptions::default())
+    }
+
+    /// Sends `request` with per-request options. Must be called inside the runtime (it may
+    /// spawn the node's task). The request is queued at once; the returned future only waits.
+    pub fn send_with<R>(
+        &mut self,
+        target: Target,
+        request: R,
+        options: RequestOptions,
+    ) -> ResponseFuture<R::Response>
+    where
+        R: Request + Send + 'static,
+        R::Response: Send + 'static,
+    {
+        let node_id = match target {
+            Target::Node(node_id) => node_id,
+            Target::LeastLoaded => match self.least_loaded_node() {
+                Some(node_id) => node_id,
+                None => {
+                    return ResponseFuture::failed(String::new(), NetworkError::NoNodeAvailable)
+                }
+            },
+        };
+        let timeout_ms = options.timeout_ms.unwrap_or(self.config.request_timeout_ms);
+        let queue_limit = self.config.max_queued_requests_per_node;
+        let Some(node) = self.node(node_id) else {
+            return ResponseFuture::failed(String::new(), NetworkError::UnknownNode { node_id });
+        };
+        let (typed, future) = TypedRequest::new(
+            request,
+            options.version,
+            node_id,
+            node.broker.clone(),
+            LoadGuard::new(&node.outstanding),
+        );
+        let command = Command {
+            request: Box::new(typed),
+            deadline: Instant::now() + Duration::from_millis(timeout_ms),
+            timeout_ms,
+        };
+        if let Err(error) = node.commands.try_send(command) {
+            let (command, error) = match error {
+                TrySendError::Full(command) => (
+                    command,
+                    NetworkError::QueueFull {
+                        broker: node.broker.clone(),
+                        limit: queue_limit,
+                    },
+                ),
+                // Unreachable while we hold the handle (the task exits only once it is dropped),
+                // but a dead task must not leave the caller waiting.
+                TrySendError::Closed(command) => (
+                    command,
+                    NetworkError::ConnectionClosed {
+                        broker: node.broker.clone(),
+                        reason: super::CloseReason::Shutdown,
+                    },
+                ),
+            };
+            command.request.fail(error);
+        }
+        future
+    }
+
+    /// The node's handle, starting its task if needed; `None` for an unknown node id.
+    fn node(&mut self, node_id: i32) -> Option<&NodeHandle> {
+        let (host, port) = self.address(node_id)?;
+        let stale = self
+            .nodes
+            .get(&node_id)
+            .is_some_and(|n| n.host != host || n.port != port);
+        if stale {
+            // The broker moved: dropping the handle lets the old task finish and exit.
+            self.nodes.remove(&node_id);
+        }
+        if !self.nodes.contains_key(&node_id) {
+            let handle = self.start_node(node_id, host, port);
+            self.nodes.insert(node_id, handle);
+        }
+        self.nodes.get(&node_id)
+    }
+
+    fn address(&self, node_id: i32) -> Option<(String, u16)> {
+        if node_id < 0 {
+            let index = usize::try_from(-(i64::from(node_id)) - 1).ok()?;
+            return self.bootstrap.get(index).cloned();
+        }
+        let broker = self.metadata.broker(node_id)?;
+        Some((broker.host.clone(), broker.port))
+    }
+
+    fn start_node(&mut self, node_id: i32, host: String, port: u16) -> NodeHandle {
+        let broker = format!("node {node_id} ({host}:{port})");
+        let (commands, receiver) = mpsc::channel(self.config.max_queued_requests_per_node.max(1));
+        let status = SharedStatus::default();
+        NodeTask {
+            node_id,
+            host: host.clone(),
+            port,
+            broker: broker.clone(),
+            settings: self.settings.clone(),
+            connection_setup_timeout_ms: self.config.socket_connection_setup_timeout_ms,
+            backoff: ExponentialBackoff::reconnect(
+                self.config.reconnect_backoff_ms,
+                self.config.reconnect_backoff_max_ms,
+            ),
+            rng: SeededRng::seed_from_u64(rand::RngCore::next_u64(&mut self.rng)),
+            commands: receiver,
+            status: status.clone(),
+        }
+        .spawn();
+        NodeHandle {
+            host,
+            port,
+            broker,
+            commands,
+            status,
+            outstanding: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The node to send cluster-wide requests to: among the brokers in Metadata (or the
+    /// bootstrap servers before that), not backing off, connected, fewest unanswered requests,
+    /// in that order of preference; ties are broken at random like the Java client.
+    pub fn least_loaded_node(&mut self) -> Option<i32> {
+        let candidates: Vec<i32> = if self.metadata.brokers().next().is_some() {
+            self.metadata.brokers().map(|b| b.node_id).collect()
+        } else {
+            (1..=self.bootstrap.len())
+                .filter_map(|i| i32::try_from(i).ok().map(|i| -i))
+                .collect()
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        let offset = self.rng.below_inclusive(candidates.len() as u64 - 1) as usize;
+        (0..candidates.len())
+            .map(|i| candidates[(offset + i) % candidates.len()])
+            .min_by_key(|&node_id| {
+                let (status, outstanding) = match self.nodes.get(&node_id) {
+                    Some(n) => (
+                        read_status(&n.status),
+                        n.outstanding.load(Ordering::Relaxed),
+                    ),
+                    None => (NodeStatus::default(), 0),
+                };
+                let backing_off = status.reconnect_at.is_some_and(|at| at > now);
+                (backing_off, status.versions.is_none(), outstanding)
+            })
+    }
+
+    /// The versions negotiated with a node, while it is connected.
+    pub fn api_versions(&self, node_id: i32) -> Option<ApiVersionsTable> {
+        read_status(&self.nodes.get(&node_id)?.status).versions
+    }
+
+    /// The version `send` would use for `R` on a connected node.
+    pub fn negotiated_version<R: Request>(&self, node_id: i32) -> Option<i16> {
+        self.api_versions(node_id)?
+            .select(Api(R::KEY), R::VERSIONS)
+            .ok()
+    }
+
+    /// Whether a node currently has an established, negotiated connection.
+    pub fn is_connected(&self, node_id: i32) -> bool {
+        self.api_versions(node_id).is_some()
+    }
+
+    /// The cluster metadata known so far.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Applies a Metadata response: brokers' addresses take effect for the next request.
+    pub fn update_metadata(&mut self, response: &MetadataResponse, scope: MetadataScope) {
+        self.metadata.update(response, scope);
+        // Forget brokers that left; their tasks finish what is in flight and exit.
+        let metadata = &self.metadata;
+        self.nodes
+            .retain(|&node_id, _| node_id < 0 || metadata.broker(node_id).is_some());
+    }
+}
+
+/// Parses `host:port` (IPv6 hosts in brackets: `[::1]:9092`).
+fn parse_address(address: &str) -> Result<(String, u16), NetworkError> {
+    let invalid = |reason| NetworkError::InvalidAddress {
+        address: address.to_owned(),
+        reason,
+    };
+    let (host, port) = address.rsplit_once(':').ok_or_else(|| invalid("no port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(invalid("no host"));
+    }
+    let port = port
+        .parse::<u16>()
+        .map_err(|_| invalid("port is not a number in 0..=65535"))?;
+    Ok((host.to_owned(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bootstrap_addresses() {
+        assert_eq!(
+            parse_address("localhost:9092").unwrap(),
+            ("localhost".to_owned(), 9092)
+        );
+        assert_eq!(
+            parse_address("[::1]:19092").unwrap(),
+            ("::1".to_owned(), 19092)
+        );
+        for bad in ["localhost", ":9092", "h:99999", "h:x"] {
+            let err = parse_address(bad).unwrap_err();
+            assert!(
+                matches!(err, NetworkError::InvalidAddress { .. }),
+                "{bad}: {err}"
+            );
+            assert!(!err.is_retriable());
+        }
+    }
+}

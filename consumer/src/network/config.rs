@@ -1,0 +1,42 @@
+//! Network settings, named after the Kafka consumer configs they implement.
+
+use crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE_BYTES;
+
+/// Settings of the [`NetworkClient`](super::NetworkClient).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkConfig {
+    /// `bootstrap.servers`: `host:port` addresses to find the cluster through.
+    pub bootstrap_servers: Vec<String>,
+    /// `client.id`: sent in every request header.
+    pub client_id: String,
+    /// `request.timeout.ms`: how long a request may wait for its response.
+    pub request_timeout_ms: u64,
+    /// `socket.connection.setup.timeout.ms`: how long a TCP connect may take.
+    pub socket_connection_setup_timeout_ms: u64,
+    /// `reconnect.backoff.ms`: the first delay before reconnecting to a failed broker.
+    pub reconnect_backoff_ms: u64,
+    /// `reconnect.backoff.max.ms`: the cap on that delay as failures repeat.
+    pub reconnect_backoff_max_ms: u64,
+    /// `max.in.flight.requests.per.connection`: requests written but not yet answered.
+    pub max_in_flight_requests_per_connection: usize,
+    /// The largest response frame accepted; a longer length prefix closes the connection.
+    pub max_response_size_bytes: usize,
+    /// Requests waiting for a broker's connection beyond this fail with `QueueFull`.
+    pub max_queued_requests_per_node: usize,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        Self {
+            bootstrap_servers: Vec::new(),
+            client_id: "kafka-consumer-rs".to_owned(),
+            request_timeout_ms: 30_000,
+            socket_connection_setup_timeout_ms: 10_000,
+            reconnect_backoff_ms: 50,
+            reconnect_backoff_max_ms: 1_000,
+            max_in_flight_requests_per_connection: 5,
+            max_response_size_bytes: DEFAULT_MAX_FRAME_SIZE_BYTES,
+            max_queued_requests_per_node: 1_000,
+        }
+    }
+}

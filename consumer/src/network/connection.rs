@@ -1,0 +1,386 @@
+//! One TCP connection to a broker, driven by the broker's task.
+//!
+//! The task alone owns the socket. Requests arrive on a channel; the task chooses each one's
+//! version, encodes it, records it in flight (bounded by `max_in_flight_requests_per_connection`),
+//! and writes whole frames, flushing each batch (madsim's TCP sends only on flush). It reads
+//! frames as they arrive and matches them to the oldest in-flight request.
+//!
+//! Cancellation safety: the write in progress is a boxed future kept across loop iterations,
+//! so the `select!` that also reads, accepts requests and watches deadlines never drops a
+//! half-written frame; callers only ever hold oneshot receivers. A write is abandoned only when
+//! the connection is being closed anyway.
+//!
+//! Any failure (EOF, I/O error, malformed frame, unexpected correlation id, undecodable
+//! response, a timed-out written request) closes the connection: every in-flight request fails
+//! with a typed error and the task's caller decides about reconnecting.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::ApiVersionsRequest;
+use kafka_protocol::protocol::{Message, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::in_flight::InFlightRequests;
+use super::request::{Command, PendingRequest};
+use super::{CloseReason, NetworkError};
+use crate::protocol::frame::FrameDecoder;
+use crate::protocol::versions::{
+    api_versions_request, handle_api_versions_response, ApiVersionsOutcome, ApiVersionsTable,
+};
+use crate::protocol::{codec, Api, ProtocolError};
+use crate::rt::{Duration, Instant};
+
+type WriteFuture =
+    Pin<Box<dyn Future<Output = (WriteHalf<TcpStream>, std::io::Result<()>)> + Send>>;
+
+/// The per-connection settings, taken from the client's config.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionSettings {
+    pub client_id: Option<StrBytes>,
+    pub max_in_flight: usize,
+    pub max_response_size_bytes: usize,
+    pub request_timeout_ms: u64,
+}
+
+/// A written (or about to be written) request.
+struct Sent {
+    request: Box<dyn PendingRequest>,
+    version: i16,
+    timeout_ms: u64,
+}
+
+/// An established connection.
+pub(crate) struct Connection {
+    broker: String,
+    settings: ConnectionSettings,
+    versions: ApiVersionsTable,
+    reader: ReadHalf<TcpStream>,
+    /// The write half while no write is in progress.
+    writer: Option<WriteHalf<TcpStream>>,
+    /// The write in progress; it owns the write half until it finishes.
+    writing: Option<WriteFuture>,
+    /// Frames waiting for the current write to finish.
+    outbox: Vec<Bytes>,
+    read_buf: BytesMut,
+    frames: FrameDecoder,
+    in_flight: InFlightRequests<Sent>,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream, broker: String, settings: ConnectionSettings) -> Self {
+        let (reader, writer) = tokio::io::split(stream);
+        let frames = FrameDecoder::new(settings.max_response_size_bytes);
+        Self {
+            broker,
+            settings,
+            versions: ApiVersionsTable::default(),
+            reader,
+            writer: Some(writer),
+            writing: None,
+            outbox: Vec::new(),
+            read_buf: BytesMut::new(),
+            frames,
+            in_flight: InFlightRequests::default(),
+        }
+    }
+
+    /// The versions negotiated by [`Connection::negotiate`].
+    pub fn versions(&self) -> &ApiVersionsTable {
+        &self.versions
+    }
+
+    /// The ApiVersions handshake: ask at our newest version, fall back to the broker's newest if
+    /// it says UNSUPPORTED_VERSION, and keep the resulting table.
+    pub async fn negotiate(&mut self) -> Result<(), NetworkError> {
+        let timeout_ms = self.settings.request_timeout_ms;
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        let mut version = ApiVersionsRequest::VERSIONS.max;
+        loop {
+            tracing::debug!(broker = %self.broker, version, "ApiVersions");
+            let correlation_id = self.in_flight.allocate_correlation_id();
+            let request = codec::encode_request(
+                &api_versions_request(),
+                version,
+                correlation_id,
+                self.settings.client_id.as_ref(),
+            )
+            .map_err(|source| NetworkError::Encode {
+                broker: self.broker.clone(),
+                source,
+            })?;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let frame = match tokio::time::timeout(remaining, self.exchange(request)).await {
+                Ok(Ok(frame)) => frame,
+                Ok(Err(reason)) => {
+                    return Err(NetworkError::ConnectionClosed {
+                        broker: self.broker.clone(),
+                        reason,
+                    })
+                }
+                Err(_) => {
+                    return Err(NetworkError::RequestTimedOut {
+                        api: Api(ApiVersionsRequest::KEY),
+                        broker: self.broker.clone(),
+                        timeout_ms,
+                    })
+                }
+            };
+            let protocol_error = |source| NetworkError::Protocol {
+                broker: self.broker.clone(),
+                source,
+            };
+            let received = codec::peek_correlation_id(&frame).map_err(protocol_error)?;
+            if received != correlation_id {
+                return Err(protocol_error(ProtocolError::UnexpectedCorrelationId {
+                    expected: Some(correlation_id),
+                    received,
+                }));
+            }
+            let (response, _) =
+                codec::decode_api_versions_response(frame, version).map_err(protocol_error)?;
+            match handle_api_versions_response(&response, version) {
+                Ok(ApiVersionsOutcome::Negotiated(table)) => {
+                    self.versions = table;
+                    return Ok(());
+                }
+                Ok(ApiVersionsOutcome::RetryAt(lower)) => version = lower,
+                Err(source) => {
+                    return Err(NetworkError::ApiVersions {
+                        broker: self.broker.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Writes one frame and reads one frame, with nothing else in flight (the handshake).
+    async fn exchange(&mut self, request: Bytes) -> Result<Bytes, CloseReason> {
+        let writer = self.writer.as_mut().ok_or(CloseReason::Shutdown)?;
+        writer
+            .write_all(&request)
+            .await
+            .map_err(|e| CloseReason::io(&e))?;
+        writer.flush().await.map_err(|e| CloseReason::io(&e))?;
+        loop {
+            if let Some(frame) = self
+                .frames
+                .decode(&mut self.read_buf)
+                .map_err(CloseReason::Protocol)?
+            {
+                return Ok(frame);
+            }
+            self.read_buf
+                .reserve(self.frames.read_reservation(&self.read_buf));
+            match self.reader.read_buf(&mut self.read_buf).await {
+                Ok(0) => return Err(self.eof_reason()),
+                Ok(_) => {}
+                Err(e) => return Err(CloseReason::io(&e)),
+            }
+        }
+    }
+
+    /// Serves requests from `first` and then `commands` until the connection fails, or until
+    /// `commands` is closed and nothing is in flight (`Shutdown`). Every in-flight request has
+    /// been completed or failed when this returns.
+    pub async fn run(
+        mut self,
+        first: Option<Command>,
+        commands: &mut mpsc::Receiver<Command>,
+    ) -> CloseReason {
+        if let Some(command) = first {
+            self.accept(command);
+        }
+        let mut commands_open = true;
+        loop {
+            if !commands_open && self.in_flight.is_empty() {
+                return CloseReason::Shutdown;
+            }
+            self.start_write();
+            self.read_buf
+                .reserve(self.frames.read_reservation(&self.read_buf));
+            let deadline = self.in_flight.earliest_deadline();
+            let accepting = commands_open && self.in_flight.len() < self.settings.max_in_flight;
+            let step = tokio::select! {
+                written = poll_write(&mut self.writing), if self.writing.is_some() => {
+                    let (writer, result) = written;
+                    self.writing = None;
+                    self.writer = Some(writer);
+                    result.map_err(|e| CloseReason::io(&e))
+                }
+                read = self.reader.read_buf(&mut self.read_buf) => match read {
+                    Ok(0) => Err(self.eof_reason()),
+                    Ok(_) => self.complete_responses(),
+                    Err(e) => Err(CloseReason::io(&e)),
+                },
+                command = commands.recv(), if accepting => {
+                    match command {
+                        Some(command) => self.accept(command),
+                        None => commands_open = false,
+                    }
+                    Ok(())
+                }
+                () = sleep_until(deadline), if deadline.is_some() => self.expire(),
+            };
+            if let Err(reason) = step {
+                return self.close(reason);
+            }
+        }
+    }
+
+    /// Chooses the version, encodes and queues a request for writing; requests that cannot be
+    /// sent fail alone, without disturbing the connection.
+    fn accept(&mut self, command: Command) {
+        let Command {
+            request,
+            deadline,
+            timeout_ms,
+        } = command;
+        let api = request.api();
+        if Instant::now() >= deadline {
+            request.fail(NetworkError::RequestTimedOut {
+                api,
+                broker: self.broker.clone(),
+                timeout_ms,
+            });
+            return;
+        }
+        let version = match self.versions.select(api, request.versions()) {
+            Ok(version) => version,
+            Err(source) => {
+                request.fail(NetworkError::UnsupportedApi {
+                    broker: self.broker.clone(),
+                    source,
+                });
+                return;
+            }
+        };
+        let correlation_id = self.in_flight.allocate_correlation_id();
+        match request.encode(version, correlation_id, self.settings.client_id.as_ref()) {
+            Ok(frame) => {
+                tracing::trace!(broker = %self.broker, %api, version, correlation_id, "send");
+                self.outbox.push(frame);
+                let sent = Sent {
+                    request,
+                    version,
+                    timeout_ms,
+                };
+                self.in_flight.push(correlation_id, deadline, sent);
+            }
+            Err(source) => request.fail(NetworkError::Encode {
+                broker: self.broker.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Starts writing everything in the outbox, unless a write is already in progress.
+    fn start_write(&mut self) {
+        if self.writing.is_some() || self.outbox.is_empty() {
+            return;
+        }
+        let Some(writer) = self.writer.take() else {
+            return;
+        };
+        let frames = std::mem::take(&mut self.outbox);
+        self.writing = Some(Box::pin(write_frames(writer, frames)));
+    }
+
+    /// Hands every complete response frame in the read buffer to its request.
+    fn complete_responses(&mut self) -> Result<(), CloseReason> {
+        while let Some(frame) = self
+            .frames
+            .decode(&mut self.read_buf)
+            .map_err(CloseReason::Protocol)?
+        {
+            let correlation_id =
+                codec::peek_correlation_id(&frame).map_err(CloseReason::Protocol)?;
+            let sent = self
+                .in_flight
+                .complete(correlation_id)
+                .map_err(CloseReason::Protocol)?
+                .payload;
+            sent.request
+                .complete(sent.version, frame)
+                .map_err(CloseReason::Protocol)?;
+        }
+        Ok(())
+    }
+
+    /// Fails the first overdue request; it had been written, so the connection closes too.
+    fn expire(&mut self) -> Result<(), CloseReason> {
+        let Some(expired) = self.in_flight.take_expired(Instant::now()) else {
+            return Ok(());
+        };
+        let api = expired.payload.request.api();
+        let timeout_ms = expired.payload.timeout_ms;
+        tracing::info!(broker = %self.broker, %api, timeout_ms, "request timed out");
+        expired.payload.request.fail(NetworkError::RequestTimedOut {
+            api,
+            broker: self.broker.clone(),
+            timeout_ms,
+        });
+        Err(CloseReason::RequestTimedOut {
+            api,
+            correlation_id: expired.correlation_id,
+            timeout_ms,
+        })
+    }
+
+    /// Why the stream ended: cleanly between frames, or inside one.
+    fn eof_reason(&self) -> CloseReason {
+        match self.frames.check_clean_eof(&self.read_buf) {
+            Ok(()) => CloseReason::PeerClosed,
+            Err(error) => CloseReason::Protocol(error),
+        }
+    }
+
+    /// Fails everything in flight with `reason`; dropping `self` then closes the socket.
+    fn close(mut self, reason: CloseReason) -> CloseReason {
+        let in_flight = self.in_flight.len();
+        tracing::info!(broker = %self.broker, %reason, in_flight, "connection closed");
+        for entry in self.in_flight.drain() {
+            entry.payload.request.fail(NetworkError::ConnectionClosed {
+                broker: self.broker.clone(),
+                reason: reason.clone(),
+            });
+        }
+        reason
+    }
+}
+
+/// Writes whole frames, then flushes, returning the write half for the next batch.
+async fn write_frames(
+    mut writer: WriteHalf<TcpStream>,
+    frames: Vec<Bytes>,
+) -> (WriteHalf<TcpStream>, std::io::Result<()>) {
+    for frame in &frames {
+        if let Err(error) = writer.write_all(frame).await {
+            return (writer, Err(error));
+        }
+    }
+    let flushed = writer.flush().await;
+    (writer, flushed)
+}
+
+/// Polls the write in progress; the boxed future survives being dropped by `select!`.
+async fn poll_write(
+    writing: &mut Option<WriteFuture>,
+) -> (WriteHalf<TcpStream>, std::io::Result<()>) {
+    match writing {
+        Some(write) => write.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

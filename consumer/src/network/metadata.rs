@@ -1,0 +1,421 @@
+//! The client's view of the cluster, kept from Metadata responses: brokers and their racks, the
+//! controller, the cluster id, and per topic its id and partitions (leader, leader epoch,
+//! replicas, ISR, offline replicas).
+//!
+//! Sans-IO. Responses can arrive out of order or from a broker with stale metadata, so an update
+//! never moves a partition's leader epoch backwards (Kafka's `Metadata.updatePartitionLeadership`
+//! rule): a partition whose cached epoch is newer keeps its cached state.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use crate::protocol::ResponseError;
+
+/// A broker as Metadata describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broker {
+    /// `node.id`.
+    pub node_id: i32,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+    /// `broker.rack`, if set.
+    pub rack: Option<String>,
+}
+
+/// One partition's replica state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    /// The partition index.
+    pub partition: i32,
+    /// The leader's node id, `None` while there is no leader.
+    pub leader_id: Option<i32>,
+    /// The leader epoch, -1 when unknown.
+    pub leader_epoch: i32,
+    /// All replicas.
+    pub replica_nodes: Vec<i32>,
+    /// In-sync replicas.
+    pub isr_nodes: Vec<i32>,
+    /// Replicas that are offline.
+    pub offline_replicas: Vec<i32>,
+    /// The partition-level error, if any (e.g. LEADER_NOT_AVAILABLE).
+    pub error: Option<ResponseError>,
+}
+
+/// One topic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicMetadata {
+    /// The topic name.
+    pub name: String,
+    /// The topic id (nil from brokers too old to have ids).
+    pub topic_id: Uuid,
+    /// Whether it is an internal topic (`__consumer_offsets`).
+    pub is_internal: bool,
+    /// The topic-level error of the latest response, if any.
+    pub error: Option<ResponseError>,
+    /// Partitions by index.
+    pub partitions: BTreeMap<i32, PartitionMetadata>,
+}
+
+/// Whether a response covers all topics (so topics it lacks are gone) or only some.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataScope {
+    /// The request asked for all topics.
+    AllTopics,
+    /// The request listed topics: others are left untouched.
+    ListedTopics,
+}
+
+/// The cluster as last described by Metadata responses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata {
+    brokers: BTreeMap<i32, Broker>,
+    controller_id: Option<i32>,
+    cluster_id: Option<String>,
+    topics: HashMap<String, TopicMetadata>,
+    names_by_id: HashMap<Uuid, String>,
+}
+
+impl Metadata {
+    /// Applies a response. Brokers, controller and cluster id are replaced (a response lists all
+    /// live brokers); topics are merged without regressing leader epochs.
+    pub fn update(&mut self, response: &MetadataResponse, scope: MetadataScope) {
+        self.brokers = response
+            .brokers
+            .iter()
+            .filter_map(|b| {
+                let port = u16::try_from(b.port).ok()?;
+                let broker = Broker {
+                    node_id: b.node_id.0,
+                    host: b.host.to_string(),
+                    port,
+                    rack: b.rack.as_ref().map(|r| r.to_string()),
+                };
+                Some((broker.node_id, broker))
+            })
+            .collect();
+        self.controller_id = (response.controller_id.0 >= 0).then_some(response.controller_id.0);
+        self.cluster_id = response.cluster_id.as_ref().map(|c| c.to_string());
+
+        let mut seen = Vec::with_capacity(response.topics.len());
+        for topic in &response.topics {
+            let Some(name) = topic.name.as_ref().map(|n| n.0.to_string()) else {
+                continue; // only possible in a by-id request for an unknown id
+            };
+            let error = ResponseError::try_from_code(topic.error_code);
+            if matches!(
+                error,
+                Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
+            ) {
+                self.remove_topic(&name);
+                continue;
+            }
+            seen.push(name.clone());
+            let replaced = self
+                .topics
+                .get(&name)
+                .is_some_and(|cached| cached.topic_id != topic.topic_id);
+            if replaced {
+                // Same name, new id: the topic was deleted and re-created.
+                self.remove_topic(&name);
+            }
+            let entry = self
+                .topics
+                .entry(name.clone())
+                .or_insert_with(|| TopicMetadata {
+                    name: name.clone(),
+                    topic_id: topic.topic_id,
+                    is_internal: topic.is_internal,
+                    error: None,
+                    partitions: BTreeMap::new(),
+                });
+            entry.error = error;
+            entry.is_internal = topic.is_internal;
+            for p in &topic.partitions {
+                let incoming = PartitionMetadata {
+                    partition: p.partition_index,
+                    leader_id: (p.leader_id.0 >= 0).then_some(p.leader_id.0),
+                    leader_epoch: p.leader_epoch,
+                    replica_nodes: p.replica_nodes.iter().map(|n| n.0).collect(),
+                    isr_nodes: p.isr_nodes.iter().map(|n| n.0).collect(),
+                    offline_replicas: p.offline_replicas.iter().map(|n| n.0).collect(),
+                    error: ResponseError::try_from_code(p.error_code),
+                };
+                let stale = entry
+                    .partitions
+                    .get(&p.partition_index)
+                    .is_some_and(|cached| incoming.leader_epoch < cached.leader_epoch);
+                if !stale {
+                    entry.partitions.insert(p.partition_index, incoming);
+                }
+            }
+            if !topic.topic_id.is_nil() {
+                self.names_by_id.insert(topic.topic_id, name);
+            }
+        }
+        if scope == MetadataScope::AllTopics {
+            let gone: Vec<String> = self
+                .topics
+                .keys()
+                .filter(|name| !seen.contains(name))
+                .cloned()
+                .collect();
+            for name in gone {
+                self.remove_topic(&name);
+            }
+        }
+    }
+
+    fn remove_topic(&mut self, name: &str) {
+        if let Some(topic) = self.topics.remove(name) {
+            self.names_by_id.remove(&topic.topic_id);
+        }
+    }
+
+    /// A broker by node id.
+    pub fn broker(&self, node_id: i32) -> Option<&Broker> {
+        self.brokers.get(&node_id)
+    }
+
+    /// All known brokers, by node id.
+    pub fn brokers(&self) -> impl Iterator<Item = &Broker> {
+        self.brokers.values()
+    }
+
+    /// The controller's node id, if known.
+    pub fn controller_id(&self) -> Option<i32> {
+        self.controller_id
+    }
+
+    /// The cluster id, if known.
+    pub fn cluster_id(&self) -> Option<&str> {
+        self.cluster_id.as_deref()
+    }
+
+    /// A topic by name.
+    pub fn topic(&self, name: &str) -> Option<&TopicMetadata> {
+        self.topics.get(name)
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, topic_id: Uuid) -> Option<&TopicMetadata> {
+        self.topics.get(self.names_by_id.get(&topic_id)?)
+    }
+
+    /// The name of the topic with this id.
+    pub fn topic_name(&self, topic_id: Uuid) -> Option<&str> {
+        self.names_by_id.get(&topic_id).map(String::as_str)
+    }
+
+    /// The id of the topic with this name.
+    pub fn topic_id(&self, name: &str) -> Option<Uuid> {
+        self.topics.get(name).map(|t| t.topic_id)
+    }
+
+    /// One partition's state.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionMetadata> {
+        self.topics.get(topic)?.partitions.get(&partition)
+    }
+}
+
+/// A Metadata request for every topic in the cluster.
+pub fn metadata_request_all_topics() -> MetadataRequest {
+    MetadataRequest::default()
+        .with_topics(None)
+        .with_allow_auto_topic_creation(false)
+}
+
+/// A Metadata request for the named topics (an empty list asks for brokers only).
+pub fn metadata_request_for_topics<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    allow_auto_topic_creation: bool,
+) -> MetadataRequest {
+    let topics = names
+        .into_iter()
+        .map(|name| {
+            MetadataRequestTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_string(name.to_owned()))))
+        })
+        .collect();
+    MetadataRequest::default()
+        .with_topics(Some(topics))
+        .with_allow_auto_topic_creation(allow_auto_topic_creation)
+}
+
+/// A Metadata request for topics by id (Metadata v10+).
+pub fn metadata_request_for_topic_ids(ids: impl IntoIterator<Item = Uuid>) -> MetadataRequest {
+    let topics = ids
+        .into_iter()
+        .map(|id| MetadataRequestTopic::default().with_topic_id(id))
+        .collect();
+    MetadataRequest::default()
+        .with_topics(Some(topics))
+        .with_allow_auto_topic_creation(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::BrokerId;
+
+    use super::*;
+
+    fn partition(index: i32, leader: i32, epoch: i32) -> MetadataResponsePartition {
+        MetadataResponsePartition::default()
+            .with_partition_index(index)
+            .with_leader_id(BrokerId(leader))
+            .with_leader_epoch(epoch)
+            .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
+            .with_isr_nodes(vec![BrokerId(1)])
+    }
+
+    fn topic(
+        name: &str,
+        id: u128,
+        partitions: Vec<MetadataResponsePartition>,
+    ) -> MetadataResponseTopic {
+        MetadataResponseTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_string(name.to_owned()))))
+            .with_topic_id(Uuid::from_u128(id))
+            .with_partitions(partitions)
+    }
+
+    fn response(topics: Vec<MetadataResponseTopic>) -> MetadataResponse {
+        MetadataResponse::default()
+            .with_brokers(vec![
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(1))
+                    .with_host(StrBytes::from_static_str("b1"))
+                    .with_port(9092)
+                    .with_rack(Some(StrBytes::from_static_str("rack-a"))),
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(2))
+                    .with_host(StrBytes::from_static_str("b2"))
+                    .with_port(9093),
+            ])
+            .with_controller_id(BrokerId(2))
+            .with_cluster_id(Some(StrBytes::from_static_str("cluster-x")))
+            .with_topics(topics)
+    }
+
+    #[test]
+    fn brokers_controller_cluster_and_topic_ids_both_ways() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic("orders", 7, vec![partition(0, 1, 3)])]),
+            MetadataScope::AllTopics,
+        );
+        assert_eq!(md.broker(1).unwrap().rack.as_deref(), Some("rack-a"));
+        assert_eq!(md.broker(2).unwrap().port, 9093);
+        assert_eq!(md.brokers().count(), 2);
+        assert_eq!(md.controller_id(), Some(2));
+        assert_eq!(md.cluster_id(), Some("cluster-x"));
+        assert_eq!(md.topic_id("orders"), Some(Uuid::from_u128(7)));
+        assert_eq!(md.topic_name(Uuid::from_u128(7)), Some("orders"));
+        assert_eq!(md.topic_by_id(Uuid::from_u128(7)).unwrap().name, "orders");
+        let p = md.partition("orders", 0).unwrap();
+        assert_eq!((p.leader_id, p.leader_epoch), (Some(1), 3));
+        assert_eq!(p.replica_nodes, [1, 2]);
+        assert_eq!(p.isr_nodes, [1]);
+    }
+
+    #[test]
+    fn stale_leader_epochs_do_not_regress() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic(
+                "t",
+                1,
+                vec![partition(0, 1, 5), partition(1, 1, 5)],
+            )]),
+            MetadataScope::AllTopics,
+        );
+        // A lagging broker reports epoch 4 for p0 (stale) and 6 for p1 (newer).
+        md.update(
+            &response(vec![topic(
+                "t",
+                1,
+                vec![partition(0, 2, 4), partition(1, 2, 6)],
+            )]),
+            MetadataScope::AllTopics,
+        );
+        let p0 = md.partition("t", 0).unwrap();
+        assert_eq!((p0.leader_id, p0.leader_epoch), (Some(1), 5));
+        let p1 = md.partition("t", 1).unwrap();
+        assert_eq!((p1.leader_id, p1.leader_epoch), (Some(2), 6));
+    }
+
+    #[test]
+    fn recreated_topic_replaces_state_and_id_mapping() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic("t", 1, vec![partition(0, 1, 9)])]),
+            MetadataScope::AllTopics,
+        );
+        md.update(
+            &response(vec![topic("t", 2, vec![partition(0, 2, 0)])]),
+            MetadataScope::AllTopics,
+        );
+        assert_eq!(md.topic_id("t"), Some(Uuid::from_u128(2)));
+        assert_eq!(md.topic_name(Uuid::from_u128(1)), None);
+        assert_eq!(md.partition("t", 0).unwrap().leader_epoch, 0);
+    }
+
+    #[test]
+    fn scope_decides_whether_missing_topics_are_dropped() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic("a", 1, vec![]), topic("b", 2, vec![])]),
+            MetadataScope::AllTopics,
+        );
+        md.update(
+            &response(vec![topic("a", 1, vec![])]),
+            MetadataScope::ListedTopics,
+        );
+        assert!(md.topic("b").is_some());
+        md.update(
+            &response(vec![topic("a", 1, vec![])]),
+            MetadataScope::AllTopics,
+        );
+        assert!(md.topic("b").is_none());
+        assert_eq!(md.topic_name(Uuid::from_u128(2)), None);
+    }
+
+    #[test]
+    fn unknown_topic_error_removes_it_and_other_errors_are_kept() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic("a", 1, vec![partition(0, 1, 1)])]),
+            MetadataScope::AllTopics,
+        );
+        let leaderless =
+            topic("a", 1, vec![]).with_error_code(ResponseError::LeaderNotAvailable.code());
+        md.update(&response(vec![leaderless]), MetadataScope::ListedTopics);
+        assert_eq!(
+            md.topic("a").unwrap().error,
+            Some(ResponseError::LeaderNotAvailable)
+        );
+        assert!(md.partition("a", 0).is_some());
+        let unknown =
+            topic("a", 1, vec![]).with_error_code(ResponseError::UnknownTopicOrPartition.code());
+        md.update(&response(vec![unknown]), MetadataScope::ListedTopics);
+        assert!(md.topic("a").is_none());
+    }
+
+    #[test]
+    fn request_builders() {
+        assert_eq!(metadata_request_all_topics().topics, None);
+        let listed = metadata_request_for_topics(["x", "y"], true);
+        assert_eq!(listed.topics.as_ref().unwrap().len(), 2);
+        assert!(listed.allow_auto_topic_creation);
+        let by_id = metadata_request_for_topic_ids([Uuid::from_u128(5)]);
+        assert_eq!(by_id.topics.unwrap()[0].topic_id, Uuid::from_u128(5));
+    }
+}

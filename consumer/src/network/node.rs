@@ -1,0 +1,144 @@
+//! One task per broker node: connect, negotiate, serve requests, and after a failure reconnect
+//! with exponential backoff and jitter.
+//!
+//! Connecting is lazy: the task connects when a request arrives, like Kafka's `NetworkClient`.
+//! When a connection attempt or a connection fails, everything queued for the node fails with
+//! that (retriable) error, so callers learn about a dead broker at once instead of at their
+//! timeout. Requests that arrive during the backoff wait for it (at most
+//! `reconnect_backoff_max_ms`) and then ride the next attempt.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use super::backoff::ExponentialBackoff;
+use super::connection::{Connection, ConnectionSettings};
+use super::request::Command;
+use super::{CloseReason, NetworkError};
+use crate::protocol::ApiVersionsTable;
+use crate::rt::{Duration, Instant, SeededRng};
+
+/// Where a node's task is, as the client sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct NodeStatus {
+    /// The versions negotiated on the current connection, while connected.
+    pub versions: Option<ApiVersionsTable>,
+    /// When the next connection attempt may start, while backing off.
+    pub reconnect_at: Option<Instant>,
+}
+
+pub(crate) type SharedStatus = Arc<Mutex<NodeStatus>>;
+
+pub(crate) fn read_status(status: &SharedStatus) -> NodeStatus {
+    status
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+fn write_status(status: &SharedStatus, update: impl FnOnce(&mut NodeStatus)) {
+    update(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
+}
+
+/// Everything a node task needs.
+pub(crate) struct NodeTask {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+    pub broker: String,
+    pub settings: ConnectionSettings,
+    pub connection_setup_timeout_ms: u64,
+    pub backoff: ExponentialBackoff,
+    pub rng: SeededRng,
+    pub commands: mpsc::Receiver<Command>,
+    pub status: SharedStatus,
+}
+
+impl NodeTask {
+    /// Spawns the task on the current runtime (madsim's current node under simulation).
+    pub fn spawn(self) {
+        let span = tracing::info_span!("broker", node_id = self.node_id, addr = %format_args!("{}:{}", self.host, self.port));
+        tokio::spawn(self.run().instrument(span));
+    }
+
+    async fn run(mut self) {
+        let mut failed_attempts = 0u32;
+        let mut reconnect_at: Option<Instant> = None;
+        loop {
+            let Some(first) = self.commands.recv().await else {
+                return; // the client dropped this node
+            };
+            if let Some(at) = reconnect_at.take() {
+                tokio::time::sleep_until(at).await;
+            }
+            let failure = match self.connect().await {
+                Ok(connection) => {
+                    failed_attempts = 0;
+                    let versions = connection.versions().clone();
+                    write_status(&self.status, |s| {
+                        s.versions = Some(versions);
+                        s.reconnect_at = None;
+                    });
+                    let reason = connection.run(Some(first), &mut self.commands).await;
+                    write_status(&self.status, |s| s.versions = None);
+                    if reason == CloseReason::Shutdown {
+                        return;
+                    }
+                    NetworkError::ConnectionClosed {
+                        broker: self.broker.clone(),
+                        reason,
+                    }
+                }
+                Err(error) => {
+                    tracing::info!(%error, "connection attempt failed");
+                    first.request.fail(error.clone());
+                    error
+                }
+            };
+            self.fail_queued(&failure);
+            let backoff_ms = self.backoff.backoff_ms(failed_attempts, &mut self.rng);
+            failed_attempts = failed_attempts.saturating_add(1);
+            let at = Instant::now() + Duration::from_millis(backoff_ms);
+            tracing::debug!(backoff_ms, "reconnect backoff");
+            reconnect_at = Some(at);
+            write_status(&self.status, |s| s.reconnect_at = Some(at));
+        }
+    }
+
+    /// TCP connect (bounded by the setup timeout) and the ApiVersions handshake.
+    async fn connect(&mut self) -> Result<Connection, NetworkError> {
+        tracing::debug!("connecting");
+        let timeout_ms = self.connection_setup_timeout_ms;
+        let connect = TcpStream::connect((self.host.as_str(), self.port));
+        let stream = match tokio::time::timeout(Duration::from_millis(timeout_ms), connect).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(source)) => {
+                return Err(NetworkError::ConnectFailed {
+                    broker: self.broker.clone(),
+                    source: Arc::new(source),
+                })
+            }
+            Err(_) => {
+                return Err(NetworkError::ConnectTimedOut {
+                    broker: self.broker.clone(),
+                    timeout_ms,
+                })
+            }
+        };
+        // Kafka requests are small and latency-bound; Nagle would only delay them.
+        let _ = stream.set_nodelay(true);
+        let mut connection = Connection::new(stream, self.broker.clone(), self.settings.clone());
+        connection.negotiate().await?;
+        tracing::info!("connected");
+        Ok(connection)
+    }
+
+    /// Fails every request still queued for this node.
+    fn fail_queued(&mut self, error: &NetworkError) {
+        while let Ok(command) = self.commands.try_recv() {
+            command.request.fail(error.clone());
+        }
+    }
+}

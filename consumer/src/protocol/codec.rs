@@ -1,0 +1,219 @@
+//! Request encoding and response decoding for any `kafka-protocol` message at a given version.
+//!
+//! A request frame is `length | request header | body`; the header version depends on the API
+//! and its version (`R::header_version`), and so does the response header's (ApiVersions
+//! responses always use header v0 so a client can read them before it knows anything). Every
+//! `kafka-protocol` failure (an `anyhow` error) becomes a [`ProtocolError`] naming the API and
+//! version.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+
+use super::frame::LENGTH_PREFIX_BYTES;
+use super::{Api, ProtocolError};
+
+/// Encodes `request` at `version` as one complete frame, length prefix included.
+pub fn encode_request<R: Request>(
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+) -> Result<Bytes, ProtocolError> {
+    let api = Api(R::KEY);
+    let encode_error = |message: String| ProtocolError::Encode {
+        api,
+        version,
+        message,
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(client_id.cloned());
+    let mut frame = BytesMut::new();
+    frame.put_i32(0); // patched below, once the size is known
+    header
+        .encode(&mut frame, R::header_version(version))
+        .map_err(|e| encode_error(format!("header: {e:#}")))?;
+    request
+        .encode(&mut frame, version)
+        .map_err(|e| encode_error(format!("{e:#}")))?;
+    let size_bytes = i32::try_from(frame.len() - LENGTH_PREFIX_BYTES)
+        .map_err(|_| encode_error(format!("{} bytes do not fit a frame", frame.len())))?;
+    frame[..LENGTH_PREFIX_BYTES].copy_from_slice(&size_bytes.to_be_bytes());
+    Ok(frame.freeze())
+}
+
+/// The correlation id of a response frame (every response header version starts with it).
+pub fn peek_correlation_id(frame: &[u8]) -> Result<i32, ProtocolError> {
+    match frame.get(..4) {
+        Some(&[a, b, c, d]) => Ok(i32::from_be_bytes([a, b, c, d])),
+        _ => Err(ProtocolError::ShortResponseHeader {
+            frame_bytes: frame.len(),
+        }),
+    }
+}
+
+/// Decodes a response frame (without its length prefix) to a request sent as `R` at `version`.
+pub fn decode_response<R: Request>(
+    mut frame: Bytes,
+    version: i16,
+) -> Result<R::Response, ProtocolError> {
+    let decode_error = |message: String| ProtocolError::Decode {
+        api: Api(R::KEY),
+        version,
+        message,
+    };
+    let header_version = <R::Response as HeaderVersion>::header_version(version);
+    ResponseHeader::decode(&mut frame, header_version)
+        .map_err(|e| decode_error(format!("header v{header_version}: {e:#}")))?;
+    <R::Response as Decodable>::decode(&mut frame, version)
+        .map_err(|e| decode_error(format!("{e:#}")))
+}
+
+/// Decodes an ApiVersions response to a request sent at `version`, with Kafka's fallback: a broker
+/// that does not support `version` answers with a v0 body (error UNSUPPORTED_VERSION and its own
+/// ranges), so a body that does not parse cleanly at `version` is re-read at v0.
+///
+/// Returns the response and the version its body was read at.
+pub fn decode_api_versions_response(
+    frame: Bytes,
+    version: i16,
+) -> Result<(ApiVersionsResponse, i16), ProtocolError> {
+    // A clean parse consumes the whole frame; leftovers mean a v0 body was read as a newer one.
+    if version == 0 || exact_parse::<ApiVersionsRequest>(&frame, version) {
+        return decode_response::<ApiVersionsRequest>(frame, version).map(|r| (r, version));
+    }
+    match decode_response::<ApiVersionsRequest>(frame.clone(), 0) {
+        Ok(response) => Ok((response, 0)),
+        // Neither parses: report the failure at the version we actually asked for.
+        Err(_) => decode_response::<ApiVersionsRequest>(frame, version).map(|r| (r, version)),
+    }
+}
+
+/// Whether decoding `frame` as `R`'s response at `version` consumes it exactly.
+fn exact_parse<R: Request>(frame: &Bytes, version: i16) -> bool {
+    let mut rest = frame.clone();
+    let header_version = <R::Response as HeaderVersion>::header_version(version);
+    ResponseHeader::decode(&mut rest, header_version).is_ok()
+        && <R::Response as Decodable>::decode(&mut rest, version).is_ok()
+        && !rest.has_remaining()
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+
+    use super::*;
+
+    /// Encodes a response frame body (header + body, no length prefix), as a broker would.
+    fn response_frame<R: Request>(
+        response: &R::Response,
+        version: i16,
+        correlation_id: i32,
+    ) -> Bytes {
+        let mut buf = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(correlation_id)
+            .encode(
+                &mut buf,
+                <R::Response as HeaderVersion>::header_version(version),
+            )
+            .unwrap();
+        response.encode(&mut buf, version).unwrap();
+        buf.freeze()
+    }
+
+    #[test]
+    fn request_frame_has_length_prefix_and_header_fields() {
+        let client_id = StrBytes::from_static_str("test-client");
+        let frame = encode_request(&MetadataRequest::default(), 12, 77, Some(&client_id)).unwrap();
+        let mut buf = frame.clone();
+        assert_eq!(buf.get_i32() as usize, frame.len() - 4);
+        let header = RequestHeader::decode(&mut buf, MetadataRequest::header_version(12)).unwrap();
+        assert_eq!(header.request_api_key, 3);
+        assert_eq!(header.request_api_version, 12);
+        assert_eq!(header.correlation_id, 77);
+        assert_eq!(header.client_id, Some(client_id));
+        let body = MetadataRequest::decode(&mut buf, 12).unwrap();
+        assert_eq!(body, MetadataRequest::default());
+    }
+
+    #[test]
+    fn encoding_at_a_version_the_message_lacks_names_api_and_version() {
+        let err = encode_request(&MetadataRequest::default(), 99, 1, None).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ProtocolError::Encode {
+                    api: Api(3),
+                    version: 99,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("cannot encode Metadata v99 request"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn response_round_trip_and_correlation_peek() {
+        let response = MetadataResponse::default().with_controller_id(3.into());
+        let frame = response_frame::<MetadataRequest>(&response, 12, 41);
+        assert_eq!(peek_correlation_id(&frame), Ok(41));
+        let decoded = decode_response::<MetadataRequest>(frame, 12).unwrap();
+        assert_eq!(decoded, response);
+    }
+
+    #[test]
+    fn garbage_body_is_a_decode_error_naming_api_and_version() {
+        let mut buf = BytesMut::new();
+        buf.put_i32(5); // correlation id
+        buf.put_slice(&[0xff; 3]);
+        let err = decode_response::<MetadataRequest>(buf.freeze(), 12).unwrap_err();
+        assert!(matches!(
+            err,
+            ProtocolError::Decode {
+                api: Api(3),
+                version: 12,
+                ..
+            }
+        ));
+        assert!(err.to_string().contains("Metadata v12"), "{err}");
+    }
+
+    #[test]
+    fn short_header_is_a_typed_error() {
+        assert_eq!(
+            peek_correlation_id(&[0, 1]),
+            Err(ProtocolError::ShortResponseHeader { frame_bytes: 2 })
+        );
+    }
+
+    #[test]
+    fn api_versions_falls_back_to_a_v0_body() {
+        let v0 = ApiVersionsResponse::default()
+            .with_error_code(35)
+            .with_api_keys(vec![ApiVersion::default()
+                .with_api_key(18)
+                .with_min_version(0)
+                .with_max_version(2)]);
+        let frame = response_frame::<ApiVersionsRequest>(&v0, 0, 1);
+        let (decoded, read_at) = decode_api_versions_response(frame, 4).unwrap();
+        assert_eq!(read_at, 0);
+        assert_eq!(decoded, v0);
+
+        let v3 = v0.clone().with_error_code(0);
+        let frame = response_frame::<ApiVersionsRequest>(&v3, 3, 1);
+        let (decoded, read_at) = decode_api_versions_response(frame, 3).unwrap();
+        assert_eq!((decoded, read_at), (v3, 3));
+    }
+}

@@ -1,0 +1,233 @@
+//! The network client inside the madsim simulator, against the fake broker on its own simulated
+//! node: normal round trips, the broker killed in the middle of a response, a network partition,
+//! and reconnect with backoff on virtual time. Run with `MADSIM_TEST_CHECK_DETERMINISM=1` to
+//! check the whole exchange is a pure function of the seed.
+#![cfg(madsim)]
+
+mod support;
+
+use std::net::SocketAddr;
+
+use kafka_consumer::network::metadata::metadata_request_for_topics;
+use kafka_consumer::network::{CloseReason, NetworkClient, NetworkConfig, NetworkError, Target};
+use kafka_consumer::protocol::{Api, ProtocolError};
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+use madsim::net::NetSim;
+use madsim::runtime::{Handle, NodeHandle};
+use madsim::time::{sleep, Duration, Instant};
+use support::fake_broker::{Behavior, FakeBroker};
+
+const BROKER: &str = "10.0.0.1:9092";
+
+struct Cluster {
+    handle: Handle,
+    broker: NodeHandle,
+    fake: FakeBroker,
+    client: NodeHandle,
+}
+
+async fn cluster() -> Cluster {
+    let handle = Handle::current();
+    let addr: SocketAddr = BROKER.parse().unwrap();
+    let fake = FakeBroker::default();
+    let serving = fake.clone();
+    let broker = handle
+        .create_node()
+        .name("broker")
+        .ip(addr.ip())
+        .init(move || serving.clone().bind_and_serve(addr))
+        .build();
+    let client = handle
+        .create_node()
+        .name("client")
+        .ip("10.0.0.2".parse().unwrap())
+        .build();
+    sleep(Duration::from_millis(10)).await; // let the broker bind
+    Cluster {
+        handle,
+        broker,
+        fake,
+        client,
+    }
+}
+
+fn network_client(request_timeout_ms: u64) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![BROKER.to_owned()],
+        request_timeout_ms,
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+fn request(name: &str) -> MetadataRequest {
+    metadata_request_for_topics([name], false)
+}
+
+fn names(response: &MetadataResponse) -> Vec<String> {
+    response
+        .topics
+        .iter()
+        .map(|t| t.name.as_ref().unwrap().0.to_string())
+        .collect()
+}
+
+#[madsim::test]
+async fn round_trips_between_simulated_nodes() {
+    let c = cluster().await;
+    let received = c
+        .client
+        .spawn(async move {
+            let mut client = network_client(30_000);
+            let mut got = Vec::new();
+            for name in ["a", "b", "c"] {
+                let response = client
+                    .send(Target::LeastLoaded, request(name))
+                    .await
+                    .unwrap();
+                got.extend(names(&response.body));
+            }
+            // Pipelined, across simulated latency.
+            let futures: Vec<_> = ["d", "e"]
+                .iter()
+                .map(|n| client.send(Target::Node(-1), request(n)))
+                .collect();
+            for future in futures {
+                got.extend(names(&future.await.unwrap().body));
+            }
+            got
+        })
+        .await
+        .unwrap();
+    assert_eq!(received, ["a", "b", "c", "d", "e"]);
+    assert_eq!(c.fake.connections(), 1);
+}
+
+#[madsim::test]
+async fn broker_killed_mid_response_then_restarted() {
+    let c = cluster().await;
+    c.fake.script([Behavior::HalfThenHang]);
+    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+    let (go_tx, mut go) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let client = c.client.spawn(async move {
+        let mut client = network_client(30_000);
+        // In flight while the broker dies with half a response delivered.
+        let err = client
+            .send(Target::Node(-1), request("doomed"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                NetworkError::ConnectionClosed {
+                    reason: CloseReason::Protocol(ProtocolError::TruncatedFrame { .. }),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.is_retriable());
+        // While it is down, attempts are refused, each after a longer backoff.
+        let mut attempts_at = Vec::new();
+        for _ in 0..3 {
+            let err = client
+                .send(Target::Node(-1), request("down"))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, NetworkError::ConnectFailed { .. }),
+                "{err:?}"
+            );
+            attempts_at.push(Instant::now());
+        }
+        let gaps: Vec<Duration> = attempts_at.windows(2).map(|w| w[1] - w[0]).collect();
+        // Backoff after the 1st and 2nd failed attempts: 100 ms and 200 ms, ±20% jitter.
+        assert!(
+            gaps[0] >= Duration::from_millis(80) && gaps[0] <= Duration::from_millis(125),
+            "{gaps:?}"
+        );
+        assert!(
+            gaps[1] >= Duration::from_millis(160) && gaps[1] <= Duration::from_millis(245),
+            "{gaps:?}"
+        );
+        events_tx.send("down").unwrap();
+        go.recv().await.unwrap();
+        let response = client
+            .send(Target::Node(-1), request("back"))
+            .await
+            .unwrap();
+        names(&response.body)
+    });
+    sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        c.fake.received_requests().len(),
+        1,
+        "the doomed request arrived"
+    );
+    c.handle.kill(c.broker.id());
+    assert_eq!(events.recv().await, Some("down"));
+    c.handle.restart(c.broker.id());
+    sleep(Duration::from_millis(10)).await;
+    go_tx.send(()).unwrap();
+    assert_eq!(client.await.unwrap(), ["back"]);
+    assert_eq!(
+        c.fake.connections(),
+        2,
+        "one before the kill, one after the restart"
+    );
+}
+
+#[madsim::test]
+async fn partition_fires_the_request_timeout_on_virtual_time() {
+    let c = cluster().await;
+    let (clog_tx, mut clog_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (healed_tx, mut healed_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let client = c.client.spawn(async move {
+        let mut client = network_client(5_000);
+        client
+            .send(Target::Node(-1), request("before"))
+            .await
+            .unwrap();
+        clog_tx.send(()).unwrap();
+        sleep(Duration::from_millis(10)).await;
+        let started = Instant::now();
+        let err = client
+            .send(Target::Node(-1), request("cut off"))
+            .await
+            .unwrap_err();
+        let waited = started.elapsed();
+        assert!(
+            matches!(
+                &err,
+                NetworkError::RequestTimedOut {
+                    api: Api(3),
+                    timeout_ms: 5_000,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            waited >= Duration::from_secs(5) && waited < Duration::from_millis(5_100),
+            "{waited:?}"
+        );
+        healed_rx.recv().await.unwrap();
+        let response = client
+            .send(Target::Node(-1), request("after"))
+            .await
+            .unwrap();
+        names(&response.body)
+    });
+    clog_rx.recv().await.unwrap();
+    let net = NetSim::current();
+    net.clog_node(c.broker.id());
+    sleep(Duration::from_secs(8)).await;
+    net.unclog_node(c.broker.id());
+    healed_tx.send(()).unwrap();
+    assert_eq!(client.await.unwrap(), ["after"]);
+    assert_eq!(
+        c.fake.connections(),
+        2,
+        "the timed-out connection was replaced"
+    );
+}

@@ -1,0 +1,4 @@
+//! Shared test support. Each test binary uses a different subset of it.
+#![allow(dead_code)]
+
+pub mod fake_broker;
