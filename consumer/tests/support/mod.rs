@@ -2,3 +2,5 @@
 #![allow(dead_code)]
 
 pub mod fake_broker;
+#[cfg(not(madsim))]
+pub mod real_broker;

@@ -1,0 +1,112 @@
+//! Reaching the real Apache Kafka broker started by `testing/kafka/run up`.
+//!
+//! Tests need `KAFKA_BOOTSTRAP=host:port`. Without it they print a loud SKIPPED line and pass,
+//! unless `REQUIRE_KAFKA=1` (set by CI), which turns the missing broker into a failure.
+
+use std::io::Write;
+
+use kafka_consumer::network::metadata::metadata_request_for_topics;
+use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
+use kafka_consumer::protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::{sleep, Duration, Instant};
+
+/// The broker's bootstrap address, or `None` (after a visible SKIPPED line) when there is none.
+pub fn bootstrap() -> Option<String> {
+    match std::env::var("KAFKA_BOOTSTRAP") {
+        Ok(bootstrap) if !bootstrap.is_empty() => Some(bootstrap),
+        _ => {
+            assert!(
+                std::env::var("REQUIRE_KAFKA").as_deref() != Ok("1"),
+                "REQUIRE_KAFKA=1 but KAFKA_BOOTSTRAP is not set: the real-broker tests cannot run"
+            );
+            // Written to the stderr handle, not with `eprintln!`, which libtest captures and hides
+            // for passing tests: a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: KAFKA_BOOTSTRAP is not set; real-broker tests did not run \
+                 (start a broker with `testing/kafka/run up` and export the KAFKA_BOOTSTRAP it prints)"
+            );
+            None
+        }
+    }
+}
+
+/// A network client bootstrapped from `bootstrap`.
+pub fn client(bootstrap: String) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![bootstrap],
+        client_id: "real-kafka-test".to_owned(),
+        request_timeout_ms: 15_000,
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+/// Creates `name` with `partitions` partitions and waits until Metadata shows a leader for
+/// each (metadata propagates asynchronously); the client's metadata then holds the topic.
+/// Returns the topic id.
+pub async fn create_topic(client: &mut NetworkClient, name: &str, partitions: i32) -> uuid::Uuid {
+    let create = CreateTopicsRequest::default()
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_string(name.to_owned())))
+            .with_num_partitions(partitions)
+            .with_replication_factor(-1)])
+        .with_timeout_ms(15_000);
+    let created = client.send(Target::LeastLoaded, create).await.unwrap();
+    let result = &created.body.topics[0];
+    assert_eq!(
+        ResponseError::try_from_code(result.error_code),
+        None,
+        "creating {name}: {:?}",
+        result.error_message
+    );
+    assert_eq!(result.num_partitions, partitions);
+    assert!(!result.topic_id.is_nil());
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let response = client
+            .send(
+                Target::LeastLoaded,
+                metadata_request_for_topics([name], false),
+            )
+            .await
+            .unwrap();
+        client.update_metadata(&response.body, MetadataScope::ListedTopics);
+        let ready = client.metadata().topic(name).is_some_and(|t| {
+            t.error.is_none()
+                && t.partitions.len() == usize::try_from(partitions).unwrap()
+                && t.partitions
+                    .values()
+                    .all(|p| p.leader_id.is_some() && p.leader_epoch >= 0)
+        });
+        if ready {
+            return result.topic_id;
+        }
+        assert!(Instant::now() < deadline, "topic {name} never got leaders");
+        sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Deletes `name`, asserting the broker accepted it.
+pub async fn delete_topic(client: &mut NetworkClient, name: &str) {
+    let topic_name = TopicName(StrBytes::from_string(name.to_owned()));
+    let delete = DeleteTopicsRequest::default()
+        .with_topics(vec![
+            DeleteTopicState::default().with_name(Some(topic_name.clone()))
+        ])
+        .with_topic_names(vec![topic_name])
+        .with_timeout_ms(15_000);
+    let deleted = client.send(Target::LeastLoaded, delete).await.unwrap();
+    let result = &deleted.body.responses[0];
+    assert_eq!(
+        ResponseError::try_from_code(result.error_code),
+        None,
+        "deleting {name}: {:?}",
+        result.error_message
+    );
+}
