@@ -92,36 +92,38 @@ impl ClassicGroupCoordinator {
         self.groups.get(group_id).and_then(|g| g.leader_id.clone())
     }
 
-    /// Fires every timer due at `now_ms`, earliest first.
+    /// Fires every timer due at `now_ms`, earliest first. Requests do this too before they are
+    /// handled, so a late `poll` never lets a request see state a timer should have changed.
     pub fn poll(&mut self, now_ms: u64) {
         self.advance(now_ms);
-        while let Some(key) = self.timers.pop_expired(self.now_ms) {
-            match key {
-                ClassicTimerKey::Heartbeat {
-                    group_id,
-                    member_id,
-                } => self.with_group(&group_id, |group, fx| {
-                    fx.expire_member_heartbeat(group, &member_id)
-                }),
-                ClassicTimerKey::Join { group_id } => {
-                    self.with_group(&group_id, |group, fx| match group.join_timer {
-                        JoinTimer::Complete => fx.complete_join_phase(group),
-                        JoinTimer::InitialDelay {
-                            delay_ms,
-                            remaining_ms,
-                        } => fx.try_complete_initial_rebalance_else_schedule(
-                            group,
-                            delay_ms,
-                            remaining_ms,
-                        ),
-                    })
-                }
-                ClassicTimerKey::Sync { group_id } => self.with_group(&group_id, |group, fx| {
-                    let generation = group.sync_timer_generation;
-                    fx.expire_pending_sync(group, generation)
-                }),
-            };
-        }
+    }
+
+    fn fire(&mut self, key: ClassicTimerKey) {
+        match key {
+            ClassicTimerKey::Heartbeat {
+                group_id,
+                member_id,
+            } => self.with_group(&group_id, |group, fx| {
+                fx.expire_member_heartbeat(group, &member_id)
+            }),
+            ClassicTimerKey::Join { group_id } => {
+                self.with_group(&group_id, |group, fx| match group.join_timer {
+                    JoinTimer::Complete => fx.complete_join_phase(group),
+                    JoinTimer::InitialDelay {
+                        delay_ms,
+                        remaining_ms,
+                    } => fx.try_complete_initial_rebalance_else_schedule(
+                        group,
+                        delay_ms,
+                        remaining_ms,
+                    ),
+                })
+            }
+            ClassicTimerKey::Sync { group_id } => self.with_group(&group_id, |group, fx| {
+                let generation = group.sync_timer_generation;
+                fx.expire_pending_sync(group, generation)
+            }),
+        };
     }
 
     /// `onUnloaded`: the shard moved away. Every group becomes Dead; parked joins and syncs are
@@ -134,7 +136,16 @@ impl ClassicGroupCoordinator {
         }
     }
 
+    /// Moves the clock to `now_ms` (never backwards), firing due timers on the way; each timer
+    /// runs at its own deadline, so what it schedules is relative to when it was due.
     pub(super) fn advance(&mut self, now_ms: u64) {
+        while let Some(deadline_ms) = self.timers.next_deadline_ms().filter(|&d| d <= now_ms) {
+            let Some(key) = self.timers.pop_expired(deadline_ms) else {
+                break;
+            };
+            self.now_ms = self.now_ms.max(deadline_ms);
+            self.fire(key);
+        }
         self.now_ms = self.now_ms.max(now_ms);
     }
 
