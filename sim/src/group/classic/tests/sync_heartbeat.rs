@@ -204,3 +204,13 @@ fn when_every_session_expires_the_group_becomes_empty() {
     assert!(h.coordinator.group_member_ids(GROUP).is_empty());
     assert_eq!(h.coordinator.next_deadline_ms(), None, "no timers left");
 }
+
+#[test]
+fn a_request_after_a_missed_poll_sees_the_expiry_first() {
+    let mut h = Harness::new();
+    let (a, _b) = h.stable_pair();
+    // No poll: the heartbeat itself arrives after both sessions ended.
+    h.now_ms += SESSION_MS as u64 + 1;
+    assert_eq!(h.heartbeat(&a, 1), code(ResponseError::UnknownMemberId));
+    assert_eq!(h.state(), Some(ClassicGroupState::Empty));
+}
