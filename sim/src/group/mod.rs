@@ -9,4 +9,5 @@
 
 pub mod classic;
 pub mod consumer;
+pub mod offsets;
 pub mod timer;
