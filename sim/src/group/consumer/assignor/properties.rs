@@ -1,0 +1,1 @@
+//! Assignor property tests.

@@ -1,0 +1,1 @@
+//! Coordinator tests with a fake clock.
