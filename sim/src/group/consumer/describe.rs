@@ -1,0 +1,110 @@
+//! ConsumerGroupDescribe: Kafka's `ConsumerGroup.asDescribedGroup`.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_describe_response::{
+    Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions,
+};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::assignment::Assignment;
+use super::coordinator::ConsumerGroupCoordinator;
+use super::heartbeat::assignor_name;
+use super::topics::TopicsImage;
+
+/// `MemberType` of a consumer-protocol member (describe v1).
+const CONSUMER_MEMBER_TYPE: i8 = 1;
+
+impl ConsumerGroupCoordinator {
+    /// Answers a ConsumerGroupDescribe at `now_ms`, one entry per requested group id, unknown
+    /// ones with GROUP_ID_NOT_FOUND.
+    pub fn consumer_group_describe(
+        &mut self,
+        request: &ConsumerGroupDescribeRequest,
+        now_ms: u64,
+    ) -> ConsumerGroupDescribeResponse {
+        self.poll(now_ms);
+        let groups = request
+            .group_ids
+            .iter()
+            .map(|group_id| self.describe_group(&group_id.0))
+            .collect();
+        ConsumerGroupDescribeResponse::default().with_groups(groups)
+    }
+
+    fn describe_group(&self, group_id: &StrBytes) -> DescribedGroup {
+        let Some(group) = self.groups.get(group_id.as_str()) else {
+            return DescribedGroup::default()
+                .with_group_id(group_id.clone().into())
+                .with_error_code(ResponseError::GroupIdNotFound.code())
+                .with_error_message(Some(StrBytes::from_string(format!(
+                    "Group {} not found.",
+                    group_id.as_str()
+                ))));
+        };
+        let members = group
+            .members
+            .values()
+            .map(|member| {
+                let target = group
+                    .target_assignment
+                    .get(&member.member_id)
+                    .cloned()
+                    .unwrap_or_default();
+                Member::default()
+                    .with_member_id(StrBytes::from_string(member.member_id.clone()))
+                    .with_instance_id(member.instance_id.clone().map(StrBytes::from_string))
+                    .with_rack_id(member.rack_id.clone().map(StrBytes::from_string))
+                    .with_member_epoch(member.member_epoch)
+                    .with_client_id(StrBytes::from_string(member.client_id.clone()))
+                    .with_client_host(StrBytes::from_string(member.client_host.clone()))
+                    .with_subscribed_topic_names(
+                        member
+                            .subscribed_topic_names
+                            .iter()
+                            .map(|n| TopicName(StrBytes::from_string(n.clone())))
+                            .collect(),
+                    )
+                    .with_subscribed_topic_regex(
+                        member
+                            .subscribed_topic_regex
+                            .clone()
+                            .map(StrBytes::from_string),
+                    )
+                    .with_assignment(described(&member.assigned_partitions, &self.topics))
+                    .with_target_assignment(described(&target, &self.topics))
+                    .with_member_type(CONSUMER_MEMBER_TYPE)
+            })
+            .collect();
+        DescribedGroup::default()
+            .with_group_id(group_id.clone().into())
+            .with_group_state(StrBytes::from_static_str(group.state().name()))
+            .with_group_epoch(group.group_epoch)
+            .with_assignment_epoch(group.assignment_epoch)
+            .with_assignor_name(StrBytes::from_string(assignor_name(
+                group,
+                self.config.default_assignor(),
+            )))
+            .with_members(members)
+    }
+}
+
+/// Kafka's `topicPartitionsFromMap`: topics that no longer exist are left out.
+fn described(assignment: &Assignment, topics: &TopicsImage) -> DescribedAssignment {
+    DescribedAssignment::default().with_topic_partitions(
+        assignment
+            .iter()
+            .filter_map(|(topic_id, partitions)| {
+                let name = topics.name_of(*topic_id)?;
+                Some(
+                    TopicPartitions::default()
+                        .with_topic_id(*topic_id)
+                        .with_topic_name(TopicName(StrBytes::from_string(name.to_owned())))
+                        .with_partitions(partitions.iter().copied().collect()),
+                )
+            })
+            .collect(),
+    )
+}

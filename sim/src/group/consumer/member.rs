@@ -1,0 +1,96 @@
+//! A member of a consumer group: Kafka's `ConsumerGroupMember` and `MemberState`.
+
+use std::collections::BTreeSet;
+
+use super::assignment::Assignment;
+
+/// Kafka's `MemberState`: where a member is in reconciling towards its target assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    /// The member owns its whole assignment at its epoch; nothing to do until the target moves.
+    Stable,
+    /// The member must first give up `partitions_pending_revocation`; its epoch only advances
+    /// once a heartbeat no longer lists them as owned.
+    UnrevokedPartitions,
+    /// The member is at the target epoch but some target partitions are still owned by other
+    /// members; they are handed over as soon as those members release them.
+    UnreleasedPartitions,
+}
+
+impl MemberState {
+    /// Kafka's `MemberState.toString()`, used in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemberState::Stable => "STABLE",
+            MemberState::UnrevokedPartitions => "UNREVOKED_PARTITIONS",
+            MemberState::UnreleasedPartitions => "UNRELEASED_PARTITIONS",
+        }
+    }
+}
+
+/// One member of a consumer group, as the coordinator stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerGroupMember {
+    /// Client-generated (KIP-1082) or, on v0 joins with an empty id, coordinator-generated.
+    pub member_id: String,
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
+    /// The client's rack, reported for rack-aware assignors and describe.
+    pub rack_id: Option<String>,
+    /// The member's current epoch: `-2` after a static temporary leave.
+    pub member_epoch: i32,
+    /// The epoch before the last update, tolerated once for a lost heartbeat response.
+    pub previous_member_epoch: i32,
+    /// Where the member is in reconciling.
+    pub state: MemberState,
+    /// The client's `max.poll.interval.ms`: how long it may take to revoke partitions.
+    pub rebalance_timeout_ms: i32,
+    /// For describe.
+    pub client_id: String,
+    /// For describe.
+    pub client_host: String,
+    /// Topics subscribed by name.
+    pub subscribed_topic_names: BTreeSet<String>,
+    /// Topics subscribed by a full-match regular expression (ConsumerGroupHeartbeat v1).
+    pub subscribed_topic_regex: Option<String>,
+    /// The server assignor this member votes for.
+    pub server_assignor_name: Option<String>,
+    /// Partitions the member owns at `member_epoch`.
+    pub assigned_partitions: Assignment,
+    /// Partitions the member must still give up before advancing its epoch.
+    pub partitions_pending_revocation: Assignment,
+}
+
+impl ConsumerGroupMember {
+    /// A member about to join: epoch 0, nothing assigned (Kafka's `Builder(memberId)` defaults).
+    pub fn new(member_id: &str) -> Self {
+        Self {
+            member_id: member_id.to_owned(),
+            instance_id: None,
+            rack_id: None,
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: MemberState::Stable,
+            rebalance_timeout_ms: -1,
+            client_id: String::new(),
+            client_host: String::new(),
+            subscribed_topic_names: BTreeSet::new(),
+            subscribed_topic_regex: None,
+            server_assignor_name: None,
+            assigned_partitions: Assignment::new(),
+            partitions_pending_revocation: Assignment::new(),
+        }
+    }
+
+    /// Kafka's `isReconciledTo`: stable at the group's target assignment epoch.
+    pub fn is_reconciled_to(&self, target_assignment_epoch: i32) -> bool {
+        self.state == MemberState::Stable && self.member_epoch == target_assignment_epoch
+    }
+
+    /// Kafka's `Builder.updateMemberEpoch`: the current epoch becomes the previous one, even when
+    /// unchanged, so the lost-response tolerance covers exactly one step.
+    pub fn update_member_epoch(&mut self, member_epoch: i32) {
+        self.previous_member_epoch = self.member_epoch;
+        self.member_epoch = member_epoch;
+    }
+}

@@ -1,0 +1,96 @@
+//! Offset commit and fetch checks for consumer groups: Kafka's `ConsumerGroup.validateOffsetCommit`
+//! and `validateOffsetFetch`, called by the offsets store before it acts.
+
+use kafka_protocol::error::ResponseError;
+
+use super::coordinator::ConsumerGroupCoordinator;
+use super::error::GroupError;
+
+/// The first OffsetCommit version carrying member epochs (KIP-848).
+const MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL: i16 = 9;
+
+impl ConsumerGroupCoordinator {
+    /// Whether an OffsetCommit by `member_id` at `member_epoch` may write to consumer group
+    /// `group_id` at `now_ms`. Every epoch mismatch is STALE_MEMBER_EPOCH in Kafka, older or
+    /// newer: the member retries with the epoch its next heartbeat returns.
+    pub fn validate_offset_commit(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+        is_transactional: bool,
+        api_version: i16,
+        now_ms: u64,
+    ) -> Result<(), GroupError> {
+        self.poll(now_ms);
+        let group = self.groups.get(group_id).ok_or_else(|| {
+            GroupError::new(
+                ResponseError::GroupIdNotFound,
+                format!("Consumer group {group_id} not found."),
+            )
+        })?;
+        // Admin clients and manual-assignment consumers commit with epoch -1 to empty groups.
+        if member_epoch < 0 && group.members.is_empty() {
+            return Ok(());
+        }
+        let member = group
+            .members
+            .get(member_id)
+            .ok_or_else(|| unknown_member(group_id, member_id))?;
+        if !is_transactional && api_version < MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL {
+            return Err(GroupError::new(
+                ResponseError::UnsupportedVersion,
+                "OffsetCommit version 9 or above must be used by members using the modern group \
+                 protocol",
+            ));
+        }
+        validate_member_epoch(member_epoch, member.member_epoch)
+    }
+
+    /// Whether an OffsetFetch by `member_id` (absent for admin clients) at `member_epoch` may
+    /// read consumer group `group_id` at `now_ms`.
+    pub fn validate_offset_fetch(
+        &mut self,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+        now_ms: u64,
+    ) -> Result<(), GroupError> {
+        self.poll(now_ms);
+        let group = self.groups.get(group_id).ok_or_else(|| {
+            GroupError::new(
+                ResponseError::GroupIdNotFound,
+                format!("Consumer group {group_id} not found."),
+            )
+        })?;
+        let Some(member_id) = member_id else {
+            if member_epoch < 0 {
+                return Ok(());
+            }
+            return Err(unknown_member(group_id, ""));
+        };
+        let member = group
+            .members
+            .get(member_id)
+            .ok_or_else(|| unknown_member(group_id, member_id))?;
+        validate_member_epoch(member_epoch, member.member_epoch)
+    }
+}
+
+/// Kafka's `validateMemberEpoch` for consumer-protocol members.
+fn validate_member_epoch(received: i32, expected: i32) -> Result<(), GroupError> {
+    if received == expected {
+        return Ok(());
+    }
+    Err(GroupError::new(
+        ResponseError::StaleMemberEpoch,
+        format!("The received member epoch {received} does not match the expected member epoch {expected}."),
+    ))
+}
+
+fn unknown_member(group_id: &str, member_id: &str) -> GroupError {
+    GroupError::new(
+        ResponseError::UnknownMemberId,
+        format!("Member {member_id} is not a member of group {group_id}."),
+    )
+}

@@ -1,0 +1,9 @@
+//! Coordinator tests with a fake clock, one behaviour each.
+
+mod harness;
+mod join_and_reconcile;
+mod leave_and_static;
+mod metadata_and_describe;
+mod offsets;
+mod timeouts;
+mod validation;
