@@ -23,12 +23,10 @@ impl ConsumerGroupCoordinator {
         now_ms: u64,
     ) -> Result<(), GroupError> {
         self.poll(now_ms);
-        let group = self.groups.get(group_id).ok_or_else(|| {
-            GroupError::new(
-                ResponseError::GroupIdNotFound,
-                format!("Consumer group {group_id} not found."),
-            )
-        })?;
+        let group = self
+            .groups
+            .get(group_id)
+            .ok_or_else(|| group_not_found(group_id))?;
         // Admin clients and manual-assignment consumers commit with epoch -1 to empty groups.
         if member_epoch < 0 && group.members.is_empty() {
             return Ok(());
@@ -57,12 +55,10 @@ impl ConsumerGroupCoordinator {
         now_ms: u64,
     ) -> Result<(), GroupError> {
         self.poll(now_ms);
-        let group = self.groups.get(group_id).ok_or_else(|| {
-            GroupError::new(
-                ResponseError::GroupIdNotFound,
-                format!("Consumer group {group_id} not found."),
-            )
-        })?;
+        let group = self
+            .groups
+            .get(group_id)
+            .ok_or_else(|| group_not_found(group_id))?;
         let Some(member_id) = member_id else {
             if member_epoch < 0 {
                 return Ok(());
@@ -86,6 +82,13 @@ fn validate_member_epoch(received: i32, expected: i32) -> Result<(), GroupError>
         ResponseError::StaleMemberEpoch,
         format!("The received member epoch {received} does not match the expected member epoch {expected}."),
     ))
+}
+
+fn group_not_found(group_id: &str) -> GroupError {
+    GroupError::new(
+        ResponseError::GroupIdNotFound,
+        format!("Consumer group {group_id} not found."),
+    )
 }
 
 fn unknown_member(group_id: &str, member_id: &str) -> GroupError {
