@@ -21,6 +21,10 @@ pub mod sticky;
 
 mod abstract_sticky;
 pub use abstract_sticky::MemberData;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
