@@ -10,7 +10,10 @@
 //! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
 //! - [`protocol`]: framing, request/response encoding, API version negotiation.
 //! - [`network`]: broker connections (one task each), the network client, metadata.
+//! - [`assignor`]: classic-protocol partition assignors (range, roundrobin, sticky,
+//!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
 
+pub mod assignor;
 pub mod network;
 pub mod protocol;
 pub mod records;
