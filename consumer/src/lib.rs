@@ -10,7 +10,9 @@
 //! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
 //! - [`protocol`]: framing, request/response encoding, API version negotiation.
 //! - [`network`]: broker connections (one task each), the network client, metadata.
+//! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
 
+pub mod config;
 pub mod network;
 pub mod protocol;
 pub mod records;
