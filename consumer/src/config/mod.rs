@@ -22,6 +22,9 @@ mod properties;
 mod validate;
 mod values;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
 use std::fmt;
 
