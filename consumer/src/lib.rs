@@ -12,8 +12,10 @@
 //! - [`network`]: broker connections (one task each), the network client, metadata.
 //! - [`assignor`]: classic-protocol partition assignors (range, roundrobin, sticky,
 //!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
+//! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
 
 pub mod assignor;
+pub mod config;
 pub mod network;
 pub mod protocol;
 pub mod records;

@@ -1,0 +1,138 @@
+//! The typed builder. It only records Java-style pairs; `build()` hands them to the same
+//! checks as a property map, so the builder and the map cannot disagree.
+
+use std::fmt;
+
+use super::error::ConfigError;
+use super::values::{Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel};
+use super::{ConsumerConfig, Parsed};
+
+/// Builds a [`ConsumerConfig`]; see [`ConsumerConfig::builder`]. Setting a key twice keeps the
+/// last value.
+#[derive(Clone, Default)]
+pub struct ConsumerConfigBuilder {
+    pairs: Vec<(String, String)>,
+}
+
+/// Setters for keys whose value is written with `to_string()`.
+macro_rules! setters {
+    ($($key:literal $name:ident: $ty:ty;)*) => {
+        $(
+            #[doc = concat!("Sets `", $key, "`.")]
+            pub fn $name(self, value: $ty) -> Self {
+                self.set($key, value.to_string())
+            }
+        )*
+    };
+}
+
+impl ConsumerConfigBuilder {
+    /// Sets any key by its Java name, for keys without a typed setter.
+    pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.pairs.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets `bootstrap.servers`.
+    pub fn bootstrap_servers<I, S>(self, servers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let joined: Vec<String> = servers.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        self.set("bootstrap.servers", joined.join(","))
+    }
+
+    /// Sets `group.id`.
+    pub fn group_id(self, group_id: impl Into<String>) -> Self {
+        self.set("group.id", group_id)
+    }
+
+    /// Sets `group.instance.id` (static membership).
+    pub fn group_instance_id(self, id: impl Into<String>) -> Self {
+        self.set("group.instance.id", id)
+    }
+
+    /// Sets `group.remote.assignor` (consumer protocol only).
+    pub fn group_remote_assignor(self, assignor: impl Into<String>) -> Self {
+        self.set("group.remote.assignor", assignor)
+    }
+
+    /// Sets `client.id`.
+    pub fn client_id(self, client_id: impl Into<String>) -> Self {
+        self.set("client.id", client_id)
+    }
+
+    /// Sets `client.rack`.
+    pub fn client_rack(self, rack: impl Into<String>) -> Self {
+        self.set("client.rack", rack)
+    }
+
+    /// Sets `group.protocol`.
+    pub fn group_protocol(self, protocol: GroupProtocol) -> Self {
+        self.set("group.protocol", protocol.as_str())
+    }
+
+    /// Sets `isolation.level`.
+    pub fn isolation_level(self, level: IsolationLevel) -> Self {
+        self.set("isolation.level", level.as_str())
+    }
+
+    /// Sets `partition.assignment.strategy` (classic protocol only).
+    pub fn partition_assignment_strategy(self, assignors: &[Assignor]) -> Self {
+        let names: Vec<&str> = assignors.iter().map(|a| a.class_name()).collect();
+        self.set("partition.assignment.strategy", names.join(","))
+    }
+
+    setters! {
+        "auto.offset.reset" auto_offset_reset: AutoOffsetReset;
+        "enable.auto.commit" enable_auto_commit: bool;
+        "auto.commit.interval.ms" auto_commit_interval_ms: u32;
+        "max.poll.records" max_poll_records: u32;
+        "max.poll.interval.ms" max_poll_interval_ms: u32;
+        "session.timeout.ms" session_timeout_ms: i32;
+        "heartbeat.interval.ms" heartbeat_interval_ms: i32;
+        "fetch.min.bytes" fetch_min_bytes: u32;
+        "fetch.max.bytes" fetch_max_bytes: u32;
+        "max.partition.fetch.bytes" max_partition_fetch_bytes: u32;
+        "fetch.max.wait.ms" fetch_max_wait_ms: u32;
+        "check.crcs" check_crcs: bool;
+        "allow.auto.create.topics" allow_auto_create_topics: bool;
+        "exclude.internal.topics" exclude_internal_topics: bool;
+        "request.timeout.ms" request_timeout_ms: u32;
+        "default.api.timeout.ms" default_api_timeout_ms: u32;
+        "retry.backoff.ms" retry_backoff_ms: u64;
+        "retry.backoff.max.ms" retry_backoff_max_ms: u64;
+        "reconnect.backoff.ms" reconnect_backoff_ms: u64;
+        "reconnect.backoff.max.ms" reconnect_backoff_max_ms: u64;
+        "socket.connection.setup.timeout.ms" socket_connection_setup_timeout_ms: i64;
+        "socket.connection.setup.timeout.max.ms" socket_connection_setup_timeout_max_ms: i64;
+        "metadata.max.age.ms" metadata_max_age_ms: u64;
+        "connections.max.idle.ms" connections_max_idle_ms: i64;
+        "send.buffer.bytes" send_buffer_bytes: i32;
+        "receive.buffer.bytes" receive_buffer_bytes: i32;
+    }
+
+    /// Checks and builds; warnings are logged.
+    pub fn build(self) -> Result<ConsumerConfig, ConfigError> {
+        ConsumerConfig::from_pairs(self.pairs)
+    }
+
+    /// Checks and builds, also returning the warnings.
+    pub fn build_with_warnings(self) -> Result<Parsed, ConfigError> {
+        ConsumerConfig::parse(self.pairs)
+    }
+}
+
+/// Shows the pairs set so far, with the values of secret keys hidden.
+impl fmt::Debug for ConsumerConfigBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(
+                self.pairs
+                    .iter()
+                    .map(|(key, value)| (key, super::parse::redacted(key, value))),
+            )
+            .finish()
+    }
+}
