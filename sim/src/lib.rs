@@ -6,3 +6,4 @@
 //! come next.
 
 pub mod group;
+pub mod history;
