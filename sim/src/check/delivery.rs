@@ -30,8 +30,8 @@ pub enum SkipMode {
 pub struct DeliveryOrder {
     pub gaps: KnownGaps,
     pub skip_mode: SkipMode,
-    /// Flag records of a partition the member does not own (only for members that report
-    /// `Assignment` or `ManualAssign`).
+    /// Flag records of a partition the member does not own (only for members with an
+    /// ownership view: they subscribed, or report `Assignment` / `ManualAssign`).
     pub check_ownership: bool,
 }
 
@@ -126,7 +126,7 @@ impl Checker for DeliveryOrder {
                                 e.at_ms,
                                 format!(
                                     "{} was handed {tp}@{offset} at {}ms while it did not own \
-                                     {tp} (owned: {:?}). Records of revoked or lost partitions \
+                                     {tp} (owned: [{}]). Records of revoked or lost partitions \
                                      must be dropped before the revocation (KAFKA-14196).",
                                     e.subject,
                                     e.at_ms,
@@ -135,6 +135,7 @@ impl Checker for DeliveryOrder {
                                         .iter()
                                         .map(Tp::to_string)
                                         .collect::<Vec<_>>()
+                                        .join(",")
                                 ),
                             )
                             .subject(&e.subject)

@@ -58,7 +58,8 @@ pub struct OwnershipPeriod {
 
 #[derive(Clone, Debug, Default)]
 struct SubjectState {
-    /// The subject reports `Assignment` or `ManualAssign`: it has an ownership view.
+    /// The subject subscribed or reports `Assignment` / `ManualAssign`: it has an ownership
+    /// view, so records outside it are not implicitly owned.
     tracks: bool,
     owned: BTreeMap<Tp, usize>,
 }
@@ -75,7 +76,8 @@ impl OwnershipTracker {
         Self::default()
     }
 
-    /// Whether `subject` reports its assignment (else ownership is implied by deliveries).
+    /// Whether `subject` has an ownership view (it subscribed, or reported an assignment);
+    /// else ownership is implied by its deliveries.
     pub fn tracks(&self, subject: &str) -> bool {
         self.subjects.get(subject).is_some_and(|s| s.tracks)
     }
@@ -185,6 +187,9 @@ impl OwnershipTracker {
                 for tp in assigned {
                     self.open(e, tp, true, false, &mut out);
                 }
+            }
+            Event::Subscribe { .. } => {
+                self.subjects.entry(e.subject.clone()).or_default().tracks = true;
             }
             Event::ManualAssign { partitions } => {
                 self.subjects.entry(e.subject.clone()).or_default().tracks = true;
