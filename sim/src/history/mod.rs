@@ -46,3 +46,6 @@ impl fmt::Display for Entry {
         write!(f, "{:>7}ms {} {}", self.at_ms, self.subject, self.event)
     }
 }
+
+#[cfg(test)]
+mod tests;

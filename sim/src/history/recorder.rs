@@ -100,3 +100,24 @@ impl SubjectRecorder {
         &self.recorder
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poisoned_lock_still_records() {
+        let rec = Recorder::new();
+        let clone = rec.clone();
+        let result = std::panic::catch_unwind(move || {
+            let _guard = clone.inner.lock();
+            panic!("writer panicked while holding the lock");
+        });
+        assert!(result.is_err());
+        rec.record(1, "c0", Event::Healed);
+        rec.bump("after_poison");
+        let h = rec.snapshot();
+        assert_eq!(h.entries().len(), 1);
+        assert_eq!(h.coverage().get("after_poison"), 1);
+    }
+}
