@@ -147,11 +147,17 @@ impl Checker for Liveness {
                 continue;
             }
             self.stability(&group, &view, healed, end, &mut out);
-            let committed = if self.require_committed {
-                history.committed_sequence(&group)
-            } else {
-                Vec::new()
-            };
+            // tp → (running max committed offset, when it was reached): increasing steps, so
+            // "first committed past o" is a binary search.
+            let mut committed: BTreeMap<Tp, Vec<(i64, u64)>> = BTreeMap::new();
+            if self.require_committed {
+                for (_, ms, tp, offset) in history.committed_sequence(&group) {
+                    let steps = committed.entry(tp).or_default();
+                    if steps.last().is_none_or(|(max, _)| offset > *max) {
+                        steps.push((offset, ms));
+                    }
+                }
+            }
             // (kind, tp) → (first violation, count).
             let mut misses: BTreeMap<(ViolationKind, Tp), (Violation, usize)> = BTreeMap::new();
             let mut miss = |kind: ViolationKind, tp: &Tp, v: Violation| {
@@ -162,10 +168,12 @@ impl Checker for Liveness {
                     continue;
                 }
                 let deadline = ack.at_ms.max(healed).saturating_add(self.within_ms);
-                let what = format!(
-                    "{}@{} ({}, acked at {}ms)",
-                    ack.tp, ack.offset, ack.value, ack.at_ms
-                );
+                let what = || {
+                    format!(
+                        "{}@{} ({}, acked at {}ms)",
+                        ack.tp, ack.offset, ack.value, ack.at_ms
+                    )
+                };
                 let consumed_at = view.consumed.get(&(ack.tp.clone(), ack.offset)).copied();
                 let consumed_in_time = consumed_at.is_some_and(|t| t <= deadline);
                 if !consumed_in_time {
@@ -173,8 +181,9 @@ impl Checker for Liveness {
                         (
                             ViolationKind::LivenessInconclusive,
                             format!(
-                                "group '{group}' had not consumed {what} when the history \
-                                 ended at {end}ms, before its bound {deadline}ms."
+                                "group '{group}' had not consumed {} when the history \
+                                 ended at {end}ms, before its bound {deadline}ms.",
+                                what()
                             ),
                         )
                     } else {
@@ -183,8 +192,9 @@ impl Checker for Liveness {
                         (
                             ViolationKind::NotAllConsumed,
                             format!(
-                                "group '{group}' consumed {what} {when}: expected by {deadline}ms \
+                                "group '{group}' consumed {} {when}: expected by {deadline}ms \
                                  ({}ms after the later of the ack and the heal at {healed}ms).",
+                                what(),
                                 self.within_ms
                             ),
                         )
@@ -197,10 +207,10 @@ impl Checker for Liveness {
                 if !self.require_committed {
                     continue;
                 }
-                let committed_at = committed
-                    .iter()
-                    .find(|(_, _, tp, offset)| *tp == ack.tp && *offset > ack.offset)
-                    .map(|(_, ms, ..)| *ms);
+                let committed_at = committed.get(&ack.tp).and_then(|steps| {
+                    let i = steps.partition_point(|(max, _)| *max <= ack.offset);
+                    steps.get(i).map(|(_, ms)| *ms)
+                });
                 if committed_at.is_some_and(|t| t <= deadline) {
                     continue;
                 }
@@ -208,8 +218,9 @@ impl Checker for Liveness {
                     (
                         ViolationKind::LivenessInconclusive,
                         format!(
-                            "group '{group}' had not committed past {what} when the history \
-                             ended at {end}ms, before its bound {deadline}ms."
+                            "group '{group}' had not committed past {} when the history \
+                             ended at {end}ms, before its bound {deadline}ms.",
+                            what()
                         ),
                     )
                 } else {
@@ -218,9 +229,10 @@ impl Checker for Liveness {
                     (
                         ViolationKind::NotCommitted,
                         format!(
-                            "group '{group}' committed past {what} {when}: expected by \
+                            "group '{group}' committed past {} {when}: expected by \
                              {deadline}ms ({}ms after the later of the ack and the heal at \
                              {healed}ms).",
+                            what(),
                             self.within_ms
                         ),
                     )

@@ -133,6 +133,17 @@ impl CoverageBatch {
     }
 }
 
+impl CoverageBatch {
+    /// Panics, listing the counters that stayed at zero and the batch summary, unless every
+    /// counter in `names` was reached: the one-line assertion for batch tests.
+    #[track_caller]
+    pub fn assert_reached(&self, names: &[&str]) {
+        if let Err(miss) = self.require(names) {
+            panic!("{miss}\n{self}");
+        }
+    }
+}
+
 impl fmt::Display for CoverageBatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "coverage over {} seeds:", self.runs)?;
@@ -177,5 +188,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(miss.missing, vec!["commit_failed_rebalance_in_progress"]);
         assert!(miss.to_string().contains("over 2 seeds"));
+        batch.assert_reached(&["coordinator_moved_during_join"]);
+        let unreached = std::panic::catch_unwind(|| batch.assert_reached(&["never_bumped"]));
+        assert!(unreached.is_err());
     }
 }
