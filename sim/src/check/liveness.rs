@@ -331,6 +331,38 @@ mod tests {
     }
 
     #[test]
+    fn subscriber_without_member_start_that_never_consumes() {
+        let h = history(vec![
+            (
+                0,
+                "c0",
+                Event::Subscribe {
+                    topics: vec!["t".into()],
+                },
+            ),
+            (1, "producer", acked(0, 0)),
+            (5_000, "faults", Event::Note { text: "end".into() }),
+        ]);
+        let v = config().check(&h);
+        assert_eq!(v.violations.len(), 2, "{v}");
+        assert!(v.has(ViolationKind::NotAllConsumed), "{v}");
+        assert!(v.violations[0].explanation.contains("never"), "{v}");
+        // A topic the group never touched is not its business.
+        let h = history(vec![
+            (
+                0,
+                "c0",
+                Event::Subscribe {
+                    topics: vec!["u".into()],
+                },
+            ),
+            (1, "producer", acked(0, 0)),
+            (5_000, "faults", Event::Note { text: "end".into() }),
+        ]);
+        assert!(config().check(&h).is_ok());
+    }
+
+    #[test]
     fn early_end_is_inconclusive() {
         let mut h = run(2_500, &[2_100], 2_600).entries().to_vec();
         h.retain(|e| !matches!(e.event, Event::Delivered { .. }));

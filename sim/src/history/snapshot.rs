@@ -111,8 +111,8 @@ impl History {
         self.entries.iter().filter(move |e| e.subject == subject)
     }
 
-    /// The group of every subject that recorded a `MemberStart` (its latest one), and `""` for
-    /// subjects that delivered records without one.
+    /// The group of every consumer: its latest `MemberStart`, or `""` for subjects that act as
+    /// consumers (subscribe, assign, poll, deliver, commit) without one.
     pub fn groups(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         for e in &self.entries {
@@ -120,7 +120,12 @@ impl History {
                 Event::MemberStart { group } => {
                     out.insert(e.subject.clone(), group.clone());
                 }
-                Event::Delivered { .. } | Event::CommitRequested { .. } => {
+                Event::Delivered { .. }
+                | Event::CommitRequested { .. }
+                | Event::Subscribe { .. }
+                | Event::ManualAssign { .. }
+                | Event::Assignment { .. }
+                | Event::PollStart { .. } => {
                     out.entry(e.subject.clone()).or_insert_with(String::new);
                 }
                 _ => {}
