@@ -5,4 +5,6 @@
 //! sans-IO state machines in [`group`]; the brokers, their wire front end and the fault plans
 //! come next.
 
+pub mod check;
 pub mod group;
+pub mod history;

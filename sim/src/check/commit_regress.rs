@@ -1,0 +1,157 @@
+//! Committed offsets never go backwards without a seek.
+//!
+//! The committed offset is the group's promise of where the next owner starts. If it moves
+//! back without the application asking (seek, reset), already-processed records are processed
+//! again after the next rebalance, and the at-least-once bound no longer holds. The classic way
+//! to get there is reordered asynchronous commits: commitAsync(10) applied, then a retried
+//! commitAsync(6) applied after it — the reason Kafka's consumer does not retry async commits,
+//! and the reason the pre-revocation commit of KAFKA-14024 must be single-flight. madsim §4.4:
+//! "committed offsets never regress without an explicit seek".
+
+use std::collections::BTreeMap;
+
+use super::{Checker, Violation, ViolationKind};
+use crate::history::{Event, History, Tp};
+
+#[derive(Clone, Debug, Default)]
+pub struct CommittedOffsetsMonotonic {}
+
+/// The last successful commit of a (group, tp).
+struct LastCommit {
+    offset: i64,
+    subject: String,
+    id: u64,
+    /// Completion entry.
+    seq: u64,
+    at_ms: u64,
+}
+
+impl Checker for CommittedOffsetsMonotonic {
+    fn name(&self) -> &'static str {
+        "committed-offsets-monotonic"
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let groups = history.groups();
+        // (group, tp) → seqs of seeks/resets.
+        let mut seeks: BTreeMap<(String, Tp), Vec<u64>> = BTreeMap::new();
+        for e in history.entries() {
+            if let Event::Seek { tp, .. } | Event::PositionReset { tp, .. } = &e.event {
+                let group = groups.get(&e.subject).cloned().unwrap_or_default();
+                seeks.entry((group, tp.clone())).or_default().push(e.seq);
+            }
+        }
+        let mut commits: Vec<_> = history
+            .commits()
+            .into_iter()
+            .filter(|c| c.succeeded())
+            .collect();
+        commits.sort_by_key(|c| c.completed_seq);
+        let mut out = Vec::new();
+        let mut last: BTreeMap<(String, Tp), LastCommit> = BTreeMap::new();
+        for c in &commits {
+            let (Some(seq), Some(ms)) = (c.completed_seq, c.completed_ms) else {
+                continue;
+            };
+            for (tp, offset) in &c.offsets {
+                let key = (c.group.clone(), tp.clone());
+                if let Some(prev) = last.get(&key) {
+                    let sought = seeks
+                        .get(&key)
+                        .is_some_and(|s| s.iter().any(|x| prev.seq < *x && *x < seq));
+                    if *offset < prev.offset && !sought {
+                        out.push(
+                            Violation::new(
+                                ViolationKind::CommittedRegressed,
+                                ms,
+                                format!(
+                                    "group '{}' committed {tp} back from {} (commit#{} by {}, \
+                                     done at {}ms) to {offset} \
+                                     (commit#{} by {}, done at {ms}ms) with no seek or reset in \
+                                     between: committed offsets must not regress, or records \
+                                     {offset}..{} are processed again after the next \
+                                     rebalance.",
+                                    c.group,
+                                    prev.offset,
+                                    prev.id,
+                                    prev.subject,
+                                    prev.at_ms,
+                                    c.id,
+                                    c.subject,
+                                    prev.offset
+                                ),
+                            )
+                            .subject(&c.subject)
+                            .tp(tp)
+                            .offset(*offset),
+                        );
+                    }
+                }
+                let commit = LastCommit {
+                    offset: *offset,
+                    subject: c.subject.clone(),
+                    id: c.id,
+                    seq,
+                    at_ms: ms,
+                };
+                last.insert(key, commit);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    fn commits(middle: Option<Event>) -> History {
+        let mut h = vec![
+            (0, "c0", start()),
+            (1, "c0", commit(1, 0, 10)),
+            (2, "c0", commit(2, 0, 6)),
+            (3, "c0", commit_ok(1)),
+        ];
+        if let Some(e) = middle {
+            h.push((4, "c0", e));
+        }
+        h.push((5, "c0", commit_ok(2)));
+        h.push((6, "c0", commit(3, 0, 8)));
+        h.push((7, "c0", commit_err(3, "ILLEGAL_GENERATION")));
+        history(h)
+    }
+
+    #[test]
+    fn increasing_commits_pass() {
+        let h = history(vec![
+            (0, "c0", start()),
+            (1, "c0", commit(1, 0, 5)),
+            (2, "c0", commit_ok(1)),
+            (3, "c0", commit(2, 0, 5)),
+            (4, "c0", commit_ok(2)),
+            (5, "c0", commit(3, 0, 9)),
+            (6, "c0", commit_ok(3)),
+        ]);
+        assert!(CommittedOffsetsMonotonic::default().check(&h).is_ok());
+    }
+
+    #[test]
+    fn reordered_commit_regresses() {
+        let v = CommittedOffsetsMonotonic::default().check(&commits(None));
+        assert_eq!(v.violations.len(), 1, "{v}");
+        let first = v.first().unwrap();
+        assert_eq!(first.kind, ViolationKind::CommittedRegressed);
+        assert_eq!(first.at_ms, 5);
+        assert!(
+            first.explanation.contains("back from 10 (commit#1"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn regression_after_seek_is_allowed() {
+        let v = CommittedOffsetsMonotonic::default().check(&commits(Some(seek(0, 6))));
+        assert!(v.is_ok(), "{v}");
+    }
+}

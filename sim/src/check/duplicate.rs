@@ -1,0 +1,200 @@
+//! Re-deliveries beyond the at-least-once bound.
+//!
+//! At-least-once allows one kind of duplicate: records handed to the previous owner after the
+//! group's last successful commit of that partition, re-delivered to the next owner after a
+//! rebalance or crash (madsim §4.4: "replayed ≤ last processed − last committed"). Anything the
+//! group had already committed past must never come back, unless the application asked for it
+//! with a seek or a reset. KAFKA-14196 (fetching continued for partitions pending revocation,
+//! progress lost) and KAFKA-14024 (revocation before the pre-revoke commit finished) show up
+//! here as re-deliveries at offsets the group had committed past, or as commits that should
+//! have been fenced.
+
+use std::collections::BTreeMap;
+
+use super::{Checker, Violation, ViolationKind};
+use crate::history::{Event, History, OwnershipChange, OwnershipTracker, Tp};
+
+/// Flags a record delivered again (in the same group) at an offset below the group's committed
+/// offset at the time of the re-delivery, unless the re-delivering member sought or was reset
+/// to at or below it during its current ownership period.
+#[derive(Clone, Debug, Default)]
+pub struct DuplicateDeliveries {}
+
+/// Where a commit came from, for explanations.
+#[derive(Clone, Debug)]
+struct CommitSource {
+    offset: i64,
+    subject: String,
+    id: u64,
+    at_ms: u64,
+}
+
+impl Checker for DuplicateDeliveries {
+    fn name(&self) -> &'static str {
+        "duplicate-deliveries"
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let mut out = Vec::new();
+        let mut tracker = OwnershipTracker::new();
+        let mut groups: BTreeMap<String, String> = BTreeMap::new();
+        // (subject, tp) → lowest seek/reset target in the current period.
+        let mut sought: BTreeMap<(String, Tp), i64> = BTreeMap::new();
+        // (subject, commit id) → offsets of the open request.
+        let mut open: BTreeMap<(String, u64), Vec<(Tp, i64)>> = BTreeMap::new();
+        let mut committed: BTreeMap<(String, Tp), CommitSource> = BTreeMap::new();
+        // (group, tp, offset) → first delivery (subject, at_ms).
+        let mut first: BTreeMap<(String, Tp, i64), (String, u64)> = BTreeMap::new();
+        for e in history.entries() {
+            for change in tracker.apply(e) {
+                let (OwnershipChange::Opened { subject, tp }
+                | OwnershipChange::Closed { subject, tp, .. }) = change;
+                sought.remove(&(subject, tp));
+            }
+            let group = groups.get(&e.subject).cloned().unwrap_or_default();
+            match &e.event {
+                Event::MemberStart { group } => {
+                    groups.insert(e.subject.clone(), group.clone());
+                    open.retain(|(s, _), _| *s != e.subject);
+                }
+                Event::MemberCrash | Event::MemberRestart => {
+                    open.retain(|(s, _), _| *s != e.subject);
+                }
+                Event::Seek { tp, offset } | Event::PositionReset { tp, offset, .. } => {
+                    let s = sought
+                        .entry((e.subject.clone(), tp.clone()))
+                        .or_insert(*offset);
+                    *s = (*s).min(*offset);
+                }
+                Event::CommitRequested { id, offsets, .. } => {
+                    open.insert((e.subject.clone(), *id), offsets.clone());
+                }
+                Event::CommitCompleted { id, error } => {
+                    let Some(offsets) = open.remove(&(e.subject.clone(), *id)) else {
+                        continue;
+                    };
+                    if error.is_some() {
+                        continue;
+                    }
+                    for (tp, offset) in offsets {
+                        let source = CommitSource {
+                            offset,
+                            subject: e.subject.clone(),
+                            id: *id,
+                            at_ms: e.at_ms,
+                        };
+                        committed.insert((group.clone(), tp), source);
+                    }
+                }
+                Event::Delivered { tp, offset, value } => {
+                    let key = (group.clone(), tp.clone(), *offset);
+                    let Some((first_subject, first_ms)) = first.get(&key) else {
+                        first.insert(key, (e.subject.clone(), e.at_ms));
+                        continue;
+                    };
+                    let replay_asked = sought
+                        .get(&(e.subject.clone(), tp.clone()))
+                        .is_some_and(|s| *s <= *offset);
+                    if replay_asked {
+                        continue;
+                    }
+                    let Some(c) = committed.get(&(group.clone(), tp.clone())) else {
+                        continue;
+                    };
+                    if *offset >= c.offset {
+                        continue;
+                    }
+                    out.push(
+                        Violation::new(
+                            ViolationKind::DuplicateBeyondBound,
+                            e.at_ms,
+                            format!(
+                                "{tp}@{offset} ({value}) was handed to {first_subject} at \
+                                 {first_ms}ms and again to {} at {}ms, but group '{group}' had \
+                                 committed {tp} up to {} (commit#{} by {}, done at {}ms). \
+                                 At-least-once allows re-delivering only records after the last \
+                                 successful commit (or after a seek/reset by the consumer); this \
+                                 one was committed as consumed.",
+                                e.subject, e.at_ms, c.offset, c.id, c.subject, c.at_ms
+                            ),
+                        )
+                        .subject(&e.subject)
+                        .tp(tp)
+                        .offset(*offset),
+                    );
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// c0 reads 0..=3, commits 2 (offsets 0 and 1 consumed), then a rebalance moves t-0 to c1.
+    fn handover(c1_starts_at: i64) -> History {
+        let mut h = vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(1, &[0])),
+        ];
+        for o in 0..4 {
+            h.push((2 + o as u64, "c0", delivered(0, o)));
+        }
+        h.push((10, "c0", commit(1, 0, 2)));
+        h.push((11, "c0", commit_ok(1)));
+        h.push((20, "c0", revoked(1, &[0])));
+        h.push((21, "c1", assigned(2, &[0])));
+        for o in c1_starts_at..5 {
+            h.push((22 + o as u64, "c1", delivered(0, o)));
+        }
+        history(h)
+    }
+
+    #[test]
+    fn redelivering_uncommitted_work_is_allowed() {
+        // c1 starts at the committed offset 2: offsets 2 and 3 come again, as at-least-once allows.
+        let v = DuplicateDeliveries::default().check(&handover(2));
+        assert!(v.is_ok(), "{v}");
+    }
+
+    #[test]
+    fn redelivering_committed_records_is_a_violation() {
+        let v = DuplicateDeliveries::default().check(&handover(1));
+        assert_eq!(v.violations.len(), 1, "{v}");
+        let first = v.first().unwrap();
+        assert_eq!(first.kind, ViolationKind::DuplicateBeyondBound);
+        assert_eq!(first.offset, Some(1));
+        assert_eq!(first.subject.as_deref(), Some("c1"));
+        assert!(
+            first
+                .explanation
+                .contains("committed t-0 up to 2 (commit#1 by c0"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn failed_commit_does_not_bound_and_seek_allows_replay() {
+        let h = vec![
+            (0, "c0", start()),
+            (1, "c0", assigned(1, &[0])),
+            (2, "c0", delivered(0, 0)),
+            (3, "c0", commit(1, 0, 1)),
+            (4, "c0", commit_err(1, "REBALANCE_IN_PROGRESS")),
+            (5, "c0", Event::MemberCrash),
+            (6, "c0", start()),
+            (7, "c0", assigned(2, &[0])),
+            (8, "c0", delivered(0, 0)),
+            (9, "c0", commit(2, 0, 1)),
+            (10, "c0", commit_ok(2)),
+            (11, "c0", seek(0, 0)),
+            (12, "c0", delivered(0, 0)),
+        ];
+        assert!(DuplicateDeliveries::default().check(&history(h)).is_ok());
+    }
+}

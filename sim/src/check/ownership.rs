@@ -1,0 +1,282 @@
+//! No partition owned by two members at once.
+//!
+//! The consumer group's core promise. Classic protocol: within one generation, the leader's
+//! assignment gives each partition to one member; a member that claims a partition in a
+//! generation it did not get it in (KAFKA-13419's stale `ownedPartitions` carried across
+//! generations, KAFKA-14639's "revoked and assigned in a single round") breaks it. KIP-848: the
+//! coordinator hands a partition to a new owner only after the old one acknowledged its
+//! revocation, so ownership windows (assigned → revoked/lost, per the members' own views) must
+//! not overlap — except for a zombie that had been fenced and had not yet noticed, whose window
+//! ends with `lost` (or a crash). Also checks the cooperative rule "revoked ⊆ owned".
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Checker, Violation, ViolationKind};
+use crate::history::{Event, History, OwnershipEnd, OwnershipTracker, Tp};
+
+/// How ownership conflicts are judged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OwnershipMode {
+    /// Classic protocol: two members must not own a partition in the same generation.
+    Generation,
+    /// KIP-848 (and a stricter check of classic): ownership windows must not overlap in time.
+    #[default]
+    Windows,
+}
+
+#[derive(Clone, Debug)]
+pub struct ExclusiveOwnership {
+    pub mode: OwnershipMode,
+    /// In `Windows` mode, allow the earlier owner's window to overlap when it ended by `lost`
+    /// or a crash (a fenced zombie; its commits must then be rejected, which other checkers see).
+    pub tolerate_fenced: bool,
+    /// Flag revoking or losing a partition the member did not own.
+    pub check_revoked_subset: bool,
+}
+
+impl Default for ExclusiveOwnership {
+    fn default() -> Self {
+        Self {
+            mode: OwnershipMode::Windows,
+            tolerate_fenced: true,
+            check_revoked_subset: true,
+        }
+    }
+}
+
+impl ExclusiveOwnership {
+    fn by_generation(history: &History, out: &mut Vec<Violation>) {
+        let groups = history.groups();
+        let mut tracker = OwnershipTracker::new();
+        // (group, generation, tp) → (subject, at_ms).
+        let mut claims: BTreeMap<(String, i32, Tp), (String, u64)> = BTreeMap::new();
+        let mut reported: BTreeSet<(String, i32, Tp)> = BTreeSet::new();
+        for e in history.entries() {
+            tracker.apply(e);
+            let Event::Assignment { generation, .. } = &e.event else {
+                continue;
+            };
+            let group = groups.get(&e.subject).cloned().unwrap_or_default();
+            for tp in tracker.owned(&e.subject) {
+                let key = (group.clone(), *generation, tp.clone());
+                let (owner, since) = claims
+                    .entry(key.clone())
+                    .or_insert_with(|| (e.subject.clone(), e.at_ms));
+                if *owner != e.subject && reported.insert(key) {
+                    out.push(
+                        Violation::new(
+                            ViolationKind::DoubleOwnership,
+                            e.at_ms,
+                            format!(
+                                "{} owns {tp} in generation {generation} from {}ms, but {owner} \
+                                 already owned it in that generation since {since}ms: one \
+                                 generation gives each partition to one member (KAFKA-13419, \
+                                 KAFKA-14639).",
+                                e.subject, e.at_ms
+                            ),
+                        )
+                        .subject(&e.subject)
+                        .tp(&tp),
+                    );
+                }
+            }
+        }
+    }
+
+    fn by_windows(&self, history: &History, out: &mut Vec<Violation>) {
+        let groups = history.groups();
+        let mut by_tp: BTreeMap<(String, Tp), Vec<_>> = BTreeMap::new();
+        for p in history
+            .ownership_periods()
+            .into_iter()
+            .filter(|p| p.managed)
+        {
+            let group = groups.get(&p.subject).cloned().unwrap_or_default();
+            by_tp.entry((group, p.tp.clone())).or_default().push(p);
+        }
+        for ((group, tp), periods) in by_tp {
+            for (i, a) in periods.iter().enumerate() {
+                for b in periods.iter().skip(i + 1) {
+                    // Periods are in opening order: `a` opened first.
+                    if a.subject == b.subject {
+                        continue;
+                    }
+                    let overlaps = a.end_ms.is_none_or(|end| b.start_ms < end);
+                    if !overlaps {
+                        continue;
+                    }
+                    let fenced = matches!(a.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
+                    if self.tolerate_fenced && fenced {
+                        continue;
+                    }
+                    let until = match (a.end_ms, a.end) {
+                        (Some(ms), Some(end)) => format!("until {ms}ms ({end:?})"),
+                        _ => "to the end of the run".to_string(),
+                    };
+                    out.push(
+                        Violation::new(
+                            ViolationKind::DoubleOwnership,
+                            b.start_ms,
+                            format!(
+                                "{} was assigned {tp} at {}ms while {} owned it from {}ms \
+                                 {until} (group '{group}'): a partition may move only after its \
+                                 owner revoked it, or lost it when fenced.",
+                                b.subject, b.start_ms, a.subject, a.start_ms
+                            ),
+                        )
+                        .subject(&b.subject)
+                        .tp(&tp),
+                    );
+                }
+            }
+        }
+    }
+
+    fn revoked_subset(history: &History, out: &mut Vec<Violation>) {
+        let mut tracker = OwnershipTracker::new();
+        for e in history.entries() {
+            if let Event::Assignment {
+                generation,
+                revoked,
+                lost,
+                ..
+            } = &e.event
+            {
+                for (verb, tp) in revoked
+                    .iter()
+                    .map(|tp| ("revoked", tp))
+                    .chain(lost.iter().map(|tp| ("lost", tp)))
+                {
+                    if !tracker.owns(&e.subject, tp) {
+                        out.push(
+                            Violation::new(
+                                ViolationKind::RevokedNotOwned,
+                                e.at_ms,
+                                format!(
+                                    "{} {verb} {tp} in generation {generation} at {}ms without \
+                                     owning it: a member can only give back what it owns \
+                                     (cooperative rule revoked ⊆ owned).",
+                                    e.subject, e.at_ms
+                                ),
+                            )
+                            .subject(&e.subject)
+                            .tp(tp),
+                        );
+                    }
+                }
+            }
+            tracker.apply(e);
+        }
+    }
+}
+
+impl Checker for ExclusiveOwnership {
+    fn name(&self) -> &'static str {
+        "exclusive-ownership"
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let mut out = Vec::new();
+        match self.mode {
+            OwnershipMode::Generation => Self::by_generation(history, &mut out),
+            OwnershipMode::Windows => self.by_windows(history, &mut out),
+        }
+        if self.check_revoked_subset {
+            Self::revoked_subset(history, &mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    fn generation() -> ExclusiveOwnership {
+        ExclusiveOwnership {
+            mode: OwnershipMode::Generation,
+            ..ExclusiveOwnership::default()
+        }
+    }
+
+    fn clean() -> History {
+        history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(1, &[0, 1])),
+            (10, "c0", revoked(1, &[1])),
+            (11, "c0", assigned(2, &[])),
+            (12, "c1", assigned(2, &[1])),
+        ])
+    }
+
+    #[test]
+    fn handover_passes_both_modes() {
+        assert!(ExclusiveOwnership::default().check(&clean()).is_ok());
+        let v = generation().check(&clean());
+        assert!(v.is_ok(), "{v}");
+    }
+
+    #[test]
+    fn two_owners_in_one_generation() {
+        let h = history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (2, "c1", assigned(2, &[0])),
+        ]);
+        let v = generation().check(&h);
+        assert_eq!(v.violations.len(), 1, "{v}");
+        let first = v.first().unwrap();
+        assert_eq!(first.kind, ViolationKind::DoubleOwnership);
+        assert!(
+            first.explanation.contains("c1 owns t-0 in generation 2"),
+            "{first}"
+        );
+
+        let v = ExclusiveOwnership::default().check(&h);
+        assert_eq!(v.violations.len(), 1, "{v}");
+        assert!(v.violations[0]
+            .explanation
+            .contains("to the end of the run"));
+    }
+
+    #[test]
+    fn carried_over_stale_ownership_in_new_generation() {
+        // c0 keeps t-0 into generation 3 (stale ownedPartitions) while c1 got it in 3.
+        let h = history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (5, "c1", assigned(3, &[0])),
+            (6, "c0", assigned(3, &[])),
+        ]);
+        assert!(generation().check(&h).has(ViolationKind::DoubleOwnership));
+    }
+
+    #[test]
+    fn fenced_zombie_is_tolerated_in_windows_mode() {
+        let h = history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (5, "c1", assigned(4, &[0])),
+            (9, "c0", lost(2, &[0])),
+        ]);
+        assert!(ExclusiveOwnership::default().check(&h).is_ok());
+        let strict = ExclusiveOwnership {
+            tolerate_fenced: false,
+            ..ExclusiveOwnership::default()
+        };
+        assert!(strict.check(&h).has(ViolationKind::DoubleOwnership));
+    }
+
+    #[test]
+    fn revoking_what_is_not_owned() {
+        let h = history(vec![(0, "c0", start()), (1, "c0", revoked(1, &[3]))]);
+        let v = ExclusiveOwnership::default().check(&h);
+        assert_eq!(v.violations.len(), 1, "{v}");
+        assert_eq!(v.violations[0].kind, ViolationKind::RevokedNotOwned);
+    }
+}
