@@ -65,5 +65,7 @@ impl ClusterConfig {
 }
 
 fn cap(factor: i16, brokers: usize) -> i16 {
-    factor.min(i16::try_from(brokers).unwrap_or(i16::MAX)).max(1)
+    factor
+        .min(i16::try_from(brokers).unwrap_or(i16::MAX))
+        .max(1)
 }

@@ -253,14 +253,23 @@ impl ClusterState {
     /// Moves leadership of a partition to `to` (or, with `None`, to the next live in-sync
     /// replica after the current leader), bumping the leader epoch and truncating the
     /// unreplicated tail. Returns the new (leader, epoch).
-    pub fn move_leader(&mut self, topic: &str, partition: i32, to: Option<i32>) -> Option<(i32, i32)> {
+    pub fn move_leader(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        to: Option<i32>,
+    ) -> Option<(i32, i32)> {
         let live: Vec<i32> = self.live_brokers();
         let state = self.partition_mut(topic, partition)?;
         let new_leader = match to {
             Some(to) => to,
             None => {
-                let candidates: Vec<i32> =
-                    state.isr.iter().copied().filter(|r| live.contains(r)).collect();
+                let candidates: Vec<i32> = state
+                    .isr
+                    .iter()
+                    .copied()
+                    .filter(|r| live.contains(r))
+                    .collect();
                 let at = candidates.iter().position(|r| *r == state.leader);
                 match at {
                     Some(at) => candidates[(at + 1) % candidates.len()],
@@ -305,9 +314,7 @@ impl ClusterState {
                 if !state.isr.contains(&node_id) {
                     state.isr.push(node_id);
                     let order = state.replicas.clone();
-                    state
-                        .isr
-                        .sort_by_key(|r| order.iter().position(|o| o == r));
+                    state.isr.sort_by_key(|r| order.iter().position(|o| o == r));
                 }
                 if state.leader == NO_LEADER {
                     elect(state, node_id);
@@ -417,5 +424,30 @@ impl Controller {
     /// The cluster id.
     pub fn cluster_id(&self) -> String {
         self.read().config.cluster_id.clone()
+    }
+}
+
+impl Controller {
+    /// Test helper: appends `batch` to a partition as its leader would (offsets assigned, high
+    /// watermark advanced, fetches woken) without going through Produce.
+    pub fn append(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: bytes::Bytes,
+    ) -> Result<crate::log::AppendInfo, String> {
+        self.update(|state| {
+            let max_message_bytes = state.config.max_message_bytes;
+            let part = state
+                .partition_mut(topic, partition)
+                .ok_or_else(|| format!("no partition {topic}-{partition}"))?;
+            let epoch = part.leader_epoch;
+            let info = part
+                .log
+                .append(batch, epoch, None, max_message_bytes)
+                .map_err(|e| format!("{e:?}"))?;
+            part.log.advance_high_watermark(info.last_offset + 1);
+            Ok(info)
+        })
     }
 }

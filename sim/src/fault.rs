@@ -299,7 +299,9 @@ mod tests {
                 trigger: Trigger::Probability(0.5),
                 action: ResponseAction::Lose,
             });
-            (0..32).map(|_| faults.decide(1, 1).lose).collect::<Vec<_>>()
+            (0..32)
+                .map(|_| faults.decide(1, 1).lose)
+                .collect::<Vec<_>>()
         };
         assert_eq!(draw(7), draw(7));
         assert!(draw(7).contains(&true) && draw(7).contains(&false));

@@ -224,14 +224,13 @@ impl PartitionLog {
     /// sits on one).
     fn truncate_to(&mut self, offset: i64) {
         self.batches.retain(|b| b.base_offset < offset);
-        self.log_end_offset = self
-            .batches
-            .last()
-            .map_or(self.log_start_offset.max(offset.min(self.log_end_offset)), |b| {
-                b.last_offset + 1
-            });
+        self.log_end_offset = self.batches.last().map_or(
+            self.log_start_offset.max(offset.min(self.log_end_offset)),
+            |b| b.last_offset + 1,
+        );
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
-        self.epochs.retain(|(_, start)| *start <= self.log_end_offset);
+        self.epochs
+            .retain(|(_, start)| *start <= self.log_end_offset);
         if self.epochs.is_empty() {
             self.epochs.push((0, self.log_start_offset));
         }
@@ -275,7 +274,9 @@ impl PartitionLog {
         min_one_batch: bool,
         with_aborted: bool,
     ) -> ReadResult {
-        let start = self.batches.partition_point(|b| b.last_offset < fetch_offset);
+        let start = self
+            .batches
+            .partition_point(|b| b.last_offset < fetch_offset);
         let mut out = BytesMut::new();
         for (i, batch) in self.batches[start..].iter().enumerate() {
             if batch.base_offset >= max_offset {
@@ -426,14 +427,25 @@ mod tests {
     #[test]
     fn append_assigns_offsets_and_read_returns_them() {
         let mut log = PartitionLog::default();
-        assert_eq!(log.append(batch(3, 10), 0, None, 1 << 20).unwrap().base_offset, 0);
-        assert_eq!(log.append(batch(2, 20), 0, None, 1 << 20).unwrap().base_offset, 3);
+        assert_eq!(
+            log.append(batch(3, 10), 0, None, 1 << 20)
+                .unwrap()
+                .base_offset,
+            0
+        );
+        assert_eq!(
+            log.append(batch(2, 20), 0, None, 1 << 20)
+                .unwrap()
+                .base_offset,
+            3
+        );
         log.advance_high_watermark(5);
         let read = log.read(4, 5, 1 << 20, true, false);
-        let offsets: Vec<i64> = FetchedRecords::new(Arc::from("t"), 0, read.records, ReadOptions::default())
-            .flat_map(|b| b.unwrap().records().unwrap())
-            .map(|r| r.unwrap().offset())
-            .collect();
+        let offsets: Vec<i64> =
+            FetchedRecords::new(Arc::from("t"), 0, read.records, ReadOptions::default())
+                .flat_map(|b| b.unwrap().records().unwrap())
+                .map(|r| r.unwrap().offset())
+                .collect();
         assert_eq!(offsets, [3, 4]);
         assert_eq!(log.offset_for_timestamp(21, 5), Some((4, 21)));
         assert_eq!(log.max_timestamp(5), Some((4, 21)));

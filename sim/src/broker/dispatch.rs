@@ -111,9 +111,17 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
         ApiKey::ListOffsets => serve!(list_offsets, ListOffsetsRequest, ctx, body, error),
         ApiKey::Metadata => serve!(metadata, MetadataRequest, ctx, body, error),
         ApiKey::OffsetForLeaderEpoch => {
-            serve!(offset_for_leader_epoch, OffsetForLeaderEpochRequest, ctx, body, error)
+            serve!(
+                offset_for_leader_epoch,
+                OffsetForLeaderEpochRequest,
+                ctx,
+                body,
+                error
+            )
         }
-        ApiKey::FindCoordinator => serve!(find_coordinator, FindCoordinatorRequest, ctx, body, error),
+        ApiKey::FindCoordinator => {
+            serve!(find_coordinator, FindCoordinatorRequest, ctx, body, error)
+        }
         ApiKey::ApiVersions => serve!(api_versions, ApiVersionsRequest, ctx, body, error),
         ApiKey::CreateTopics => serve!(create_topics, CreateTopicsRequest, ctx, body, error),
         ApiKey::DeleteTopics => serve!(delete_topics, DeleteTopicsRequest, ctx, body, error),
@@ -147,7 +155,11 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
     let Some(response) = response else {
         return Outcome::Close;
     };
-    let mut frame = frame_response(correlation_id, api.response_header_version(version), &response);
+    let mut frame = frame_response(
+        correlation_id,
+        api.response_header_version(version),
+        &response,
+    );
     if decision.hold_ms > 0 {
         tokio::time::sleep(Duration::from_millis(decision.hold_ms)).await;
     }

@@ -96,8 +96,17 @@ impl FetchSessionCache {
             }
             let new_id = if self.sessions.len() < self.slots {
                 let id = self.new_session_id();
-                let partitions = requested.iter().map(|(k, p)| (k.clone(), *p, None)).collect();
-                self.sessions.insert(id, FetchSession { epoch: 1, partitions });
+                let partitions = requested
+                    .iter()
+                    .map(|(k, p)| (k.clone(), *p, None))
+                    .collect();
+                self.sessions.insert(
+                    id,
+                    FetchSession {
+                        epoch: 1,
+                        partitions,
+                    },
+                );
                 id
             } else {
                 0
@@ -121,8 +130,14 @@ impl FetchSessionCache {
                 None => session.partitions.push((key, params, None)),
             }
         }
-        session.partitions.retain(|(k, _, _)| !forgotten.contains(k));
-        session.epoch = if session.epoch == i32::MAX { 1 } else { session.epoch + 1 };
+        session
+            .partitions
+            .retain(|(k, _, _)| !forgotten.contains(k));
+        session.epoch = if session.epoch == i32::MAX {
+            1
+        } else {
+            session.epoch + 1
+        };
         Ok(FetchContext {
             session_id,
             incremental: true,
@@ -200,7 +215,9 @@ mod tests {
             .unwrap();
         assert!(full.session_id != 0 && !full.incremental);
         let id = full.session_id;
-        let inc = cache.new_context(id, 1, vec![(key(0), params(5))], vec![key(1)]).unwrap();
+        let inc = cache
+            .new_context(id, 1, vec![(key(0), params(5))], vec![key(1)])
+            .unwrap();
         assert!(inc.incremental);
         assert_eq!(inc.partitions, vec![(key(0), params(5))]);
         assert_eq!(
@@ -219,7 +236,10 @@ mod tests {
     #[test]
     fn incremental_includes_only_news() {
         let mut cache = FetchSessionCache::new(10, SeededRng::seed_from_u64(1));
-        let id = cache.new_context(0, 0, vec![(key(0), params(0))], vec![]).unwrap().session_id;
+        let id = cache
+            .new_context(0, 0, vec![(key(0), params(0))], vec![])
+            .unwrap()
+            .session_id;
         assert!(cache.must_include(id, &key(0), 5, 0, false));
         assert!(!cache.must_include(id, &key(0), 5, 0, false));
         assert!(cache.must_include(id, &key(0), 6, 0, false));

@@ -15,9 +15,9 @@ use kafka_consumer::rt::SeededRng;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::controller::Controller;
 use crate::coordinator::runtime::CoordinatorRuntime;
 use crate::coordinator::GroupShardFactory;
-use crate::controller::Controller;
 use crate::fault::FaultControls;
 use fetch_session::FetchSessionCache;
 
@@ -61,8 +61,13 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
     // Per incarnation: a restarted broker must not hand out the same session ids again.
     let incarnation = controller.now_ms();
     let rng = SeededRng::seed_from_u64(seed ^ (u64::from(node_id as u32) << 32) ^ incarnation);
-    let coordinator = group_shards
-        .map(|factory| Arc::new(CoordinatorRuntime::new(node_id, controller.clone(), factory)));
+    let coordinator = group_shards.map(|factory| {
+        Arc::new(CoordinatorRuntime::new(
+            node_id,
+            controller.clone(),
+            factory,
+        ))
+    });
     let broker = Arc::new(Broker {
         node_id,
         controller,

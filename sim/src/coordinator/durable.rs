@@ -99,18 +99,29 @@ impl CoordinatorLog {
                 return Vec::new();
             };
             let log = &part.log;
-            log.read(log.log_start_offset(), log.high_watermark(), usize::MAX, true, false)
-                .records
+            log.read(
+                log.log_start_offset(),
+                log.high_watermark(),
+                usize::MAX,
+                true,
+                false,
+            )
+            .records
         };
-        FetchedRecords::new(Arc::from(OFFSETS_TOPIC), self.partition, records, ReadOptions::default())
-            .flatten()
-            .filter_map(|batch| batch.records().ok())
-            .flat_map(|records| records.flatten())
-            .map(|r| CoordinatorRecord {
-                offset: r.offset(),
-                key: r.key_bytes(),
-                value: r.value_bytes(),
-            })
-            .collect()
+        FetchedRecords::new(
+            Arc::from(OFFSETS_TOPIC),
+            self.partition,
+            records,
+            ReadOptions::default(),
+        )
+        .flatten()
+        .filter_map(|batch| batch.records().ok())
+        .flat_map(|records| records.flatten())
+        .map(|r| CoordinatorRecord {
+            offset: r.offset(),
+            key: r.key_bytes(),
+            value: r.value_bytes(),
+        })
+        .collect()
     }
 }

@@ -9,7 +9,9 @@ use kafka_consumer::rt::{Duration, Instant};
 use kafka_protocol::error::ResponseError;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory};
+use super::{
+    CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
+};
 use crate::controller::{Controller, OFFSETS_TOPIC};
 
 struct ShardCommand {
@@ -35,7 +37,11 @@ pub(crate) struct CoordinatorRuntime {
 }
 
 impl CoordinatorRuntime {
-    pub(crate) fn new(node_id: i32, controller: Controller, factory: Arc<dyn GroupShardFactory>) -> Self {
+    pub(crate) fn new(
+        node_id: i32,
+        controller: Controller,
+        factory: Arc<dyn GroupShardFactory>,
+    ) -> Self {
         Self {
             node_id,
             controller,
@@ -130,7 +136,9 @@ impl CoordinatorRuntime {
         self.reconcile();
         let receiver = {
             let shards = self.lock();
-            let shard = shards.get(&partition).ok_or(ResponseError::NotCoordinator)?;
+            let shard = shards
+                .get(&partition)
+                .ok_or(ResponseError::NotCoordinator)?;
             if shard.loaded_at_ms > self.controller.now_ms() {
                 return Err(ResponseError::CoordinatorLoadInProgress);
             }

@@ -18,7 +18,10 @@ const BROKER_APIS: [(ApiKey, VersionRange); 10] = [
     (ApiKey::ApiVersions, ApiVersionsRequest::VERSIONS),
     (ApiKey::CreateTopics, CreateTopicsRequest::VERSIONS),
     (ApiKey::DeleteTopics, DeleteTopicsRequest::VERSIONS),
-    (ApiKey::OffsetForLeaderEpoch, OffsetForLeaderEpochRequest::VERSIONS),
+    (
+        ApiKey::OffsetForLeaderEpoch,
+        OffsetForLeaderEpochRequest::VERSIONS,
+    ),
     (ApiKey::CreatePartitions, CreatePartitionsRequest::VERSIONS),
 ];
 
@@ -32,8 +35,14 @@ const GROUP_APIS: [(ApiKey, VersionRange); 10] = [
     (ApiKey::SyncGroup, SyncGroupRequest::VERSIONS),
     (ApiKey::DescribeGroups, DescribeGroupsRequest::VERSIONS),
     (ApiKey::ListGroups, ListGroupsRequest::VERSIONS),
-    (ApiKey::ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequest::VERSIONS),
-    (ApiKey::ConsumerGroupDescribe, ConsumerGroupDescribeRequest::VERSIONS),
+    (
+        ApiKey::ConsumerGroupHeartbeat,
+        ConsumerGroupHeartbeatRequest::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupDescribe,
+        ConsumerGroupDescribeRequest::VERSIONS,
+    ),
 ];
 
 fn offered(broker: &Broker) -> Vec<(ApiKey, VersionRange)> {
@@ -72,7 +81,10 @@ pub(crate) fn unsupported_version_response(broker: &Broker) -> ApiVersionsRespon
         .with_api_keys(api_keys(broker))
 }
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, _request: ApiVersionsRequest) -> ApiVersionsResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    _request: ApiVersionsRequest,
+) -> ApiVersionsResponse {
     ApiVersionsResponse::default().with_api_keys(api_keys(ctx.broker))
 }
 

@@ -14,7 +14,13 @@ pub(crate) async fn handle(
     let mut groups = Vec::new();
     for group_id in &request.group_ids {
         let single = request.clone().with_group_ids(vec![group_id.clone()]);
-        let error = match route(ctx, group_id.0.as_str(), GroupRequest::ConsumerGroupDescribe(single)).await {
+        let error = match route(
+            ctx,
+            group_id.0.as_str(),
+            GroupRequest::ConsumerGroupDescribe(single),
+        )
+        .await
+        {
             Ok(GroupResponse::ConsumerGroupDescribe(response)) => {
                 groups.extend(response.groups);
                 continue;
@@ -28,7 +34,9 @@ pub(crate) async fn handle(
 }
 
 fn failed(group_id: GroupId, code: i16) -> DescribedGroup {
-    DescribedGroup::default().with_group_id(group_id).with_error_code(code)
+    DescribedGroup::default()
+        .with_group_id(group_id)
+        .with_error_code(code)
 }
 
 pub(crate) fn error_response(
@@ -36,6 +44,11 @@ pub(crate) fn error_response(
     request: &ConsumerGroupDescribeRequest,
     code: i16,
 ) -> ConsumerGroupDescribeResponse {
-    ConsumerGroupDescribeResponse::default()
-        .with_groups(request.group_ids.iter().map(|g| failed(g.clone(), code)).collect())
+    ConsumerGroupDescribeResponse::default().with_groups(
+        request
+            .group_ids
+            .iter()
+            .map(|g| failed(g.clone(), code))
+            .collect(),
+    )
 }

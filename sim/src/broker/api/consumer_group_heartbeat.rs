@@ -6,9 +6,18 @@ use super::group_routing::{mismatched, route};
 use crate::broker::dispatch::RequestCtx;
 use crate::coordinator::{GroupRequest, GroupResponse};
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
     let group_id = request.group_id.0.to_string();
-    let result = match route(ctx, &group_id, GroupRequest::ConsumerGroupHeartbeat(request.clone())).await {
+    let result = match route(
+        ctx,
+        &group_id,
+        GroupRequest::ConsumerGroupHeartbeat(request.clone()),
+    )
+    .await
+    {
         Ok(GroupResponse::ConsumerGroupHeartbeat(response)) => Ok(response),
         Ok(_) => Err(mismatched()),
         Err(error) => Err(error),

@@ -12,13 +12,24 @@ use crate::broker::dispatch::RequestCtx;
 /// (name, id) of each topic the request names.
 fn targets(version: i16, request: &DeleteTopicsRequest) -> Vec<(Option<TopicName>, Uuid)> {
     if version >= 6 {
-        request.topics.iter().map(|t| (t.name.clone(), t.topic_id)).collect()
+        request
+            .topics
+            .iter()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect()
     } else {
-        request.topic_names.iter().map(|n| (Some(n.clone()), Uuid::nil())).collect()
+        request
+            .topic_names
+            .iter()
+            .map(|n| (Some(n.clone()), Uuid::nil()))
+            .collect()
     }
 }
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
     let version = ctx.version;
     let responses = ctx.broker.controller.update(|state| {
         targets(version, &request)
@@ -51,7 +62,8 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: DeleteTopicsRequest) -
                             out = out.with_topic_id(topic_id);
                         }
                         if version >= 5 {
-                            out = out.with_error_message(Some(StrBytes::from_string(error.to_string())));
+                            out = out
+                                .with_error_message(Some(StrBytes::from_string(error.to_string())));
                         }
                     }
                 }
@@ -62,12 +74,22 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: DeleteTopicsRequest) -
     DeleteTopicsResponse::default().with_responses(responses)
 }
 
-pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &DeleteTopicsRequest, code: i16) -> DeleteTopicsResponse {
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &DeleteTopicsRequest,
+    code: i16,
+) -> DeleteTopicsResponse {
     let responses = targets(ctx.version, request)
         .into_iter()
         .map(|(name, topic_id)| {
-            let out = DeletableTopicResult::default().with_name(name).with_error_code(code);
-            if ctx.version >= 6 { out.with_topic_id(topic_id) } else { out }
+            let out = DeletableTopicResult::default()
+                .with_name(name)
+                .with_error_code(code);
+            if ctx.version >= 6 {
+                out.with_topic_id(topic_id)
+            } else {
+                out
+            }
         })
         .collect();
     DeleteTopicsResponse::default().with_responses(responses)

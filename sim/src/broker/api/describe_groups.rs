@@ -7,11 +7,20 @@ use super::group_routing::{mismatched, route};
 use crate::broker::dispatch::RequestCtx;
 use crate::coordinator::{GroupRequest, GroupResponse};
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
     let mut groups = Vec::new();
     for group_id in &request.groups {
         let single = request.clone().with_groups(vec![group_id.clone()]);
-        let error = match route(ctx, group_id.0.as_str(), GroupRequest::DescribeGroups(single)).await {
+        let error = match route(
+            ctx,
+            group_id.0.as_str(),
+            GroupRequest::DescribeGroups(single),
+        )
+        .await
+        {
             Ok(GroupResponse::DescribeGroups(response)) => {
                 groups.extend(response.groups);
                 continue;
@@ -25,9 +34,21 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: DescribeGroupsRequest)
 }
 
 fn failed(group_id: GroupId, code: i16) -> DescribedGroup {
-    DescribedGroup::default().with_group_id(group_id).with_error_code(code)
+    DescribedGroup::default()
+        .with_group_id(group_id)
+        .with_error_code(code)
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, request: &DescribeGroupsRequest, code: i16) -> DescribeGroupsResponse {
-    DescribeGroupsResponse::default().with_groups(request.groups.iter().map(|g| failed(g.clone(), code)).collect())
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    request: &DescribeGroupsRequest,
+    code: i16,
+) -> DescribeGroupsResponse {
+    DescribeGroupsResponse::default().with_groups(
+        request
+            .groups
+            .iter()
+            .map(|g| failed(g.clone(), code))
+            .collect(),
+    )
 }

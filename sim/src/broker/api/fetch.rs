@@ -39,8 +39,16 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
                     let params = FetchParams {
                         fetch_offset: p.fetch_offset,
                         partition_max_bytes: p.partition_max_bytes,
-                        current_leader_epoch: if version >= 9 { p.current_leader_epoch } else { -1 },
-                        last_fetched_epoch: if version >= 12 { p.last_fetched_epoch } else { -1 },
+                        current_leader_epoch: if version >= 9 {
+                            p.current_leader_epoch
+                        } else {
+                            -1
+                        },
+                        last_fetched_epoch: if version >= 12 {
+                            p.last_fetched_epoch
+                        } else {
+                            -1
+                        },
                     };
                     (key, params)
                 })
@@ -61,8 +69,16 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
         (requested, forgotten)
     };
     let context = if version >= 7 {
-        let mut sessions = broker.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        sessions.new_context(request.session_id, request.session_epoch, requested, forgotten)
+        let mut sessions = broker
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions.new_context(
+            request.session_id,
+            request.session_epoch,
+            requested,
+            forgotten,
+        )
     } else {
         Ok(FetchContext {
             session_id: 0,
@@ -84,10 +100,22 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
         changes.borrow_and_update();
         let reads = {
             let state = broker.controller.read();
-            read_all(&state, broker.node_id, &context, max_bytes, read_committed, version)
+            read_all(
+                &state,
+                broker.node_id,
+                &context,
+                max_bytes,
+                read_committed,
+                version,
+            )
         };
-        let bytes: usize = reads.iter().map(|(_, r)| r.records.as_ref().map_or(0, |b| b.len())).sum();
-        let errors = reads.iter().any(|(_, r)| r.error_code != NONE || r.diverging_epoch.epoch >= 0);
+        let bytes: usize = reads
+            .iter()
+            .map(|(_, r)| r.records.as_ref().map_or(0, |b| b.len()))
+            .sum();
+        let errors = reads
+            .iter()
+            .any(|(_, r)| r.error_code != NONE || r.diverging_epoch.epoch >= 0);
         // Kafka's DelayedFetch: respond at once on enough bytes, any error, or no wait.
         if max_wait.is_zero() || bytes >= min_bytes || errors || Instant::now() >= deadline {
             return respond(ctx, &context, reads);
@@ -103,7 +131,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
 /// id is unknown).
 fn topic_name(state: &ClusterState, name: &TopicName, topic_id: Uuid, version: i16) -> String {
     if version >= 13 {
-        state.topic_by_id(topic_id).map(|t| t.name.clone()).unwrap_or_default()
+        state
+            .topic_by_id(topic_id)
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
     } else {
         name.0.to_string()
     }
@@ -125,7 +156,16 @@ fn read_all(
         .partitions
         .iter()
         .map(|(key, params)| {
-            let data = read_partition(state, node_id, key, params, remaining, min_one_batch, read_committed, version);
+            let data = read_partition(
+                state,
+                node_id,
+                key,
+                params,
+                remaining,
+                min_one_batch,
+                read_committed,
+                version,
+            );
             let size = data.records.as_ref().map_or(0, |b| b.len());
             if size > 0 {
                 min_one_batch = false;
@@ -152,8 +192,16 @@ fn read_partition(
         .with_high_watermark(-1)
         .with_aborted_transactions(None);
     let error = |code: ResponseError| {
-        let mut data = base.clone().with_error_code(code.code()).with_records(Some(Default::default()));
-        if version >= 12 && matches!(code, ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch) {
+        let mut data = base
+            .clone()
+            .with_error_code(code.code())
+            .with_records(Some(Default::default()));
+        if version >= 12
+            && matches!(
+                code,
+                ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch
+            )
+        {
             if let Some(part) = state.partition(&key.topic, key.partition) {
                 data = data.with_current_leader(
                     LeaderIdAndEpoch::default()
@@ -171,7 +219,13 @@ fn read_partition(
             ResponseError::UnknownTopicOrPartition
         });
     }
-    let part = match leader_partition(state, node_id, &key.topic, key.partition, params.current_leader_epoch) {
+    let part = match leader_partition(
+        state,
+        node_id,
+        &key.topic,
+        key.partition,
+        params.current_leader_epoch,
+    ) {
         Ok(part) => part,
         Err(code) => return error(code),
     };
@@ -187,7 +241,11 @@ fn read_partition(
         let (epoch, end_offset) = log.end_offset_for_epoch(params.last_fetched_epoch);
         if epoch != params.last_fetched_epoch || end_offset < params.fetch_offset {
             return data
-                .with_diverging_epoch(EpochEndOffset::default().with_epoch(epoch).with_end_offset(end_offset))
+                .with_diverging_epoch(
+                    EpochEndOffset::default()
+                        .with_epoch(epoch)
+                        .with_end_offset(end_offset),
+                )
                 .with_records(Some(Default::default()));
         }
     }
@@ -199,8 +257,16 @@ fn read_partition(
     } else {
         log.high_watermark()
     };
-    let limit = usize::try_from(params.partition_max_bytes).unwrap_or(0).min(remaining_bytes);
-    let read = log.read(params.fetch_offset, max_offset, limit, min_one_batch, read_committed);
+    let limit = usize::try_from(params.partition_max_bytes)
+        .unwrap_or(0)
+        .min(remaining_bytes);
+    let read = log.read(
+        params.fetch_offset,
+        max_offset,
+        limit,
+        min_one_batch,
+        read_committed,
+    );
     if read_committed {
         let aborted = read
             .aborted
@@ -216,18 +282,31 @@ fn read_partition(
     data.with_records(Some(read.records))
 }
 
-fn respond(ctx: &RequestCtx<'_>, context: &FetchContext, reads: Vec<(FetchKey, PartitionData)>) -> FetchResponse {
+fn respond(
+    ctx: &RequestCtx<'_>,
+    context: &FetchContext,
+    reads: Vec<(FetchKey, PartitionData)>,
+) -> FetchResponse {
     let version = ctx.version;
     let broker = ctx.broker;
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     let mut leaders: Vec<i32> = Vec::new();
     {
-        let mut sessions = broker.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sessions = broker
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (key, data) in reads {
             let news = data.records.as_ref().is_some_and(|r| !r.is_empty())
                 || data.error_code != NONE
                 || data.diverging_epoch.epoch >= 0;
-            let include = sessions.must_include(context.session_id, &key, data.high_watermark, data.log_start_offset, news);
+            let include = sessions.must_include(
+                context.session_id,
+                &key,
+                data.high_watermark,
+                data.log_start_offset,
+                news,
+            );
             if context.incremental && !include {
                 continue;
             }
@@ -235,7 +314,11 @@ fn respond(ctx: &RequestCtx<'_>, context: &FetchContext, reads: Vec<(FetchKey, P
                 leaders.push(data.current_leader.leader_id.0);
             }
             let same_topic = topics.last().is_some_and(|t| {
-                if version >= 13 { t.topic_id == key.topic_id } else { t.topic.0.as_str() == key.topic }
+                if version >= 13 {
+                    t.topic_id == key.topic_id
+                } else {
+                    t.topic.0.as_str() == key.topic
+                }
             });
             if !same_topic {
                 let mut topic = FetchableTopicResponse::default();
@@ -276,7 +359,11 @@ fn respond(ctx: &RequestCtx<'_>, context: &FetchContext, reads: Vec<(FetchKey, P
     response
 }
 
-pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &FetchRequest, code: i16) -> FetchResponse {
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &FetchRequest,
+    code: i16,
+) -> FetchResponse {
     let version = ctx.version;
     let topics = request
         .topics

@@ -15,14 +15,24 @@ const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// (node id, host, port) of the coordinator for `key`, or the error.
-fn find(state: &ClusterState, key_type: i8, key: &str, groups_served: bool) -> Result<(i32, String, i32), ResponseError> {
+fn find(
+    state: &ClusterState,
+    key_type: i8,
+    key: &str,
+    groups_served: bool,
+) -> Result<(i32, String, i32), ResponseError> {
     match key_type {
         KEY_TYPE_GROUP if groups_served => {}
         // No transaction coordinator here; no group coordinator without a plugged-in shard.
-        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => return Err(ResponseError::CoordinatorNotAvailable),
+        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => {
+            return Err(ResponseError::CoordinatorNotAvailable)
+        }
         _ => return Err(ResponseError::InvalidRequest),
     }
-    let topic = state.topics.get(OFFSETS_TOPIC).ok_or(ResponseError::CoordinatorNotAvailable)?;
+    let topic = state
+        .topics
+        .get(OFFSETS_TOPIC)
+        .ok_or(ResponseError::CoordinatorNotAvailable)?;
     let partition = offsets_partition_for(key, topic.partitions.len() as i32);
     let leader = state
         .partition(OFFSETS_TOPIC, partition)
@@ -35,7 +45,10 @@ fn find(state: &ClusterState, key_type: i8, key: &str, groups_served: bool) -> R
     Ok((broker.node_id, broker.host.clone(), i32::from(broker.port)))
 }
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
     let version = ctx.version;
     let groups_served = ctx.broker.coordinator.is_some();
     let state = ctx.broker.controller.read();
@@ -50,7 +63,11 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FindCoordinatorRequest
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let key_type = if version >= 1 { request.key_type } else { KEY_TYPE_GROUP };
+    let key_type = if version >= 1 {
+        request.key_type
+    } else {
+        KEY_TYPE_GROUP
+    };
     match find(&state, key_type, request.key.as_str(), groups_served) {
         Ok((node_id, host, port)) => FindCoordinatorResponse::default()
             .with_node_id(BrokerId(node_id))
@@ -60,7 +77,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FindCoordinatorRequest
     }
 }
 
-fn coordinator_entry(key: StrBytes, found: Result<(i32, String, i32), ResponseError>) -> Coordinator {
+fn coordinator_entry(
+    key: StrBytes,
+    found: Result<(i32, String, i32), ResponseError>,
+) -> Coordinator {
     match found {
         Ok((node_id, host, port)) => Coordinator::default()
             .with_key(key)
@@ -81,18 +101,30 @@ fn single_error(code: i16, version: i16) -> FindCoordinatorResponse {
         .with_node_id(BrokerId(-1))
         .with_port(-1);
     if version >= 1 {
-        response.with_error_message(ResponseError::try_from_code(code).map(|e| StrBytes::from_string(e.to_string())))
+        response.with_error_message(
+            ResponseError::try_from_code(code).map(|e| StrBytes::from_string(e.to_string())),
+        )
     } else {
         response
     }
 }
 
-pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &FindCoordinatorRequest, code: i16) -> FindCoordinatorResponse {
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &FindCoordinatorRequest,
+    code: i16,
+) -> FindCoordinatorResponse {
     if ctx.version >= 4 {
         let coordinators = request
             .coordinator_keys
             .iter()
-            .map(|key| Coordinator::default().with_key(key.clone()).with_node_id(BrokerId(-1)).with_port(-1).with_error_code(code))
+            .map(|key| {
+                Coordinator::default()
+                    .with_key(key.clone())
+                    .with_node_id(BrokerId(-1))
+                    .with_port(-1)
+                    .with_error_code(code)
+            })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }

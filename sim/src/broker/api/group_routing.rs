@@ -35,7 +35,10 @@ pub(super) async fn route(
         .ok_or(ResponseError::CoordinatorNotAvailable)?;
     let partitions = {
         let state = ctx.broker.controller.read();
-        state.topics.get(OFFSETS_TOPIC).map_or(0, |t| t.partitions.len() as i32)
+        state
+            .topics
+            .get(OFFSETS_TOPIC)
+            .map_or(0, |t| t.partitions.len() as i32)
     };
     if partitions == 0 {
         return Err(ResponseError::CoordinatorNotAvailable);
@@ -56,7 +59,10 @@ pub(super) async fn broadcast(
         .ok_or(ResponseError::CoordinatorNotAvailable)?;
     let mut responses = Vec::new();
     for partition in coordinator.active_partitions()? {
-        match coordinator.call(partition, context(ctx), request.clone()).await {
+        match coordinator
+            .call(partition, context(ctx), request.clone())
+            .await
+        {
             Ok(response) => responses.push(response),
             // Moved away meanwhile: its groups are listed by the new coordinator.
             Err(ResponseError::NotCoordinator) => {}

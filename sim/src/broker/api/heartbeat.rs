@@ -16,6 +16,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: HeartbeatRequest) -> H
     result.unwrap_or_else(|error| error_response(ctx, &request, error.code()))
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, _request: &HeartbeatRequest, code: i16) -> HeartbeatResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    _request: &HeartbeatRequest,
+    code: i16,
+) -> HeartbeatResponse {
     HeartbeatResponse::default().with_error_code(code)
 }

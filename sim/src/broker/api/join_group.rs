@@ -16,7 +16,11 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: JoinGroupRequest) -> J
     result.unwrap_or_else(|error| error_response(ctx, &request, error.code()))
 }
 
-pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &JoinGroupRequest, code: i16) -> JoinGroupResponse {
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &JoinGroupRequest,
+    code: i16,
+) -> JoinGroupResponse {
     let response = JoinGroupResponse::default()
         .with_error_code(code)
         .with_generation_id(-1)

@@ -16,6 +16,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: LeaveGroupRequest) -> 
     result.unwrap_or_else(|error| error_response(ctx, &request, error.code()))
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, _request: &LeaveGroupRequest, code: i16) -> LeaveGroupResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    _request: &LeaveGroupRequest,
+    code: i16,
+) -> LeaveGroupResponse {
     LeaveGroupResponse::default().with_error_code(code)
 }

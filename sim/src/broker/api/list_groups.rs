@@ -26,6 +26,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ListGroupsRequest) -> 
     out
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, _request: &ListGroupsRequest, code: i16) -> ListGroupsResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    _request: &ListGroupsRequest,
+    code: i16,
+) -> ListGroupsResponse {
     ListGroupsResponse::default().with_error_code(code)
 }

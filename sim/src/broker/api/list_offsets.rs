@@ -17,7 +17,10 @@ const EARLIEST_LOCAL: i64 = -4;
 const EARLIEST_PENDING_UPLOAD: i64 = -5;
 const LATEST_TIERED: i64 = -6;
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ListOffsetsRequest) -> ListOffsetsResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
     let version = ctx.version;
     let read_committed = version >= 2 && request.isolation_level == 1;
     let state = ctx.broker.controller.read();
@@ -29,22 +32,44 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ListOffsetsRequest) ->
                 .partitions
                 .iter()
                 .map(|p| {
-                    let epoch = if version >= 4 { p.current_leader_epoch } else { -1 };
-                    let response = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-                    match leader_partition(&state, ctx.broker.node_id, topic.name.0.as_str(), p.partition_index, epoch) {
-                        Err(error) => response.with_error_code(error.code()).with_timestamp(-1).with_offset(-1),
+                    let epoch = if version >= 4 {
+                        p.current_leader_epoch
+                    } else {
+                        -1
+                    };
+                    let response = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(p.partition_index);
+                    match leader_partition(
+                        &state,
+                        ctx.broker.node_id,
+                        topic.name.0.as_str(),
+                        p.partition_index,
+                        epoch,
+                    ) {
+                        Err(error) => response
+                            .with_error_code(error.code())
+                            .with_timestamp(-1)
+                            .with_offset(-1),
                         Ok(part) => {
-                            let (timestamp, offset) = lookup(&part.log, p.timestamp, read_committed);
-                            let mut response = response.with_timestamp(timestamp).with_offset(offset);
+                            let (timestamp, offset) =
+                                lookup(&part.log, p.timestamp, read_committed);
+                            let mut response =
+                                response.with_timestamp(timestamp).with_offset(offset);
                             if version >= 4 {
-                                response = response.with_leader_epoch(if offset >= 0 { part.leader_epoch } else { -1 });
+                                response = response.with_leader_epoch(if offset >= 0 {
+                                    part.leader_epoch
+                                } else {
+                                    -1
+                                });
                             }
                             response
                         }
                     }
                 })
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(topic.name.clone()).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
         })
         .collect();
     ListOffsetsResponse::default().with_topics(topics)
@@ -52,7 +77,11 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ListOffsetsRequest) ->
 
 /// (timestamp, offset) for one query; (-1, -1) when no record matches.
 fn lookup(log: &PartitionLog, query: i64, read_committed: bool) -> (i64, i64) {
-    let upper = if read_committed { log.last_stable_offset() } else { log.high_watermark() };
+    let upper = if read_committed {
+        log.last_stable_offset()
+    } else {
+        log.high_watermark()
+    };
     match query {
         LATEST => (-1, upper),
         EARLIEST | EARLIEST_LOCAL => (-1, log.log_start_offset()),
@@ -60,11 +89,17 @@ fn lookup(log: &PartitionLog, query: i64, read_committed: bool) -> (i64, i64) {
         // No tiered storage: nothing is pending upload, and the "tiered" end is the start.
         EARLIEST_PENDING_UPLOAD => (-1, -1),
         LATEST_TIERED => (-1, log.log_start_offset() - 1),
-        timestamp => log.offset_for_timestamp(timestamp, upper).map_or((-1, -1), |(o, t)| (t, o)),
+        timestamp => log
+            .offset_for_timestamp(timestamp, upper)
+            .map_or((-1, -1), |(o, t)| (t, o)),
     }
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, request: &ListOffsetsRequest, code: i16) -> ListOffsetsResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    request: &ListOffsetsRequest,
+    code: i16,
+) -> ListOffsetsResponse {
     let topics = request
         .topics
         .iter()
@@ -80,9 +115,10 @@ pub(crate) fn error_response(_ctx: &RequestCtx<'_>, request: &ListOffsetsRequest
                         .with_offset(-1)
                 })
                 .collect();
-            ListOffsetsTopicResponse::default().with_name(t.name.clone()).with_partitions(partitions)
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
         })
         .collect();
     ListOffsetsResponse::default().with_topics(topics)
 }
-

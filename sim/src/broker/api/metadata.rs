@@ -2,10 +2,10 @@
 //! leader, leader epoch, replicas, ISR and offline replicas.
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -45,7 +45,11 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: MetadataRequest) -> Me
                 .with_node_id(BrokerId(b.node_id))
                 .with_host(StrBytes::from_string(b.host.clone()))
                 .with_port(i32::from(b.port))
-                .with_rack(if version >= 1 { b.rack.clone().map(StrBytes::from_string) } else { None })
+                .with_rack(if version >= 1 {
+                    b.rack.clone().map(StrBytes::from_string)
+                } else {
+                    None
+                })
         })
         .collect();
     let mut response = MetadataResponse::default()
@@ -57,7 +61,8 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: MetadataRequest) -> Me
         response = response.with_controller_id(BrokerId(controller_id));
     }
     if version >= 2 {
-        response = response.with_cluster_id(Some(StrBytes::from_string(state.config.cluster_id.clone())));
+        response =
+            response.with_cluster_id(Some(StrBytes::from_string(state.config.cluster_id.clone())));
     }
     if (8..=10).contains(&version) {
         response = response.with_cluster_authorized_operations(i32::MIN);
@@ -77,7 +82,12 @@ fn describe_requested(
         let state = controller.read();
         return match state.topic_by_id(wanted.topic_id) {
             Some(topic) => describe(&state, topic, version),
-            None => error_topic(None, wanted.topic_id, ResponseError::UnknownTopicId.code(), version),
+            None => error_topic(
+                None,
+                wanted.topic_id,
+                ResponseError::UnknownTopicId.code(),
+                version,
+            ),
         };
     };
     {
@@ -95,14 +105,34 @@ fn describe_requested(
         });
         // Kafka answers the creating request with LEADER_NOT_AVAILABLE; the next one sees it.
         return match created {
-            Ok(_) => error_topic(Some(name), Uuid::nil(), ResponseError::LeaderNotAvailable.code(), version),
-            Err(_) => error_topic(Some(name), Uuid::nil(), ResponseError::InvalidTopicException.code(), version),
+            Ok(_) => error_topic(
+                Some(name),
+                Uuid::nil(),
+                ResponseError::LeaderNotAvailable.code(),
+                version,
+            ),
+            Err(_) => error_topic(
+                Some(name),
+                Uuid::nil(),
+                ResponseError::InvalidTopicException.code(),
+                version,
+            ),
         };
     }
-    error_topic(Some(name), Uuid::nil(), ResponseError::UnknownTopicOrPartition.code(), version)
+    error_topic(
+        Some(name),
+        Uuid::nil(),
+        ResponseError::UnknownTopicOrPartition.code(),
+        version,
+    )
 }
 
-fn error_topic(name: Option<TopicName>, topic_id: Uuid, code: i16, version: i16) -> MetadataResponseTopic {
+fn error_topic(
+    name: Option<TopicName>,
+    topic_id: Uuid,
+    code: i16,
+    version: i16,
+) -> MetadataResponseTopic {
     let mut topic = MetadataResponseTopic::default()
         .with_error_code(code)
         .with_name(name);

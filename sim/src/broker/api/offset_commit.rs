@@ -6,7 +6,10 @@ use super::group_routing::{mismatched, route};
 use crate::broker::dispatch::RequestCtx;
 use crate::coordinator::{GroupRequest, GroupResponse};
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
     let group_id = request.group_id.0.to_string();
     let result = match route(ctx, &group_id, GroupRequest::OffsetCommit(request.clone())).await {
         Ok(GroupResponse::OffsetCommit(response)) => Ok(response),
@@ -17,7 +20,11 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: OffsetCommitRequest) -
 }
 
 /// Every partition gets the error, as Kafka's `OffsetCommitRequest.getErrorResponse`.
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    request: &OffsetCommitRequest,
+    code: i16,
+) -> OffsetCommitResponse {
     use kafka_protocol::messages::offset_commit_response::{
         OffsetCommitResponsePartition, OffsetCommitResponseTopic,
     };

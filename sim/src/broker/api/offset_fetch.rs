@@ -10,7 +10,10 @@ use super::group_routing::{mismatched, route};
 use crate::broker::dispatch::RequestCtx;
 use crate::coordinator::{GroupRequest, GroupResponse};
 
-pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: OffsetFetchRequest) -> OffsetFetchResponse {
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
     if ctx.version < 8 {
         let group_id = request.group_id.0.to_string();
         return match route(ctx, &group_id, GroupRequest::OffsetFetch(request.clone())).await {
@@ -24,7 +27,13 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: OffsetFetchRequest) ->
         let single = OffsetFetchRequest::default()
             .with_groups(vec![group.clone()])
             .with_require_stable(request.require_stable);
-        let error = match route(ctx, group.group_id.0.as_str(), GroupRequest::OffsetFetch(single)).await {
+        let error = match route(
+            ctx,
+            group.group_id.0.as_str(),
+            GroupRequest::OffsetFetch(single),
+        )
+        .await
+        {
             Ok(GroupResponse::OffsetFetch(response)) => {
                 groups.extend(response.groups);
                 continue;
@@ -41,12 +50,20 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: OffsetFetchRequest) ->
     OffsetFetchResponse::default().with_groups(groups)
 }
 
-pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &OffsetFetchRequest, code: i16) -> OffsetFetchResponse {
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &OffsetFetchRequest,
+    code: i16,
+) -> OffsetFetchResponse {
     if ctx.version >= 8 {
         let groups = request
             .groups
             .iter()
-            .map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_error_code(code))
+            .map(|g| {
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_error_code(code)
+            })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
@@ -69,7 +86,9 @@ pub(crate) fn error_response(ctx: &RequestCtx<'_>, request: &OffsetFetchRequest,
                         .with_error_code(code)
                 })
                 .collect();
-            OffsetFetchResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions)
+            OffsetFetchResponseTopic::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
         })
         .collect();
     OffsetFetchResponse::default().with_topics(topics)

@@ -23,16 +23,29 @@ pub(crate) async fn handle(
                 .iter()
                 .map(|p| {
                     let response = EpochEndOffset::default().with_partition(p.partition);
-                    match leader_partition(&state, ctx.broker.node_id, topic.topic.0.as_str(), p.partition, p.current_leader_epoch) {
-                        Err(error) => response.with_error_code(error.code()).with_leader_epoch(-1).with_end_offset(-1),
+                    match leader_partition(
+                        &state,
+                        ctx.broker.node_id,
+                        topic.topic.0.as_str(),
+                        p.partition,
+                        p.current_leader_epoch,
+                    ) {
+                        Err(error) => response
+                            .with_error_code(error.code())
+                            .with_leader_epoch(-1)
+                            .with_end_offset(-1),
                         Ok(part) => {
                             let (epoch, end_offset) = part.log.end_offset_for_epoch(p.leader_epoch);
-                            response.with_leader_epoch(epoch).with_end_offset(end_offset)
+                            response
+                                .with_leader_epoch(epoch)
+                                .with_end_offset(end_offset)
                         }
                     }
                 })
                 .collect();
-            OffsetForLeaderTopicResult::default().with_topic(topic.topic.clone()).with_partitions(partitions)
+            OffsetForLeaderTopicResult::default()
+                .with_topic(topic.topic.clone())
+                .with_partitions(partitions)
         })
         .collect();
     OffsetForLeaderEpochResponse::default().with_topics(topics)
@@ -58,7 +71,9 @@ pub(crate) fn error_response(
                         .with_end_offset(-1)
                 })
                 .collect();
-            OffsetForLeaderTopicResult::default().with_topic(t.topic.clone()).with_partitions(partitions)
+            OffsetForLeaderTopicResult::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(partitions)
         })
         .collect();
     OffsetForLeaderEpochResponse::default().with_topics(topics)

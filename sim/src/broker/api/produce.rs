@@ -4,10 +4,10 @@
 
 use kafka_consumer::rt::wall_clock_ms;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::{
     LeaderIdAndEpoch, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 
 use super::{leader_partition, NONE};
@@ -77,7 +77,10 @@ fn append(
         });
     };
     let leader_epoch = leader_partition(state, node_id, topic, data.index, -1)?.leader_epoch;
-    let topic_state = state.topics.get(topic).ok_or(ResponseError::UnknownTopicOrPartition)?;
+    let topic_state = state
+        .topics
+        .get(topic)
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
     if topic_state.internal {
         return Err(ResponseError::InvalidTopicException);
     }

@@ -16,6 +16,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: SyncGroupRequest) -> S
     result.unwrap_or_else(|error| error_response(ctx, &request, error.code()))
 }
 
-pub(crate) fn error_response(_ctx: &RequestCtx<'_>, _request: &SyncGroupRequest, code: i16) -> SyncGroupResponse {
+pub(crate) fn error_response(
+    _ctx: &RequestCtx<'_>,
+    _request: &SyncGroupRequest,
+    code: i16,
+) -> SyncGroupResponse {
     SyncGroupResponse::default().with_error_code(code)
 }
