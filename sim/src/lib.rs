@@ -10,6 +10,8 @@
 //! - `cluster` (simulation) and `real` (real tokio): building and running a cluster.
 
 pub mod broker;
+#[cfg(madsim)]
+pub mod cluster;
 pub mod config;
 pub mod controller;
 pub mod coordinator;

@@ -22,7 +22,8 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: MetadataRequest) -> Me
         Some(topics) if version == 0 && topics.is_empty() => None,
         other => other,
     };
-    let auto_create = version >= 4 && request.allow_auto_topic_creation || version < 4;
+    // Before v4 the field did not exist and brokers always auto-created.
+    let auto_create = version < 4 || request.allow_auto_topic_creation;
     let mut topics = Vec::new();
     match requested {
         None => {
