@@ -1,10 +1,25 @@
 //! The simulated Kafka cluster: brokers that speak the Kafka wire protocol over (simulated) TCP,
 //! a group coordinator modelled on Apache Kafka's, and seeded fault injection.
 //!
-//! Built up by the "Simulated Kafka cluster" issue. Present so far: the group coordinator's
-//! sans-IO state machines in [`group`]; the brokers, their wire front end and the fault plans
-//! come next.
+//! - [`controller`]: the cluster state KRaft would hold (metadata image) plus the durable logs.
+//! - [`log`]: one partition's log.
+//! - [`broker`]: the wire front end, one file per API under `broker/api/`.
+//! - [`coordinator`]: the seam group coordinators plug into ([`coordinator::GroupShard`]).
+//! - [`group`]: the group coordinators' sans-IO state machines.
+//! - [`fault`]: fault data ([`fault::Fault`]) and the brokers' fault hooks.
+//! - [`history`] and [`check`]: what happened, on virtual time, and the invariants it must keep.
+//! - `cluster` (simulation) and `real` (real tokio): building and running a cluster.
 
+pub mod broker;
 pub mod check;
+#[cfg(madsim)]
+pub mod cluster;
+pub mod config;
+pub mod controller;
+pub mod coordinator;
+pub mod fault;
 pub mod group;
 pub mod history;
+pub mod log;
+#[cfg(not(madsim))]
+pub mod real;

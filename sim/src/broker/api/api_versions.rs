@@ -1,0 +1,99 @@
+//! ApiVersions (18): the APIs and version ranges this broker serves.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Message, VersionRange};
+
+use crate::broker::dispatch::RequestCtx;
+use crate::broker::Broker;
+
+/// Every API we serve, at every version `kafka-protocol` supports (which match Kafka 4.x's).
+const BROKER_APIS: [(ApiKey, VersionRange); 10] = [
+    (ApiKey::Produce, ProduceRequest::VERSIONS),
+    (ApiKey::Fetch, FetchRequest::VERSIONS),
+    (ApiKey::ListOffsets, ListOffsetsRequest::VERSIONS),
+    (ApiKey::Metadata, MetadataRequest::VERSIONS),
+    (ApiKey::FindCoordinator, FindCoordinatorRequest::VERSIONS),
+    (ApiKey::ApiVersions, ApiVersionsRequest::VERSIONS),
+    (ApiKey::CreateTopics, CreateTopicsRequest::VERSIONS),
+    (ApiKey::DeleteTopics, DeleteTopicsRequest::VERSIONS),
+    (
+        ApiKey::OffsetForLeaderEpoch,
+        OffsetForLeaderEpochRequest::VERSIONS,
+    ),
+    (ApiKey::CreatePartitions, CreatePartitionsRequest::VERSIONS),
+];
+
+/// Offered only when a group coordinator is plugged in.
+const GROUP_APIS: [(ApiKey, VersionRange); 10] = [
+    (ApiKey::OffsetCommit, OffsetCommitRequest::VERSIONS),
+    (ApiKey::OffsetFetch, OffsetFetchRequest::VERSIONS),
+    (ApiKey::JoinGroup, JoinGroupRequest::VERSIONS),
+    (ApiKey::Heartbeat, HeartbeatRequest::VERSIONS),
+    (ApiKey::LeaveGroup, LeaveGroupRequest::VERSIONS),
+    (ApiKey::SyncGroup, SyncGroupRequest::VERSIONS),
+    (ApiKey::DescribeGroups, DescribeGroupsRequest::VERSIONS),
+    (ApiKey::ListGroups, ListGroupsRequest::VERSIONS),
+    (
+        ApiKey::ConsumerGroupHeartbeat,
+        ConsumerGroupHeartbeatRequest::VERSIONS,
+    ),
+    (
+        ApiKey::ConsumerGroupDescribe,
+        ConsumerGroupDescribeRequest::VERSIONS,
+    ),
+];
+
+fn offered(broker: &Broker) -> Vec<(ApiKey, VersionRange)> {
+    let mut apis: Vec<(ApiKey, VersionRange)> = BROKER_APIS.to_vec();
+    if broker.coordinator.is_some() {
+        apis.extend(GROUP_APIS);
+    }
+    apis.sort_by_key(|(key, _)| *key as i16);
+    apis
+}
+
+/// The versions of `api` this broker serves, if any.
+pub(crate) fn supported_range(broker: &Broker, api: ApiKey) -> Option<VersionRange> {
+    offered(broker)
+        .into_iter()
+        .find(|(key, _)| *key == api)
+        .map(|(_, range)| range)
+}
+
+fn api_keys(broker: &Broker) -> Vec<ApiVersion> {
+    offered(broker)
+        .into_iter()
+        .map(|(key, range)| {
+            ApiVersion::default()
+                .with_api_key(key as i16)
+                .with_min_version(range.min)
+                .with_max_version(range.max)
+        })
+        .collect()
+}
+
+/// The v0 body Kafka sends to an ApiVersions request of a version it does not know.
+pub(crate) fn unsupported_version_response(broker: &Broker) -> ApiVersionsResponse {
+    ApiVersionsResponse::default()
+        .with_error_code(ResponseError::UnsupportedVersion.code())
+        .with_api_keys(api_keys(broker))
+}
+
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    _request: ApiVersionsRequest,
+) -> ApiVersionsResponse {
+    ApiVersionsResponse::default().with_api_keys(api_keys(ctx.broker))
+}
+
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    _request: &ApiVersionsRequest,
+    code: i16,
+) -> ApiVersionsResponse {
+    ApiVersionsResponse::default()
+        .with_error_code(code)
+        .with_api_keys(api_keys(ctx.broker))
+}

@@ -1,0 +1,124 @@
+//! CreateTopics (19): creates topics at once (our controller commits instantly), with Kafka's
+//! defaults for -1 partitions / replication factor and its validation errors.
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use crate::broker::dispatch::RequestCtx;
+use crate::controller::TopicError;
+
+pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
+    match error {
+        TopicError::AlreadyExists => ResponseError::TopicAlreadyExists,
+        TopicError::InvalidName => ResponseError::InvalidTopicException,
+        TopicError::InvalidPartitions => ResponseError::InvalidPartitions,
+        TopicError::InvalidReplicationFactor => ResponseError::InvalidReplicationFactor,
+        TopicError::InvalidReplicaAssignment => ResponseError::InvalidReplicaAssignment,
+        TopicError::UnknownTopic => ResponseError::UnknownTopicOrPartition,
+        TopicError::InvalidRequest => ResponseError::InvalidRequest,
+    }
+}
+
+pub(crate) async fn handle(
+    ctx: &RequestCtx<'_>,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let version = ctx.version;
+    let results = ctx.broker.controller.update(|state| {
+        request
+            .topics
+            .iter()
+            .map(|topic| {
+                let partitions = if topic.num_partitions == -1 {
+                    state.config.num_partitions
+                } else {
+                    topic.num_partitions
+                };
+                let rf = if topic.replication_factor == -1 {
+                    state.config.default_replication_factor(state.brokers.len())
+                } else {
+                    topic.replication_factor
+                };
+                let assignment = (!topic.assignments.is_empty()).then(|| {
+                    topic
+                        .assignments
+                        .iter()
+                        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                        .collect()
+                });
+                let result = if request.validate_only {
+                    if state.topics.contains_key(topic.name.0.as_str()) {
+                        Err(TopicError::AlreadyExists)
+                    } else {
+                        Ok(Uuid::nil())
+                    }
+                } else {
+                    state.create_topic(topic.name.0.as_str(), partitions, rf, assignment)
+                };
+                let mut out = CreatableTopicResult::default().with_name(topic.name.clone());
+                match result {
+                    Ok(topic_id) => {
+                        if version >= 7 {
+                            out = out.with_topic_id(topic_id);
+                        }
+                        if version >= 5 {
+                            let created = state.topics.get(topic.name.0.as_str());
+                            let partitions =
+                                created.map_or(partitions, |t| t.partitions.len() as i32);
+                            let rf = created
+                                .and_then(|t| t.partitions.first())
+                                .map_or(rf, |p| p.replicas.len() as i16);
+                            out = out
+                                .with_num_partitions(partitions)
+                                .with_replication_factor(rf)
+                                .with_configs(Some(Vec::new()));
+                        }
+                    }
+                    Err(error) => {
+                        let error = topic_error_code(error);
+                        out = out.with_error_code(error.code());
+                        if version >= 1 {
+                            out = out
+                                .with_error_message(Some(StrBytes::from_string(error.to_string())));
+                        }
+                        if version >= 5 {
+                            out = out
+                                .with_num_partitions(-1)
+                                .with_replication_factor(-1)
+                                .with_configs(None);
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    });
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+pub(crate) fn error_response(
+    ctx: &RequestCtx<'_>,
+    request: &CreateTopicsRequest,
+    code: i16,
+) -> CreateTopicsResponse {
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let out = CreatableTopicResult::default()
+                .with_name(t.name.clone())
+                .with_error_code(code);
+            if ctx.version >= 5 {
+                out.with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_configs(None)
+            } else {
+                out
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}

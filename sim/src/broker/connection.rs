@@ -1,0 +1,61 @@
+//! One client connection: frames in, handled strictly one at a time in arrival order (Kafka's
+//! processor mutes the channel until the response is sent), each response written as a whole
+//! frame and flushed (madsim sends only on flush).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_consumer::protocol::frame::FrameDecoder;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::dispatch::{self, ClientInfo, Outcome};
+use super::{stopped, Broker};
+
+/// `socket.request.max.bytes`: Kafka's default largest request.
+const MAX_REQUEST_BYTES: usize = 104_857_600;
+
+pub(super) async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let mut resets = broker.faults.resets(broker.node_id);
+    resets.borrow_and_update();
+    let mut stop = broker.stop_signal();
+    let decoder = FrameDecoder::new(MAX_REQUEST_BYTES);
+    let client = ClientInfo {
+        host: format!("/{}", peer.ip()),
+    };
+    let mut buf = BytesMut::new();
+    loop {
+        let frame = match decoder.decode(&mut buf) {
+            Err(_) => return,
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                buf.reserve(decoder.read_reservation(&buf));
+                let read = tokio::select! {
+                    read = reader.read_buf(&mut buf) => read,
+                    _ = resets.changed() => return,
+                    () = stopped(&mut stop) => return,
+                };
+                match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => continue,
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = dispatch::handle(&broker, frame, &client) => outcome,
+            _ = resets.changed() => return,
+            () = stopped(&mut stop) => return,
+        };
+        match outcome {
+            Outcome::Respond(frame) => {
+                if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
+                    return;
+                }
+            }
+            Outcome::NoResponse => {}
+            Outcome::Close => return,
+        }
+    }
+}

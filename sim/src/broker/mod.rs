@@ -1,0 +1,119 @@
+//! One broker: a TCP listener, one task per connection, the Kafka APIs (one file each under
+//! [`api`]), in-memory fetch sessions and the coordinator runtime.
+//!
+//! Everything here is in-memory broker state and dies with the broker task; the durable part
+//! (metadata image and logs) is the shared [`Controller`].
+
+pub(crate) mod api;
+mod connection;
+mod dispatch;
+mod fetch_session;
+
+use std::sync::{Arc, Mutex};
+
+use kafka_consumer::rt::SeededRng;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::controller::Controller;
+use crate::coordinator::runtime::CoordinatorRuntime;
+use crate::coordinator::GroupShardFactory;
+use crate::fault::FaultControls;
+use fetch_session::FetchSessionCache;
+
+/// A broker's shared pieces, handed to every connection.
+pub(crate) struct Broker {
+    pub(crate) node_id: i32,
+    pub(crate) controller: Controller,
+    pub(crate) faults: FaultControls,
+    pub(crate) sessions: Mutex<FetchSessionCache>,
+    pub(crate) coordinator: Option<Arc<CoordinatorRuntime>>,
+    stop: watch::Receiver<bool>,
+}
+
+/// What a broker process needs to run.
+#[derive(Clone)]
+pub struct BrokerSpec {
+    /// `node.id`.
+    pub node_id: i32,
+    /// The cluster's shared state.
+    pub controller: Controller,
+    /// The cluster's fault controls.
+    pub faults: FaultControls,
+    /// Builds group coordinator shards; without one the group APIs are not offered.
+    pub group_shards: Option<Arc<dyn GroupShardFactory>>,
+}
+
+/// Runs a broker on `listener` until `stop` turns true (real mode) or the node is killed
+/// (simulation). Registers the broker with the controller first, as a KRaft broker does.
+pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receiver<bool>) {
+    let BrokerSpec {
+        node_id,
+        controller,
+        faults,
+        group_shards,
+    } = spec;
+    controller.update(|state| state.broker_started(node_id));
+    let (seed, slots) = {
+        let state = controller.read();
+        (state.config.seed, state.config.fetch_session_cache_slots)
+    };
+    // Per incarnation: a restarted broker must not hand out the same session ids again.
+    let incarnation = controller.now_ms();
+    let rng = SeededRng::seed_from_u64(seed ^ (u64::from(node_id as u32) << 32) ^ incarnation);
+    let coordinator = group_shards.map(|factory| {
+        Arc::new(CoordinatorRuntime::new(
+            node_id,
+            controller.clone(),
+            factory,
+        ))
+    });
+    let broker = Arc::new(Broker {
+        node_id,
+        controller,
+        faults,
+        sessions: Mutex::new(FetchSessionCache::new(slots, rng)),
+        coordinator: coordinator.clone(),
+        stop: stop.clone(),
+    });
+    if let Some(coordinator) = coordinator {
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = coordinator.run() => {}
+                () = stopped(&mut stop) => {}
+            }
+        });
+    }
+    let mut stop = stop;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped(&mut stop) => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tokio::spawn(connection::serve(stream, peer, broker.clone()));
+            }
+            Err(error) => tracing::warn!(node_id, %error, "accept failed"),
+        }
+    }
+}
+
+/// Resolves once `stop` turns true; never if its sender is gone without doing so.
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
+impl Broker {
+    pub(crate) fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
+    }
+}

@@ -1,0 +1,264 @@
+//! Simulation mode: brokers as madsim nodes (`broker-N` at 10.0.1.N:9092) sharing one
+//! [`Controller`], plus fault application and fault-plan running.
+//!
+//! Each node's `init` closure captures the controller (the durable part), so `restart` re-runs
+//! the broker with its logs intact and its memory (sessions, connections, shards) fresh.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use kafka_consumer::rt::{Duration, Instant};
+use madsim::net::NetSim;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::broker::{serve, BrokerSpec};
+use crate::config::ClusterConfig;
+use crate::controller::{Controller, OFFSETS_TOPIC};
+use crate::coordinator::GroupShardFactory;
+use crate::fault::{Direction, Fault, FaultControls, FaultPlan};
+
+/// The Kafka port every simulated broker listens on.
+pub const BROKER_PORT: u16 = 9092;
+
+/// Builds a [`Cluster`].
+#[derive(Default)]
+pub struct ClusterBuilder {
+    brokers: usize,
+    config: ClusterConfig,
+    group_shards: Option<Arc<dyn GroupShardFactory>>,
+}
+
+impl ClusterBuilder {
+    /// Number of brokers (1–9; node ids 1..=n).
+    pub fn brokers(mut self, n: usize) -> Self {
+        self.brokers = n.clamp(1, 9);
+        self
+    }
+
+    /// A topic created at start.
+    pub fn topic(mut self, name: &str, partitions: i32) -> Self {
+        self.config.topics.insert(name.to_owned(), partitions);
+        self
+    }
+
+    /// `offsets.topic.num.partitions`.
+    pub fn offsets_partitions(mut self, n: i32) -> Self {
+        self.config.offsets_partitions = n;
+        self
+    }
+
+    /// Any other setting.
+    pub fn config(mut self, f: impl FnOnce(&mut ClusterConfig)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// The group coordinator the brokers host.
+    pub fn group_shards(mut self, factory: Arc<dyn GroupShardFactory>) -> Self {
+        self.group_shards = Some(factory);
+        self
+    }
+
+    /// Creates the broker nodes and waits until they listen. Must run inside madsim.
+    pub async fn build(self) -> Cluster {
+        let handle = Handle::current();
+        let mut config = self.config;
+        config.seed ^= handle.seed();
+        let count = self.brokers.max(1);
+        let addresses: Vec<(i32, SocketAddr)> = (1..=count)
+            .map(|n| {
+                let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 1, n as u8));
+                (n as i32, SocketAddr::new(ip, BROKER_PORT))
+            })
+            .collect();
+        let listed: Vec<(i32, String, u16)> = addresses
+            .iter()
+            .map(|(id, a)| (*id, a.ip().to_string(), a.port()))
+            .collect();
+        let controller = Controller::new(config.clone(), &listed);
+        let faults = FaultControls::new(config.seed);
+        let mut nodes = BTreeMap::new();
+        for (node_id, address) in &addresses {
+            let spec = BrokerSpec {
+                node_id: *node_id,
+                controller: controller.clone(),
+                faults: faults.clone(),
+                group_shards: self.group_shards.clone(),
+            };
+            let address = *address;
+            let node = handle
+                .create_node()
+                .name(format!("broker-{node_id}"))
+                .ip(address.ip())
+                .init(move || {
+                    let spec = spec.clone();
+                    async move {
+                        match TcpListener::bind(address).await {
+                            // Never stopped by signal: madsim kills the node instead.
+                            Ok(listener) => serve(spec, listener, watch::channel(false).1).await,
+                            Err(error) => tracing::error!(%error, %address, "broker cannot listen"),
+                        }
+                    }
+                })
+                .build();
+            nodes.insert(*node_id, (node.id(), address));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        Cluster {
+            handle,
+            controller,
+            faults,
+            nodes,
+        }
+    }
+}
+
+/// A running simulated cluster.
+pub struct Cluster {
+    handle: Handle,
+    controller: Controller,
+    faults: FaultControls,
+    nodes: BTreeMap<i32, (NodeId, SocketAddr)>,
+}
+
+impl Cluster {
+    /// A builder.
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// `10.0.1.N:9092` for each broker.
+    pub fn bootstrap_servers(&self) -> Vec<String> {
+        self.nodes.values().map(|(_, a)| a.to_string()).collect()
+    }
+
+    /// Node ids, ascending.
+    pub fn node_ids(&self) -> Vec<i32> {
+        self.nodes.keys().copied().collect()
+    }
+
+    /// The shared cluster state (metadata image, logs); `append` is the direct-produce helper.
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+
+    /// The response-level fault hooks.
+    pub fn faults(&self) -> &FaultControls {
+        &self.faults
+    }
+
+    fn node(&self, name: &str) -> Option<NodeId> {
+        self.handle.get_node(name).map(|n| n.id())
+    }
+
+    fn broker_node(&self, broker: i32) -> Option<NodeId> {
+        self.nodes.get(&broker).map(|(id, _)| *id)
+    }
+
+    /// Applies one fault now.
+    pub fn apply(&self, fault: &Fault) {
+        let net = NetSim::current();
+        match fault {
+            Fault::Response(rule) => self.faults.add(*rule),
+            Fault::ClearResponses { api_key } => self.faults.clear(*api_key),
+            Fault::ResetConnections { broker } => self.faults.reset_connections(*broker),
+            Fault::KillBroker { broker } => {
+                if let Some(node) = self.broker_node(*broker) {
+                    self.handle.kill(node);
+                    self.controller.update(|s| s.broker_stopped(*broker));
+                }
+            }
+            Fault::RestartBroker { broker } => {
+                if let Some(node) = self.broker_node(*broker) {
+                    // Registration on start (in `serve`) brings it back into the image.
+                    self.controller.update(|s| s.broker_stopped(*broker));
+                    self.handle.restart(node);
+                }
+            }
+            Fault::PauseBroker { broker } => {
+                if let Some(node) = self.broker_node(*broker) {
+                    self.handle.pause(node);
+                }
+            }
+            Fault::ResumeBroker { broker } => {
+                if let Some(node) = self.broker_node(*broker) {
+                    self.handle.resume(node);
+                }
+            }
+            Fault::ClogLink { from, to } => {
+                if let (Some(from), Some(to)) = (self.node(from), self.node(to)) {
+                    net.clog_link(from, to);
+                }
+            }
+            Fault::UnclogLink { from, to } => {
+                if let (Some(from), Some(to)) = (self.node(from), self.node(to)) {
+                    net.unclog_link(from, to);
+                }
+            }
+            Fault::ClogNode { node, direction } => {
+                if let Some(node) = self.node(node) {
+                    match direction {
+                        Direction::In => net.clog_node_in(node),
+                        Direction::Out => net.clog_node_out(node),
+                        Direction::Both => net.clog_node(node),
+                    }
+                }
+            }
+            Fault::UnclogNode { node, direction } => {
+                if let Some(node) = self.node(node) {
+                    match direction {
+                        Direction::In => net.unclog_node_in(node),
+                        Direction::Out => net.unclog_node_out(node),
+                        Direction::Both => net.unclog_node(node),
+                    }
+                }
+            }
+            Fault::Latency { min_ms, max_ms } => {
+                let range = Duration::from_millis(*min_ms)
+                    ..Duration::from_millis((*max_ms).max(*min_ms + 1));
+                net.update_config(|c| c.send_latency = range);
+            }
+            Fault::MoveLeader {
+                topic,
+                partition,
+                to,
+            } => {
+                self.controller
+                    .update(|s| s.move_leader(topic, *partition, *to));
+            }
+            Fault::MoveCoordinator {
+                offsets_partition,
+                to,
+            } => {
+                self.controller
+                    .update(|s| s.move_leader(OFFSETS_TOPIC, *offsets_partition, *to));
+            }
+            Fault::DeleteRecords {
+                topic,
+                partition,
+                before_offset,
+            } => {
+                self.controller.update(|s| {
+                    s.partition_mut(topic, *partition)
+                        .map(|p| p.log.delete_before(*before_offset))
+                });
+            }
+        }
+    }
+
+    /// Runs a plan: each fault at its virtual time, counted from now.
+    pub async fn run_plan(&self, plan: &FaultPlan) {
+        let start = Instant::now();
+        let mut plan = plan.clone();
+        plan.sort_by_key(|(at_ms, _)| *at_ms);
+        for (at_ms, fault) in plan {
+            tokio::time::sleep_until(start + Duration::from_millis(at_ms)).await;
+            tracing::info!(at_ms, ?fault, "applying fault");
+            self.apply(&fault);
+        }
+    }
+}

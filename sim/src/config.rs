@@ -1,0 +1,71 @@
+//! Cluster-wide settings, named after the Kafka broker configs they stand for.
+
+use std::collections::BTreeMap;
+
+/// Settings shared by every broker of a cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterConfig {
+    /// The cluster id every Metadata response carries.
+    pub cluster_id: String,
+    /// Seeds the controller's randomness (topic ids); fetch sessions and fault probabilities
+    /// draw from their own seeded sources derived from it.
+    pub seed: u64,
+    /// `offsets.topic.num.partitions` (Kafka's default is 50).
+    pub offsets_partitions: i32,
+    /// `offsets.topic.replication.factor`, capped at the broker count.
+    pub offsets_topic_replication_factor: i16,
+    /// `default.replication.factor`, capped at the broker count.
+    pub default_replication_factor: i16,
+    /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1.
+    pub num_partitions: i32,
+    /// `auto.create.topics.enable` (Kafka's default is true; ours is false so typos fail loudly).
+    pub auto_create_topics_enable: bool,
+    /// `max.message.bytes`: the largest batch a Produce may append.
+    pub max_message_bytes: usize,
+    /// Topics created at start: name → partitions.
+    pub topics: BTreeMap<String, i32>,
+    /// `broker.rack` per node id.
+    pub racks: BTreeMap<i32, String>,
+    /// How long a broker that just became a group coordinator answers
+    /// `COORDINATOR_LOAD_IN_PROGRESS` (virtual time spent "replaying" `__consumer_offsets`).
+    pub coordinator_load_ms: u64,
+    /// `max.incremental.fetch.session.cache.slots`.
+    pub fetch_session_cache_slots: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            cluster_id: "sim-cluster-0000000000".to_owned(),
+            seed: 0,
+            offsets_partitions: 3,
+            offsets_topic_replication_factor: 3,
+            default_replication_factor: 3,
+            num_partitions: 1,
+            auto_create_topics_enable: false,
+            max_message_bytes: 1_048_588,
+            topics: BTreeMap::new(),
+            racks: BTreeMap::new(),
+            coordinator_load_ms: 0,
+            fetch_session_cache_slots: 1000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// `offsets.topic.replication.factor` for a cluster of `brokers`.
+    pub fn offsets_replication_factor(&self, brokers: usize) -> i16 {
+        cap(self.offsets_topic_replication_factor, brokers)
+    }
+
+    /// `default.replication.factor` for a cluster of `brokers`.
+    pub fn default_replication_factor(&self, brokers: usize) -> i16 {
+        cap(self.default_replication_factor, brokers)
+    }
+}
+
+fn cap(factor: i16, brokers: usize) -> i16 {
+    factor
+        .min(i16::try_from(brokers).unwrap_or(i16::MAX))
+        .max(1)
+}
