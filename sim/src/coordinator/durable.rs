@@ -91,6 +91,18 @@ impl CoordinatorLog {
         })
     }
 
+    /// The cluster's non-internal topics as (name, id, partition count): the metadata image a
+    /// KIP-848 coordinator assigns from.
+    pub fn topics(&self) -> Vec<(String, uuid::Uuid, i32)> {
+        let state = self.controller.read();
+        state
+            .topics
+            .values()
+            .filter(|t| !t.internal)
+            .map(|t| (t.name.clone(), t.topic_id, t.partitions.len() as i32))
+            .collect()
+    }
+
     /// Every committed record of the partition, in offset order.
     pub fn read_all(&self) -> Vec<CoordinatorRecord> {
         let records = {

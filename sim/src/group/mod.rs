@@ -6,8 +6,13 @@
 //! - [`timer`]: Kafka-style keyed timers (rescheduling a key replaces its deadline).
 //! - [`classic`]: the classic protocol (JoinGroup / SyncGroup / Heartbeat / LeaveGroup).
 //! - [`consumer`]: the KIP-848 consumer protocol (ConsumerGroupHeartbeat) and its assignors.
+//! - [`offsets`] and [`offset_record`]: committed offsets, in memory and as log records.
+//! - [`shard`]: all of the above as one `__consumer_offsets` partition's coordinator, the
+//!   [`crate::coordinator::GroupShard`] the broker hosts.
 
 pub mod classic;
 pub mod consumer;
+pub mod offset_record;
 pub mod offsets;
+pub mod shard;
 pub mod timer;

@@ -112,6 +112,22 @@ impl OffsetStore {
         OffsetCommitResponse::default().with_topics(topics)
     }
 
+    /// Puts back one offset replayed from the shard's log (a coordinator being loaded).
+    pub fn restore(
+        &mut self,
+        group_id: &str,
+        topic: &str,
+        partition: i32,
+        offset: OffsetAndMetadata,
+    ) {
+        self.offsets
+            .entry(group_id.to_owned())
+            .or_default()
+            .entry(TopicName(StrBytes::from_string(topic.to_owned())))
+            .or_default()
+            .insert(partition, offset);
+    }
+
     /// The answer to a commit refused as a whole: `error` on every partition
     /// (`OffsetCommitRequest.getErrorResponse`).
     pub fn commit_error_response(

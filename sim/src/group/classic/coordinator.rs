@@ -92,6 +92,14 @@ impl ClassicGroupCoordinator {
         self.groups.get(group_id).and_then(|g| g.leader_id.clone())
     }
 
+    /// Recreates `group_id` as an Empty group while the shard is loaded, as Kafka's loader does
+    /// for a group known only from its committed offsets; a no-op if the group exists.
+    pub fn load_empty_group(&mut self, group_id: &str) {
+        self.groups
+            .entry(group_id.to_owned())
+            .or_insert_with(|| ClassicGroup::new(group_id));
+    }
+
     /// Fires every timer due at `now_ms`, earliest first. Requests do this too before they are
     /// handled, so a late `poll` never lets a request see state a timer should have changed.
     pub fn poll(&mut self, now_ms: u64) {

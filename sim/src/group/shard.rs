@@ -1,0 +1,398 @@
+//! One `__consumer_offsets` partition's group coordinator: the classic and the KIP-848
+//! coordinators side by side over one offset store, plugged into the broker's coordinator
+//! runtime as a [`GroupShard`] (Kafka's `GroupCoordinatorShard`).
+//!
+//! - Routing: a group id is a consumer-protocol group once the consumer coordinator knows it;
+//!   everything else is classic (including "simple" groups that only commit offsets). Mixed
+//!   groups (Kafka's online migration) are not modelled yet: a classic JoinGroup for a consumer
+//!   group gets INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat for a non-empty classic
+//!   group GROUP_ID_NOT_FOUND, as Kafka answers with migration disabled.
+//! - Durability: every accepted offset commit is appended to the shard's partition before it is
+//!   answered ([`OffsetRecord`]); a shard loaded after a move or a restart replays them and
+//!   recreates each group as an Empty classic group, as Kafka's loader does for groups known
+//!   only from their offsets. Group membership itself is not persisted: members of a moved
+//!   coordinator rejoin (listed in `sim/FIDELITY.md`). A commit the log refuses (leadership
+//!   moved on) is answered NOT_COORDINATOR.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::classic::{ClassicGroupConfig, ClassicGroupCoordinator, ClassicResponse, RequestId};
+use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, TopicsImage};
+use super::offset_record::OffsetRecord;
+use super::offsets::{OffsetStore, RequestedTopics};
+use crate::coordinator::{
+    CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
+};
+
+/// Builds a [`GroupCoordinatorShard`] for every offsets partition a broker comes to lead.
+#[derive(Debug, Clone, Default)]
+pub struct GroupCoordinatorFactory {
+    /// Settings of classic groups.
+    pub classic: ClassicGroupConfig,
+    /// Settings of consumer-protocol groups.
+    pub consumer: ConsumerGroupConfig,
+    /// Seeds the generated member ids (mixed with the partition and load time).
+    pub seed: u64,
+}
+
+impl GroupShardFactory for GroupCoordinatorFactory {
+    fn load(&self, partition: i32, log: CoordinatorLog, now_ms: u64) -> Box<dyn GroupShard> {
+        let seed = self
+            .seed
+            .wrapping_add(u64::from(partition.unsigned_abs()).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .wrapping_add(now_ms);
+        Box::new(GroupCoordinatorShard::load(self, log, seed, now_ms))
+    }
+}
+
+/// The group state of one offsets partition.
+pub struct GroupCoordinatorShard {
+    log: CoordinatorLog,
+    classic: ClassicGroupCoordinator,
+    consumer: ConsumerGroupCoordinator,
+    offsets: OffsetStore,
+    offset_metadata_max_bytes: usize,
+    /// The topics last handed to the consumer coordinator.
+    topics: Vec<(String, uuid::Uuid, i32)>,
+    /// Offset commits the classic coordinator has not answered yet (with when they arrived), to
+    /// persist on its answer.
+    pending_commits: BTreeMap<u64, (u64, OffsetCommitRequest)>,
+    outbox: Vec<(u64, GroupResponse)>,
+}
+
+impl GroupCoordinatorShard {
+    fn load(
+        factory: &GroupCoordinatorFactory,
+        log: CoordinatorLog,
+        seed: u64,
+        now_ms: u64,
+    ) -> Self {
+        let mut shard = Self {
+            classic: ClassicGroupCoordinator::new(factory.classic.clone(), seed),
+            consumer: ConsumerGroupCoordinator::new(
+                factory.consumer.clone(),
+                TopicsImage::default(),
+            ),
+            offsets: OffsetStore::new(),
+            offset_metadata_max_bytes: factory.classic.offset_metadata_max_bytes,
+            topics: Vec::new(),
+            pending_commits: BTreeMap::new(),
+            outbox: Vec::new(),
+            log,
+        };
+        for record in shard.log.read_all() {
+            let (Some(key), Some(value)) = (record.key, record.value) else {
+                continue;
+            };
+            if let Some(offset) = OffsetRecord::decode(&key, &value) {
+                shard.classic.load_empty_group(&offset.group_id);
+                shard.offsets.restore(
+                    &offset.group_id,
+                    &offset.topic,
+                    offset.partition,
+                    offset.offset,
+                );
+            }
+        }
+        shard.refresh_topics();
+        shard.poll(now_ms);
+        shard
+    }
+
+    fn is_consumer_group(&self, group_id: &str) -> bool {
+        self.consumer.group(group_id).is_some()
+    }
+
+    fn is_non_empty_classic_group(&self, group_id: &str) -> bool {
+        !self.classic.group_member_ids(group_id).is_empty()
+    }
+
+    /// Hands the consumer coordinator the current topics when they changed (partitions added,
+    /// topics created or deleted), so its assignments follow the cluster.
+    fn refresh_topics(&mut self) {
+        let topics = self.log.topics();
+        if topics != self.topics {
+            let image = topics
+                .iter()
+                .fold(TopicsImage::default(), |image, (name, id, partitions)| {
+                    image.with_topic(name, *id, *partitions)
+                });
+            self.consumer.on_topics_changed(image);
+            self.topics = topics;
+        }
+    }
+
+    fn join_group(
+        &mut self,
+        now_ms: u64,
+        context: &GroupRequestContext,
+        request: &JoinGroupRequest,
+    ) {
+        if self.is_consumer_group(&request.group_id.0) {
+            let response = JoinGroupResponse::default()
+                .with_error_code(ResponseError::InconsistentGroupProtocol.code())
+                .with_generation_id(-1)
+                .with_member_id(request.member_id.clone());
+            self.outbox
+                .push((context.request_id, GroupResponse::JoinGroup(response)));
+            return;
+        }
+        self.classic.join_group(
+            now_ms,
+            RequestId(context.request_id),
+            context.api_version,
+            request,
+            &context.client_id,
+            &context.client_host,
+        );
+    }
+
+    fn consumer_group_heartbeat(
+        &mut self,
+        now_ms: u64,
+        context: &GroupRequestContext,
+        request: &ConsumerGroupHeartbeatRequest,
+    ) -> ConsumerGroupHeartbeatResponse {
+        if self.is_non_empty_classic_group(&request.group_id.0) {
+            return ConsumerGroupHeartbeatResponse::default()
+                .with_error_code(ResponseError::GroupIdNotFound.code())
+                .with_error_message(Some(StrBytes::from_string(format!(
+                    "Group {} is not a consumer group.",
+                    request.group_id.0
+                ))));
+        }
+        self.refresh_topics();
+        self.consumer.consumer_group_heartbeat(
+            request,
+            context.api_version,
+            &context.client_id,
+            &context.client_host,
+            now_ms,
+        )
+    }
+
+    fn offset_commit(
+        &mut self,
+        now_ms: u64,
+        context: &GroupRequestContext,
+        request: OffsetCommitRequest,
+    ) {
+        let group_id = request.group_id.0.as_str();
+        if !self.is_consumer_group(group_id) {
+            self.classic.offset_commit(
+                now_ms,
+                RequestId(context.request_id),
+                context.api_version,
+                &request,
+                &mut self.offsets,
+            );
+            self.pending_commits
+                .insert(context.request_id, (now_ms, request));
+            return;
+        }
+        let validated = self.consumer.validate_offset_commit(
+            group_id,
+            request.member_id.as_str(),
+            request.generation_id_or_member_epoch,
+            false,
+            context.api_version,
+            now_ms,
+        );
+        let response = match validated {
+            Ok(()) => {
+                let response =
+                    self.offsets
+                        .commit(now_ms, &request, self.offset_metadata_max_bytes);
+                self.persist_commit(now_ms, &request, response)
+            }
+            Err(error) => OffsetStore::commit_error_response(&request, error.error),
+        };
+        self.outbox
+            .push((context.request_id, GroupResponse::OffsetCommit(response)));
+    }
+
+    /// Appends the partitions `response` accepted to the log; if the log refuses (leadership
+    /// moved on), the whole commit is answered NOT_COORDINATOR instead.
+    fn persist_commit(
+        &mut self,
+        now_ms: u64,
+        request: &OffsetCommitRequest,
+        response: OffsetCommitResponse,
+    ) -> OffsetCommitResponse {
+        let group_id = request.group_id.0.as_str();
+        let records: Vec<_> = response
+            .topics
+            .iter()
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .filter(|p| p.error_code == 0)
+                    .map(move |p| (topic.name.0.as_str(), p.partition_index))
+            })
+            .filter_map(|(topic, partition)| {
+                let offset = self.offsets.get(group_id, topic, partition)?.clone();
+                let record = OffsetRecord {
+                    group_id: group_id.to_owned(),
+                    topic: topic.to_owned(),
+                    partition,
+                    offset,
+                };
+                let (key, value) = record.encode();
+                Some((Some(key), Some(value)))
+            })
+            .collect();
+        if records.is_empty() {
+            return response;
+        }
+        match self.log.append(now_ms as i64, &records) {
+            Ok(_) => response,
+            Err(error) => {
+                tracing::debug!(group = %group_id, ?error, "offset commit not persisted");
+                OffsetStore::commit_error_response(request, ResponseError::NotCoordinator)
+            }
+        }
+    }
+
+    /// OffsetFetch. Classic-only requests go to the classic coordinator; a v8+ request naming a
+    /// consumer group is answered here, group by group, with the member-epoch check
+    /// (`ConsumerGroup.validateOffsetFetch`) for consumer groups.
+    fn offset_fetch(
+        &mut self,
+        now_ms: u64,
+        context: &GroupRequestContext,
+        request: &OffsetFetchRequest,
+    ) {
+        let any_consumer_group = request
+            .groups
+            .iter()
+            .any(|g| self.is_consumer_group(&g.group_id.0));
+        if context.api_version < 8 || !any_consumer_group {
+            self.classic.offset_fetch(
+                now_ms,
+                RequestId(context.request_id),
+                context.api_version,
+                request,
+                &self.offsets,
+            );
+            return;
+        }
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for group in &request.groups {
+            let requested: RequestedTopics = group.topics.as_ref().map(|topics| {
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                    .collect()
+            });
+            let id = group.group_id.0.as_str();
+            let answer = if self.is_consumer_group(id) {
+                match self.consumer.validate_offset_fetch(
+                    id,
+                    group.member_id.as_deref(),
+                    group.member_epoch,
+                    now_ms,
+                ) {
+                    Ok(()) => self.offsets.fetch_group(&group.group_id, &requested, true),
+                    Err(error) => self
+                        .offsets
+                        .fetch_group(&group.group_id, &None, false)
+                        .with_error_code(error.error.code()),
+                }
+            } else {
+                let visible = self
+                    .classic
+                    .group_state(id)
+                    .is_some_and(|s| s != super::classic::ClassicGroupState::Dead);
+                self.offsets
+                    .fetch_group(&group.group_id, &requested, visible)
+            };
+            groups.push(answer);
+        }
+        self.outbox.push((
+            context.request_id,
+            GroupResponse::OffsetFetch(OffsetFetchResponse::default().with_groups(groups)),
+        ));
+    }
+}
+
+impl GroupShard for GroupCoordinatorShard {
+    fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
+        let id = RequestId(context.request_id);
+        let version = context.api_version;
+        match request {
+            GroupRequest::JoinGroup(r) => self.join_group(now_ms, &context, &r),
+            GroupRequest::SyncGroup(r) => self.classic.sync_group(now_ms, id, version, &r),
+            GroupRequest::Heartbeat(r) => self.classic.heartbeat(now_ms, id, version, &r),
+            GroupRequest::LeaveGroup(r) => self.classic.leave_group(now_ms, id, version, &r),
+            GroupRequest::DescribeGroups(r) => {
+                self.classic.describe_groups(now_ms, id, version, &r)
+            }
+            GroupRequest::ListGroups(r) => self.classic.list_groups(now_ms, id, version, &r),
+            GroupRequest::OffsetCommit(r) => self.offset_commit(now_ms, &context, r),
+            GroupRequest::OffsetFetch(r) => self.offset_fetch(now_ms, &context, &r),
+            GroupRequest::ConsumerGroupHeartbeat(r) => {
+                let response = self.consumer_group_heartbeat(now_ms, &context, &r);
+                self.outbox.push((
+                    context.request_id,
+                    GroupResponse::ConsumerGroupHeartbeat(response),
+                ));
+            }
+            GroupRequest::ConsumerGroupDescribe(r) => {
+                let response = self.consumer.consumer_group_describe(&r, now_ms);
+                self.outbox.push((
+                    context.request_id,
+                    GroupResponse::ConsumerGroupDescribe(response),
+                ));
+            }
+        }
+    }
+
+    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+        let classic = self.classic.take_responses();
+        let mut responses = std::mem::take(&mut self.outbox);
+        for (RequestId(id), response) in classic {
+            let response = match response {
+                ClassicResponse::JoinGroup(r) => GroupResponse::JoinGroup(r),
+                ClassicResponse::SyncGroup(r) => GroupResponse::SyncGroup(r),
+                ClassicResponse::Heartbeat(r) => GroupResponse::Heartbeat(r),
+                ClassicResponse::LeaveGroup(r) => GroupResponse::LeaveGroup(r),
+                ClassicResponse::DescribeGroups(r) => GroupResponse::DescribeGroups(r),
+                ClassicResponse::ListGroups(r) => GroupResponse::ListGroups(r),
+                ClassicResponse::OffsetFetch(r) => GroupResponse::OffsetFetch(r),
+                ClassicResponse::OffsetCommit(r) => {
+                    let persisted = match self.pending_commits.remove(&id) {
+                        Some((now_ms, request)) => self.persist_commit(now_ms, &request, r),
+                        None => r,
+                    };
+                    GroupResponse::OffsetCommit(persisted)
+                }
+            };
+            responses.push((id, response));
+        }
+        responses
+    }
+
+    fn poll(&mut self, now_ms: u64) {
+        self.classic.poll(now_ms);
+        self.consumer.poll(now_ms);
+    }
+
+    fn next_deadline_ms(&self) -> Option<u64> {
+        match (
+            self.classic.next_deadline_ms(),
+            self.consumer.next_deadline_ms(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
