@@ -7,10 +7,13 @@
 //! - [`coordinator`]: the seam group coordinators plug into ([`coordinator::GroupShard`]).
 //! - [`group`]: the group coordinators' sans-IO state machines.
 //! - [`fault`]: fault data ([`fault::Fault`]) and the brokers' fault hooks.
+//! - [`swarm`], [`shrink`] and [`buggify`]: random fault plans per seed, their minimisation,
+//!   and two-phase perturbation sites in the brokers.
 //! - [`history`] and [`check`]: what happened, on virtual time, and the invariants it must keep.
 //! - `cluster` (simulation) and `real` (real tokio): building and running a cluster.
 
 pub mod broker;
+pub mod buggify;
 pub mod check;
 #[cfg(madsim)]
 pub mod cluster;
@@ -23,3 +26,5 @@ pub mod history;
 pub mod log;
 #[cfg(not(madsim))]
 pub mod real;
+pub mod shrink;
+pub mod swarm;
