@@ -11,7 +11,10 @@
 //! - [`protocol`]: framing, request/response encoding, API version negotiation.
 //! - [`network`]: broker connections (one task each), the network client, metadata.
 
+pub mod error;
+pub mod internals;
 pub mod network;
 pub mod protocol;
 pub mod records;
 pub mod rt;
+pub mod types;
