@@ -9,6 +9,7 @@
 
 pub mod settings;
 
+pub(crate) mod commit_request_manager;
 pub(crate) mod completed_fetch;
 pub(crate) mod completion;
 pub(crate) mod context;
