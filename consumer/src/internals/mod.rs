@@ -16,10 +16,12 @@ pub(crate) mod context;
 pub(crate) mod coordinator_request_manager;
 pub(crate) mod events;
 pub(crate) mod fetch_buffer;
+pub(crate) mod fetch_session;
 pub(crate) mod offsets_request_manager;
 pub(crate) mod request_state;
 pub(crate) mod requests;
 pub(crate) mod subscription_state;
+pub(crate) mod topic_metadata_request_manager;
 
 #[cfg(test)]
 pub(crate) mod test_support;
