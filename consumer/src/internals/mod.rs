@@ -16,6 +16,7 @@ pub(crate) mod context;
 pub(crate) mod coordinator_request_manager;
 pub(crate) mod events;
 pub(crate) mod fetch_buffer;
+pub(crate) mod fetch_request_manager;
 pub(crate) mod fetch_session;
 pub(crate) mod offsets_request_manager;
 pub(crate) mod request_state;
