@@ -10,7 +10,10 @@
 //! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
 //! - [`protocol`]: framing, request/response encoding, API version negotiation.
 //! - [`network`]: broker connections (one task each), the network client, metadata.
+//! - [`internals`]: the background task, request managers, events and the fetch buffer.
+//! - [`consumer`]: the application-facing [`Consumer`].
 
+pub mod consumer;
 pub mod error;
 pub mod internals;
 pub mod network;
@@ -18,3 +21,8 @@ pub mod protocol;
 pub mod records;
 pub mod rt;
 pub mod types;
+
+pub use consumer::{Consumer, WakeupHandle};
+pub use error::{Error, Result};
+pub use internals::{ConsumerSettings, IsolationLevel, OffsetResetStrategy};
+pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};

@@ -36,6 +36,7 @@ pub(crate) struct FetchPosition {
 
 impl FetchPosition {
     /// A position at `offset` with no epoch information.
+    #[cfg(test)]
     pub fn new(offset: i64) -> Self {
         Self {
             offset,
@@ -133,16 +134,6 @@ impl FetchBuffer {
         let mut inner = self.lock();
         if let Some(Some(position)) = inner.partitions.get_mut(partition).map(|s| &mut s.position) {
             position.current_leader_epoch = epoch;
-        }
-    }
-
-    /// Forgets a position (it must be reset), dropping its data.
-    pub fn clear_position(&self, partition: &TopicPartition) {
-        let mut inner = self.lock();
-        if inner.bump(partition).is_some() {
-            if let Some(state) = inner.partitions.get_mut(partition) {
-                state.position = None;
-            }
         }
     }
 

@@ -50,6 +50,7 @@ pub(crate) struct FetchRequestData {
 
 impl FetchRequestData {
     /// Whether this is a full request.
+    #[cfg(test)]
     pub fn is_full(&self) -> bool {
         self.epoch == INITIAL_EPOCH || self.epoch == FINAL_EPOCH
     }

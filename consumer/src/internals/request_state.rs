@@ -48,11 +48,6 @@ impl RequestState {
         self.next_send_at.filter(|&at| at > now)
     }
 
-    /// Whether a request is in flight.
-    pub fn in_flight(&self) -> bool {
-        self.in_flight
-    }
-
     /// A request was sent.
     pub fn on_send(&mut self) {
         self.in_flight = true;
@@ -71,12 +66,6 @@ impl RequestState {
         let delay_ms = self.backoff.backoff_ms(self.failed_attempts, rng);
         self.failed_attempts = self.failed_attempts.saturating_add(1);
         self.next_send_at = Some(now + Duration::from_millis(delay_ms));
-    }
-
-    /// Forgets the backoff (the reason for it went away).
-    pub fn reset(&mut self) {
-        self.failed_attempts = 0;
-        self.next_send_at = None;
     }
 }
 

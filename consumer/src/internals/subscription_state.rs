@@ -70,11 +70,6 @@ impl SubscriptionState {
         self.assignment.keys().cloned().collect()
     }
 
-    /// Whether anything is assigned.
-    pub fn has_assignment(&self) -> bool {
-        !self.assignment.is_empty()
-    }
-
     /// Whether `partition` is assigned.
     pub fn is_assigned(&self, partition: &TopicPartition) -> bool {
         self.assignment.contains_key(partition)
@@ -123,11 +118,13 @@ impl SubscriptionState {
     }
 
     /// Whether a partition is paused.
+    #[cfg(test)]
     pub fn is_paused(&self, partition: &TopicPartition) -> bool {
         self.assignment.get(partition).is_some_and(|s| s.paused)
     }
 
     /// The paused partitions.
+    #[cfg(test)]
     pub fn paused(&self) -> BTreeSet<TopicPartition> {
         self.assignment
             .iter()
@@ -144,13 +141,6 @@ impl SubscriptionState {
             .filter(|(_, s)| !s.paused && s.fetch_state == FetchState::Fetching)
             .map(|(tp, _)| tp.clone())
             .collect()
-    }
-
-    /// Whether every assigned partition has a valid position.
-    pub fn has_all_fetch_positions(&self) -> bool {
-        self.assignment
-            .values()
-            .all(|s| s.fetch_state == FetchState::Fetching)
     }
 }
 
@@ -183,7 +173,6 @@ mod tests {
             s.partitions_awaiting_reset(),
             [(tp(2), OffsetResetStrategy::Earliest)]
         );
-        assert!(!s.has_all_fetch_positions());
 
         let (added, removed) = s.assign_from_user(&[tp(1), tp(3)].into_iter().collect());
         assert_eq!((added, removed), (vec![tp(3)], vec![tp(0), tp(2)]));
