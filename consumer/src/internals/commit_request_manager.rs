@@ -572,7 +572,8 @@ fn offset_fetch_request(
             })
             .collect();
         request
-            .with_topics(None)
+            // v8+ has no top-level topics: kafka-protocol wants the field at its default (an
+            // empty list), not null.
             .with_groups(vec![OffsetFetchRequestGroup::default()
                 .with_group_id(group)
                 .with_member_id(None)

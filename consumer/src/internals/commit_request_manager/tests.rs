@@ -344,7 +344,7 @@ fn positions_start_from_committed_offsets_or_await_reset() {
         panic!()
     };
     assert_eq!(r.requests[0].version, Some(9));
-    assert!(req.topics.is_none());
+    assert!(req.topics.as_ref().is_some_and(Vec::is_empty));
     assert_eq!(
         req.groups[0].topics.as_ref().unwrap()[0].partition_indexes,
         [0, 1, 2]
