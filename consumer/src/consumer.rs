@@ -97,6 +97,9 @@ pub struct ConsumerMetrics {
     pub fetch_responses: u64,
     /// Latency of the last successful commit, in µs (0 before the first).
     pub last_commit_latency_us: u64,
+    /// Iterations of the background loop so far (it wakes only for events, responses and
+    /// deadlines; an idle consumer barely moves this).
+    pub background_loop_iterations: u64,
 }
 
 struct AsyncCommit {
@@ -256,7 +259,10 @@ impl Consumer {
     async fn await_async_commits(&mut self, deadline: Instant) -> Result<()> {
         for commit in &mut self.async_commits {
             let wait = completion::wait(&mut commit.receiver);
-            if tokio::time::timeout_at(deadline, wait).await.is_err() {
+            if tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), wait)
+                .await
+                .is_err()
+            {
                 return Err(Error::Timeout {
                     operation: "awaiting pending async commits",
                     timeout_ms: 0,
@@ -785,6 +791,7 @@ impl Consumer {
             records_consumed,
             fetch_responses: self.metrics.fetch_responses(),
             last_commit_latency_us: self.metrics.last_commit_latency_us(),
+            background_loop_iterations: self.metrics.loop_iterations(),
         }
     }
 
@@ -805,6 +812,8 @@ impl Consumer {
                 tracing::warn!(%error, "auto-commit on close failed");
             }
         }
+        // From here on, commits waiting for an unknown coordinator fail rather than hang close.
+        let _ = self.send(ApplicationEvent::CommitOnClose);
         if let Err(error) = self.await_async_commits(deadline).await {
             tracing::warn!(%error, "pending async commits did not complete before close");
         }
@@ -812,7 +821,7 @@ impl Consumer {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let (completion, mut receiver) = Self::completion::<()>("close", remaining);
         if self.send(ApplicationEvent::Close { completion }).is_ok() {
-            let _ = tokio::time::timeout_at(deadline, completion::wait(&mut receiver)).await;
+            let _ = tokio::time::timeout(remaining, completion::wait(&mut receiver)).await;
         }
         self.run_commit_callbacks();
         tracing::debug!("consumer closed");

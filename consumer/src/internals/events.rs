@@ -100,6 +100,9 @@ pub(crate) enum ApplicationEvent {
         /// The answer.
         completion: Completion<TopicPartitions>,
     },
+    /// `close` is under way: commits still pending drain, or fail at once while the
+    /// coordinator is unknown (KAFKA-19357).
+    CommitOnClose,
     /// `close`: finish pending commits (or fail them), close fetch sessions, stop.
     Close {
         /// Done when the background task has finished.

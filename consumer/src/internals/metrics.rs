@@ -8,6 +8,7 @@ pub(crate) struct SharedMetrics {
     fetch_responses: AtomicU64,
     commits: AtomicU64,
     last_commit_latency_us: AtomicU64,
+    loop_iterations: AtomicU64,
 }
 
 impl SharedMetrics {
@@ -20,6 +21,16 @@ impl SharedMetrics {
                 self.commits.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Counts one background loop iteration.
+    pub fn record_iteration(&self) {
+        self.loop_iterations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Background loop iterations so far: an idle consumer must not spin (KAFKA-20426).
+    pub fn loop_iterations(&self) -> u64 {
+        self.loop_iterations.load(Ordering::Relaxed)
     }
 
     /// Fetch responses received so far.

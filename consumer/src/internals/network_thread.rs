@@ -145,6 +145,7 @@ impl ConsumerNetworkThread {
     async fn run(mut self) {
         tracing::debug!(client_id = %self.settings.client_id, "background task started");
         loop {
+            self.channels.metrics.record_iteration();
             let now = Instant::now();
             while let Ok(event) = self.channels.app_events.try_recv() {
                 self.process(event, now);
@@ -309,6 +310,7 @@ impl ConsumerNetworkThread {
                 self.reaper.add(&completion);
                 self.metadata.topic_metadata(topics, completion);
             }
+            ApplicationEvent::CommitOnClose => self.commit.signal_close(),
             ApplicationEvent::Close { completion } => self.begin_close(Some(completion), now),
         }
     }

@@ -29,6 +29,7 @@ struct UserMetadata {
 /// The metadata manager.
 pub(crate) struct TopicMetadataRequestManager {
     max_age: Duration,
+    min_interval: Duration,
     retry_backoff_ms: u64,
     retry_backoff_max_ms: u64,
     refresh_requested: bool,
@@ -46,6 +47,7 @@ impl TopicMetadataRequestManager {
     pub fn new(metadata_max_age_ms: u64, retry_backoff_ms: u64, retry_backoff_max_ms: u64) -> Self {
         Self {
             max_age: Duration::from_millis(metadata_max_age_ms),
+            min_interval: Duration::from_millis(retry_backoff_ms),
             retry_backoff_ms,
             retry_backoff_max_ms,
             // The first poll connects to the cluster and learns brokers and leaders.
@@ -100,8 +102,17 @@ impl TopicMetadataRequestManager {
         if expires_at.is_some_and(|at| at <= ctx.now) {
             self.refresh_requested = true;
         }
+        // Refreshes asked for right after one completed wait `retry.backoff.ms` (Java's
+        // `refreshBackoffMs`): a manager that keeps asking (a leader still unknown) must not
+        // turn the loop into a stream of Metadata requests.
+        let not_before = self
+            .last_refresh_at
+            .map(|at| at + self.min_interval)
+            .filter(|at| *at > ctx.now);
         if self.refresh_requested && self.in_flight.is_none() {
-            if self.state.can_send(ctx.now) {
+            if let Some(at) = not_before {
+                result.wake_at(at);
+            } else if self.state.can_send(ctx.now) {
                 self.next_token += 1;
                 let token = self.next_token;
                 tracing::debug!(topics = ?wanted, "refreshing metadata");
@@ -278,6 +289,7 @@ mod tests {
 
         p.subscriptions
             .assign_from_user(&[TopicPartition::new("t", 0)].into_iter().collect());
+        p.advance_ms(100);
         let r = m.poll(&mut p.ctx());
         let RequestBody::Metadata(req) = &r.requests[0].body else {
             panic!()
@@ -295,6 +307,10 @@ mod tests {
         assert!(m.poll(&mut p.ctx()).requests.is_empty());
 
         m.request_refresh();
+        let r = m.poll(&mut p.ctx());
+        assert!(r.requests.is_empty(), "not right after the last refresh");
+        assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(100)));
+        p.advance_ms(100);
         let r = m.poll(&mut p.ctx());
         assert_eq!(r.requests.len(), 1, "on request");
         m.on_response(&mut p.ctx(), r.requests[0].token, ok);
