@@ -107,6 +107,11 @@ async fn an_idle_assigned_consumer_with_a_group_does_not_spin() {
         .iter()
         .filter(|r| r.api_key == ApiKey::Metadata as i16)
         .count();
+    eprintln!(
+        "idle 5 s: {metadata_requests} Metadata requests, {} FindCoordinator attempts, {} loop iterations",
+        find_coordinator_attempts(&broker),
+        metrics.background_loop_iterations
+    );
     // Metadata refreshes are spaced by retry.backoff.ms (100 ms): at most ~50 in 5 s.
     assert!(
         metadata_requests <= 60,
