@@ -13,10 +13,21 @@
 //! - [`assignor`]: classic-protocol partition assignors (range, roundrobin, sticky,
 //!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
 //! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
+//! - [`internals`]: the background task, request managers, events and the fetch buffer.
+//! - [`consumer`]: the application-facing [`Consumer`].
 
 pub mod assignor;
 pub mod config;
+pub mod consumer;
+pub mod error;
+pub mod internals;
 pub mod network;
 pub mod protocol;
 pub mod records;
 pub mod rt;
+pub mod types;
+
+pub use consumer::{Consumer, WakeupHandle};
+pub use error::{Error, Result};
+pub use internals::{ConsumerSettings, IsolationLevel, OffsetResetStrategy};
+pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};

@@ -60,6 +60,9 @@ pub struct NetworkClient {
     bootstrap: Vec<(String, u16)>,
     metadata: Metadata,
     nodes: HashMap<i32, NodeHandle>,
+    /// Nodes registered by address rather than known from Metadata (the group coordinator's
+    /// own connection, under a synthetic id as Java does).
+    registered: HashMap<i32, (String, u16)>,
     rng: SeededRng,
 }
 
@@ -83,6 +86,7 @@ impl NetworkClient {
             bootstrap,
             metadata: Metadata::default(),
             nodes: HashMap::new(),
+            registered: HashMap::new(),
             rng: SeededRng::from_runtime(),
         })
     }
@@ -177,6 +181,9 @@ impl NetworkClient {
     }
 
     fn address(&self, node_id: i32) -> Option<(String, u16)> {
+        if let Some(address) = self.registered.get(&node_id) {
+            return Some(address.clone());
+        }
         if node_id < 0 {
             let index = usize::try_from(-(i64::from(node_id)) - 1).ok()?;
             return self.bootstrap.get(index).cloned();
@@ -246,6 +253,31 @@ impl NetworkClient {
             })
     }
 
+    /// Registers a node by address under `node_id`, outside Metadata. The consumer gives the
+    /// group coordinator the id `i32::MAX - broker id` (Java's convention) so coordinator traffic
+    /// has a connection of its own. Re-registering a moved node restarts its connection.
+    pub fn register_node(&mut self, node_id: i32, host: &str, port: u16) {
+        self.registered.insert(node_id, (host.to_owned(), port));
+    }
+
+    /// Forgets a registered node; its task finishes what is in flight and exits.
+    pub fn unregister_node(&mut self, node_id: i32) {
+        if self.registered.remove(&node_id).is_some() {
+            self.nodes.remove(&node_id);
+        }
+    }
+
+    /// The versions negotiated with any connected node. Brokers of one cluster normally support
+    /// the same versions, so this lets a caller choose a version (and the fields it needs)
+    /// before its target's own connection exists; a broker that disagrees fails the pinned
+    /// request with `UnsupportedApi`.
+    pub fn any_api_versions(&self) -> Option<ApiVersionsTable> {
+        let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .find_map(|id| read_status(&self.nodes[&id].status).versions)
+    }
+
     /// The versions negotiated with a node, while it is connected.
     pub fn api_versions(&self, node_id: i32) -> Option<ApiVersionsTable> {
         read_status(&self.nodes.get(&node_id)?.status).versions
@@ -273,8 +305,10 @@ impl NetworkClient {
         self.metadata.update(response, scope);
         // Forget brokers that left; their tasks finish what is in flight and exit.
         let metadata = &self.metadata;
-        self.nodes
-            .retain(|&node_id, _| node_id < 0 || metadata.broker(node_id).is_some());
+        let registered = &self.registered;
+        self.nodes.retain(|&node_id, _| {
+            node_id < 0 || metadata.broker(node_id).is_some() || registered.contains_key(&node_id)
+        });
     }
 }
 

@@ -1,0 +1,839 @@
+//! The application side (Java's `AsyncKafkaConsumer`): validates calls, sends application
+//! events, drains background events, runs commit callbacks in order, and hands out records from
+//! the shared fetch buffer. It never does network I/O.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::error::{Error, Result};
+use crate::internals::completion::{self, Completion, CompletionReceiver};
+use crate::internals::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
+use crate::internals::fetch_buffer::FetchBuffer;
+use crate::internals::metrics::SharedMetrics;
+use crate::internals::network_thread::{self, Channels};
+use crate::internals::settings::{ConsumerSettings, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::internals::PartitionProgress;
+use crate::rt::{Duration, Instant};
+use crate::types::{
+    ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo,
+    TopicPartition,
+};
+
+/// Offsets to commit, by partition.
+pub type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
+
+/// A commit callback: the offsets and how their commit went.
+pub type CommitCallback = Box<dyn FnOnce(&Offsets, Result<()>) + Send>;
+
+/// Interrupts a blocking consumer call from anywhere (Java's `wakeup()`): the call in progress,
+/// or else the next one, fails with [`Error::Wakeup`] once.
+#[derive(Debug, Clone, Default)]
+pub struct WakeupHandle {
+    inner: Arc<WakeupState>,
+}
+
+#[derive(Debug, Default)]
+struct WakeupState {
+    pending: AtomicBool,
+    notify: Notify,
+}
+
+impl WakeupHandle {
+    /// Requests a wakeup.
+    pub fn wakeup(&self) {
+        self.inner.pending.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_one();
+    }
+
+    /// Consumes a pending wakeup.
+    fn take(&self) -> bool {
+        self.inner.pending.swap(false, Ordering::SeqCst)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.take() {
+            Err(Error::Wakeup)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Resolves when a wakeup is requested (and consumes it).
+    async fn woken(&self) {
+        loop {
+            if self.take() {
+                return;
+            }
+            self.inner.notify.notified().await;
+        }
+    }
+}
+
+/// Per-partition consumption numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionMetrics {
+    /// The consumed position.
+    pub position: Option<i64>,
+    /// The latest high watermark a fetch reported.
+    pub high_watermark: Option<i64>,
+    /// `high_watermark - position`, when both are known.
+    pub lag: Option<i64>,
+}
+
+/// A snapshot of the consumer's metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerMetrics {
+    /// Per assigned partition.
+    pub partitions: BTreeMap<TopicPartition, PartitionMetrics>,
+    /// Records handed out since the consumer started.
+    pub records_consumed: u64,
+    /// Fetch responses received since the consumer started.
+    pub fetch_responses: u64,
+    /// Latency of the last successful commit, in µs (0 before the first).
+    pub last_commit_latency_us: u64,
+    /// Iterations of the background loop so far (it wakes only for events, responses and
+    /// deadlines; an idle consumer barely moves this).
+    pub background_loop_iterations: u64,
+}
+
+struct AsyncCommit {
+    offsets: Offsets,
+    receiver: CompletionReceiver<()>,
+    callback: Option<CommitCallback>,
+}
+
+/// A Kafka consumer. `Send` but not `Sync`: one task drives it at a time; use a
+/// [`WakeupHandle`] to interrupt it from elsewhere.
+pub struct Consumer {
+    settings: ConsumerSettings,
+    app_events: mpsc::UnboundedSender<ApplicationEvent>,
+    background_events: mpsc::UnboundedReceiver<BackgroundEvent>,
+    buffer: Arc<FetchBuffer>,
+    metrics: Arc<SharedMetrics>,
+    wakeup: WakeupHandle,
+    assignment: BTreeSet<TopicPartition>,
+    paused: BTreeSet<TopicPartition>,
+    /// Records taken from the buffer for `recv` but not yet returned.
+    pending: VecDeque<ConsumerRecord>,
+    async_commits: VecDeque<AsyncCommit>,
+    closed: bool,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("client_id", &self.settings.client_id)
+            .field("group_id", &self.settings.group_id)
+            .field("assignment", &self.assignment)
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+impl Consumer {
+    /// Starts a consumer: validates the settings and starts the background task (in real mode
+    /// on its own thread; under madsim on the current simulated node). Connects lazily.
+    pub fn new(settings: ConsumerSettings) -> Result<Self> {
+        if settings.bootstrap_servers.is_empty() {
+            return Err(Error::InvalidArgument(
+                "bootstrap.servers is empty".to_owned(),
+            ));
+        }
+        if settings.max_poll_records == 0 {
+            return Err(Error::InvalidArgument(
+                "max.poll.records must be at least 1".to_owned(),
+            ));
+        }
+        if settings.group_id.as_deref() == Some("") {
+            return Err(Error::InvalidArgument(
+                "group.id must not be empty".to_owned(),
+            ));
+        }
+        let (app_tx, app_rx) = mpsc::unbounded_channel();
+        let (bg_tx, bg_rx) = mpsc::unbounded_channel();
+        let buffer = Arc::new(FetchBuffer::default());
+        let metrics = Arc::new(SharedMetrics::default());
+        network_thread::start(
+            settings.clone(),
+            Channels {
+                app_events: app_rx,
+                background_events: bg_tx,
+                buffer: Arc::clone(&buffer),
+                metrics: Arc::clone(&metrics),
+            },
+        )?;
+        Ok(Self {
+            settings,
+            app_events: app_tx,
+            background_events: bg_rx,
+            buffer,
+            metrics,
+            wakeup: WakeupHandle::default(),
+            assignment: BTreeSet::new(),
+            paused: BTreeSet::new(),
+            pending: VecDeque::new(),
+            async_commits: VecDeque::new(),
+            closed: false,
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// A handle that interrupts this consumer's blocking calls from any thread or task.
+    pub fn wakeup_handle(&self) -> WakeupHandle {
+        self.wakeup.clone()
+    }
+
+    // ----- plumbing -----
+
+    fn ensure_open(&self) -> Result<()> {
+        if self.closed {
+            Err(Error::IllegalState("the consumer is closed".to_owned()))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn send(&self, event: ApplicationEvent) -> Result<()> {
+        self.app_events.send(event).map_err(|_| Error::Closed)
+    }
+
+    fn default_timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.default_api_timeout_ms)
+    }
+
+    fn completion<T: Clone + Send + Sync + 'static>(
+        operation: &'static str,
+        timeout: Duration,
+    ) -> (Completion<T>, CompletionReceiver<T>) {
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        Completion::new(operation, Some(Instant::now() + timeout), timeout_ms)
+    }
+
+    /// Waits for a completion; a wakeup interrupts the wait (the operation itself goes on).
+    async fn wait<T: Clone>(&mut self, mut receiver: CompletionReceiver<T>) -> Result<T> {
+        self.wakeup.check()?;
+        let wakeup = self.wakeup.clone();
+        tokio::select! {
+            result = completion::wait(&mut receiver) => result,
+            () = wakeup.woken() => Err(Error::Wakeup),
+        }
+    }
+
+    /// Handles queued background events; returns the first error (Java's
+    /// `processBackgroundEvents`).
+    fn process_background_events(&mut self) -> Result<()> {
+        let mut first = None;
+        while let Ok(event) = self.background_events.try_recv() {
+            match event {
+                BackgroundEvent::Error(error) => {
+                    tracing::debug!(%error, "background error");
+                    first.get_or_insert(error);
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Runs the callbacks of completed async commits, in the order they were made.
+    fn run_commit_callbacks(&mut self) {
+        while let Some(front) = self.async_commits.front() {
+            let Some(result) = front.receiver.borrow().clone() else {
+                break;
+            };
+            if let Some(commit) = self.async_commits.pop_front() {
+                if let Some(callback) = commit.callback {
+                    callback(&commit.offsets, result);
+                }
+            }
+        }
+    }
+
+    /// Waits for every earlier async commit and runs their callbacks (KAFKA-10337, KAFKA-16103).
+    async fn await_async_commits(&mut self, deadline: Instant) -> Result<()> {
+        for commit in &mut self.async_commits {
+            let wait = completion::wait(&mut commit.receiver);
+            if tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), wait)
+                .await
+                .is_err()
+            {
+                return Err(Error::Timeout {
+                    operation: "awaiting pending async commits",
+                    timeout_ms: 0,
+                });
+            }
+        }
+        self.run_commit_callbacks();
+        Ok(())
+    }
+
+    /// The positions of records handed out so far, for the assigned partitions: the buffer's
+    /// positions, moved back to the first record still held for `recv`.
+    fn consumed_positions(&self) -> Offsets {
+        let mut positions = self.buffer.consumed_positions();
+        for record in self.pending.iter().rev() {
+            positions.insert(
+                record.topic_partition(),
+                OffsetAndMetadata::with_leader_epoch(record.offset, record.leader_epoch),
+            );
+        }
+        positions.retain(|tp, _| self.assignment.contains(tp));
+        positions
+    }
+
+    fn check_assigned<'a>(
+        &self,
+        partitions: impl IntoIterator<Item = &'a TopicPartition>,
+    ) -> Result<()> {
+        for tp in partitions {
+            if !self.assignment.contains(tp) {
+                return Err(Error::IllegalState(format!(
+                    "partition {tp} is not assigned"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_pending(&mut self, partitions: &[TopicPartition]) {
+        self.pending.retain(|r| {
+            !partitions
+                .iter()
+                .any(|tp| *tp.topic == *r.topic && tp.partition == r.partition)
+        });
+    }
+
+    // ----- assignment -----
+
+    /// Manually assigns exactly these partitions (an empty set unassigns everything). With
+    /// auto-commit, the positions consumed so far are committed first.
+    pub async fn assign(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.ensure_open()?;
+        let partitions: BTreeSet<TopicPartition> = partitions.into_iter().collect();
+        if let Some(tp) = partitions
+            .iter()
+            .find(|tp| tp.topic.trim().is_empty() || tp.partition < 0)
+        {
+            return Err(Error::InvalidArgument(format!("invalid partition {tp:?}")));
+        }
+        self.run_commit_callbacks();
+        let offsets_to_commit = if self.settings.auto_commit() {
+            self.consumed_positions()
+        } else {
+            BTreeMap::new()
+        };
+        let (completion, receiver) = Self::completion("assign", self.default_timeout());
+        self.send(ApplicationEvent::Assign {
+            partitions: partitions.clone(),
+            offsets_to_commit,
+            completion,
+        })?;
+        self.pending
+            .retain(|r| partitions.contains(&r.topic_partition()));
+        self.paused.retain(|tp| partitions.contains(tp));
+        self.assignment = partitions;
+        completion::wait(&mut receiver.clone()).await
+    }
+
+    /// Unassigns everything.
+    pub async fn unsubscribe(&mut self) -> Result<()> {
+        self.assign([]).await
+    }
+
+    /// The current assignment.
+    pub fn assignment(&self) -> &BTreeSet<TopicPartition> {
+        &self.assignment
+    }
+
+    // ----- consuming -----
+
+    /// Returns the records available now, or waits up to `timeout` for some. Errors from the
+    /// background side (e.g. no offset with `auto.offset.reset=none`) are returned here.
+    ///
+    /// Cancellation-safe: records are taken from the buffer only when the call returns them.
+    pub async fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
+        self.ensure_open()?;
+        if self.assignment.is_empty() {
+            return Err(Error::IllegalState(
+                "not subscribed to any topics or assigned any partitions".to_owned(),
+            ));
+        }
+        let deadline = Instant::now() + timeout;
+        self.run_commit_callbacks();
+        self.wakeup.check()?;
+        // The snapshot of what earlier polls returned: all auto-commit may ever commit.
+        self.send(ApplicationEvent::Poll {
+            offsets_to_commit: self.consumed_positions(),
+        })?;
+        if !self.pending.is_empty() {
+            let mut records = ConsumerRecords::default();
+            while records.count() < self.settings.max_poll_records {
+                let Some(record) = self.pending.pop_front() else {
+                    break;
+                };
+                records.push(record);
+            }
+            return Ok(records);
+        }
+        let buffer = Arc::clone(&self.buffer);
+        let wakeup = self.wakeup.clone();
+        loop {
+            self.process_background_events()?;
+            let notified = buffer.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let records = buffer.collect(self.settings.max_poll_records)?;
+            if !records.is_empty() {
+                tracing::trace!(count = records.count(), "poll returns records");
+                return Ok(records);
+            }
+            if Instant::now() >= deadline {
+                return Ok(records);
+            }
+            enum Woke {
+                Data,
+                Event(Option<BackgroundEvent>),
+                Deadline,
+                Wakeup,
+            }
+            let woke = tokio::select! {
+                () = &mut notified => Woke::Data,
+                event = self.background_events.recv() => Woke::Event(event),
+                () = tokio::time::sleep_until(deadline) => Woke::Deadline,
+                () = wakeup.woken() => Woke::Wakeup,
+            };
+            match woke {
+                Woke::Data => {}
+                Woke::Event(Some(BackgroundEvent::Error(error))) => return Err(error),
+                Woke::Event(None) => return Err(Error::Closed),
+                Woke::Deadline => return Ok(ConsumerRecords::default()),
+                Woke::Wakeup => return Err(Error::Wakeup),
+            }
+        }
+    }
+
+    /// The next record, waiting as long as it takes. Cancellation-safe: a record is consumed
+    /// only when returned.
+    pub async fn recv(&mut self) -> Result<ConsumerRecord> {
+        loop {
+            if let Some(record) = self.pending.pop_front() {
+                return Ok(record);
+            }
+            let records = self.poll(Duration::from_secs(3_600)).await?;
+            self.pending.extend(records);
+        }
+    }
+
+    // ----- commits -----
+
+    fn check_commit(&self, offsets: &Offsets) -> Result<()> {
+        if self.settings.group_id.is_none() {
+            return Err(Error::IllegalState(
+                "committing offsets needs a group.id".to_owned(),
+            ));
+        }
+        self.check_assigned(offsets.keys())?;
+        if let Some((tp, o)) = offsets.iter().find(|(_, o)| o.offset < 0) {
+            return Err(Error::InvalidArgument(format!(
+                "negative offset {} for {tp}",
+                o.offset
+            )));
+        }
+        Ok(())
+    }
+
+    /// Commits `offsets` (or, with `None`, the positions of every record handed out so far),
+    /// retrying retriable errors until `timeout`. Earlier async commits complete, and their
+    /// callbacks run, first.
+    pub async fn commit_sync(&mut self, offsets: Option<Offsets>, timeout: Duration) -> Result<()> {
+        self.ensure_open()?;
+        let deadline = Instant::now() + timeout;
+        let offsets = offsets.unwrap_or_else(|| self.consumed_positions());
+        self.check_commit(&offsets)?;
+        self.await_async_commits(deadline).await?;
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let (completion, receiver) = Self::completion("commit_sync", timeout);
+        self.send(ApplicationEvent::Commit {
+            offsets,
+            retry: true,
+            completion,
+        })?;
+        self.wait(receiver).await
+    }
+
+    fn start_async_commit(
+        &mut self,
+        offsets: Option<Offsets>,
+        callback: Option<CommitCallback>,
+    ) -> Result<CompletionReceiver<()>> {
+        self.ensure_open()?;
+        self.run_commit_callbacks();
+        let offsets = offsets.unwrap_or_else(|| self.consumed_positions());
+        self.check_commit(&offsets)?;
+        let (completion, receiver) = Completion::new("commit_async", None, 0);
+        self.send(ApplicationEvent::Commit {
+            offsets: offsets.clone(),
+            retry: false,
+            completion,
+        })?;
+        self.async_commits.push_back(AsyncCommit {
+            offsets,
+            receiver: receiver.clone(),
+            callback,
+        });
+        Ok(receiver)
+    }
+
+    /// Commits without retrying; the returned future resolves with the outcome (it need not be
+    /// awaited: the commit goes out either way).
+    pub fn commit_async(
+        &mut self,
+        offsets: Option<Offsets>,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let started = self.start_async_commit(offsets, None);
+        async move {
+            let mut receiver = started?;
+            completion::wait(&mut receiver).await
+        }
+    }
+
+    /// Commits without retrying; `callback` runs on this consumer's calling task, in commit
+    /// order, during a later `poll`, `commit_*` or `close`.
+    pub fn commit_async_with_callback(
+        &mut self,
+        offsets: Option<Offsets>,
+        callback: impl FnOnce(&Offsets, Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        self.start_async_commit(offsets, Some(Box::new(callback)))
+            .map(|_| ())
+    }
+
+    /// The committed offsets of `partitions` (`None` where nothing is committed).
+    pub async fn committed(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>> {
+        self.ensure_open()?;
+        if self.settings.group_id.is_none() {
+            return Err(Error::IllegalState(
+                "committed offsets need a group.id".to_owned(),
+            ));
+        }
+        self.run_commit_callbacks();
+        let (completion, receiver) = Self::completion("committed", timeout);
+        self.send(ApplicationEvent::FetchCommittedOffsets {
+            partitions: partitions.into_iter().collect(),
+            completion,
+        })?;
+        self.wait(receiver).await
+    }
+
+    // ----- positions -----
+
+    async fn seek_to(&mut self, partitions: Vec<TopicPartition>, target: SeekTarget) -> Result<()> {
+        self.ensure_open()?;
+        self.check_assigned(&partitions)?;
+        self.drop_pending(&partitions);
+        let (completion, receiver) = Self::completion("seek", self.default_timeout());
+        self.send(ApplicationEvent::Seek {
+            partitions,
+            target,
+            completion,
+        })?;
+        completion::wait(&mut receiver.clone()).await
+    }
+
+    /// Makes `offset` the next offset to consume from `partition`.
+    pub async fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<()> {
+        self.seek_with_metadata(partition, OffsetAndMetadata::new(offset))
+            .await
+    }
+
+    /// Like [`seek`](Self::seek), with the leader epoch of the record before `offset` so the
+    /// position is validated against log truncation (KIP-320).
+    pub async fn seek_with_metadata(
+        &mut self,
+        partition: &TopicPartition,
+        offset: OffsetAndMetadata,
+    ) -> Result<()> {
+        if offset.offset < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "seek offset must not be negative, got {}",
+                offset.offset
+            )));
+        }
+        self.seek_to(vec![partition.clone()], SeekTarget::Offset(offset))
+            .await
+    }
+
+    /// Resets the partitions to their log start offsets (lazily, before the next fetch).
+    pub async fn seek_to_beginning(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.seek_to(partitions.into_iter().collect(), SeekTarget::Beginning)
+            .await
+    }
+
+    /// Resets the partitions to their log end offsets (lazily, before the next fetch).
+    pub async fn seek_to_end(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.seek_to(partitions.into_iter().collect(), SeekTarget::End)
+            .await
+    }
+
+    /// The offset of the next record `poll` would return for `partition`, waiting up to
+    /// `timeout` for the position to be established (committed offset or reset).
+    pub async fn position(&mut self, partition: &TopicPartition, timeout: Duration) -> Result<i64> {
+        self.ensure_open()?;
+        self.check_assigned([partition])?;
+        if let Some(record) = self
+            .pending
+            .iter()
+            .find(|r| *r.topic == *partition.topic && r.partition == partition.partition)
+        {
+            return Ok(record.offset);
+        }
+        let (completion, receiver) = Self::completion("position", timeout);
+        self.send(ApplicationEvent::Position {
+            partition: partition.clone(),
+            completion,
+        })?;
+        self.wait(receiver).await.map(|p| p.offset)
+    }
+
+    /// Stops fetching from the partitions; records already buffered for them are dropped.
+    pub async fn pause(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.set_paused(partitions.into_iter().collect(), true)
+            .await
+    }
+
+    /// Resumes fetching from the partitions.
+    pub async fn resume(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.set_paused(partitions.into_iter().collect(), false)
+            .await
+    }
+
+    async fn set_paused(&mut self, partitions: Vec<TopicPartition>, paused: bool) -> Result<()> {
+        self.ensure_open()?;
+        self.check_assigned(&partitions)?;
+        if paused {
+            self.drop_pending(&partitions);
+        }
+        let (completion, receiver) = Self::completion("pause", self.default_timeout());
+        self.send(ApplicationEvent::SetPaused {
+            partitions: partitions.clone(),
+            paused,
+            completion,
+        })?;
+        for tp in partitions {
+            if paused {
+                self.paused.insert(tp);
+            } else {
+                self.paused.remove(&tp);
+            }
+        }
+        completion::wait(&mut receiver.clone()).await
+    }
+
+    /// The paused partitions.
+    pub fn paused(&self) -> &BTreeSet<TopicPartition> {
+        &self.paused
+    }
+
+    // ----- offsets and metadata lookups -----
+
+    async fn list_offsets(
+        &mut self,
+        timestamps: BTreeMap<TopicPartition, i64>,
+        timeout: Duration,
+        operation: &'static str,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>> {
+        self.ensure_open()?;
+        let (completion, receiver) = Self::completion(operation, timeout);
+        self.send(ApplicationEvent::ListOffsets {
+            timestamps,
+            completion,
+        })?;
+        self.wait(receiver).await
+    }
+
+    /// The log start offset of each partition.
+    pub async fn beginning_offsets(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>> {
+        let query = partitions
+            .into_iter()
+            .map(|tp| (tp, EARLIEST_TIMESTAMP))
+            .collect();
+        let found = self
+            .list_offsets(query, timeout, "beginning_offsets")
+            .await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(tp, o)| Some((tp, o?.offset)))
+            .collect())
+    }
+
+    /// The log end offset (high watermark; last stable offset in read_committed) of each
+    /// partition.
+    pub async fn end_offsets(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>> {
+        let query = partitions
+            .into_iter()
+            .map(|tp| (tp, LATEST_TIMESTAMP))
+            .collect();
+        let found = self.list_offsets(query, timeout, "end_offsets").await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(tp, o)| Some((tp, o?.offset)))
+            .collect())
+    }
+
+    /// The earliest offset whose timestamp is at least the given one, per partition (`None`
+    /// when no record is that recent).
+    pub async fn offsets_for_times(
+        &mut self,
+        timestamps_ms: BTreeMap<TopicPartition, i64>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>> {
+        if let Some((tp, ts)) = timestamps_ms.iter().find(|(_, ts)| **ts < 0) {
+            return Err(Error::InvalidArgument(format!(
+                "negative timestamp {ts} for {tp}"
+            )));
+        }
+        self.list_offsets(timestamps_ms, timeout, "offsets_for_times")
+            .await
+    }
+
+    /// The partitions of `topic` (empty if it does not exist).
+    pub async fn partitions_for(
+        &mut self,
+        topic: &str,
+        timeout: Duration,
+    ) -> Result<Vec<PartitionInfo>> {
+        self.ensure_open()?;
+        let (completion, receiver) = Self::completion("partitions_for", timeout);
+        self.send(ApplicationEvent::TopicMetadata {
+            topics: Some(vec![topic.to_owned()]),
+            completion,
+        })?;
+        let mut topics = self.wait(receiver).await?;
+        Ok(topics.remove(topic).unwrap_or_default())
+    }
+
+    /// Every non-internal topic and its partitions.
+    pub async fn list_topics(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Vec<PartitionInfo>>> {
+        self.ensure_open()?;
+        let (completion, receiver) = Self::completion("list_topics", timeout);
+        self.send(ApplicationEvent::TopicMetadata {
+            topics: None,
+            completion,
+        })?;
+        self.wait(receiver).await
+    }
+
+    /// A snapshot of per-partition lag and counters.
+    pub fn metrics(&self) -> ConsumerMetrics {
+        let (progress, records_consumed) = self.buffer.progress();
+        let partitions = progress
+            .into_iter()
+            .map(
+                |(
+                    tp,
+                    PartitionProgress {
+                        position,
+                        high_watermark,
+                    },
+                )| {
+                    let lag = position.zip(high_watermark).map(|(p, hw)| (hw - p).max(0));
+                    (
+                        tp,
+                        PartitionMetrics {
+                            position,
+                            high_watermark,
+                            lag,
+                        },
+                    )
+                },
+            )
+            .collect();
+        ConsumerMetrics {
+            partitions,
+            records_consumed,
+            fetch_responses: self.metrics.fetch_responses(),
+            last_commit_latency_us: self.metrics.last_commit_latency_us(),
+            background_loop_iterations: self.metrics.loop_iterations(),
+        }
+    }
+
+    // ----- close -----
+
+    /// Closes within `timeout`: a final auto-commit (errors are logged, not returned), earlier
+    /// async commits and their callbacks, then the background task drains pending commits
+    /// (failing them if the coordinator is unknown), closes fetch sessions and stops.
+    pub async fn close(&mut self, timeout: Duration) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        if self.settings.auto_commit() && !self.assignment.is_empty() {
+            let offsets = self.consumed_positions();
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if let Err(error) = self.commit_sync(Some(offsets), remaining).await {
+                tracing::warn!(%error, "auto-commit on close failed");
+            }
+        }
+        // From here on, commits waiting for an unknown coordinator fail rather than hang close.
+        let _ = self.send(ApplicationEvent::CommitOnClose);
+        if let Err(error) = self.await_async_commits(deadline).await {
+            tracing::warn!(%error, "pending async commits did not complete before close");
+        }
+        self.closed = true;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let (completion, mut receiver) = Self::completion::<()>("close", remaining);
+        if self.send(ApplicationEvent::Close { completion }).is_ok() {
+            let _ = tokio::time::timeout(remaining, completion::wait(&mut receiver)).await;
+        }
+        self.run_commit_callbacks();
+        tracing::debug!("consumer closed");
+        Ok(())
+    }
+}
+
+impl Drop for Consumer {
+    /// Never blocks: dropping the event sender tells the background task to stop.
+    fn drop(&mut self) {
+        if !self.closed {
+            tracing::debug!("consumer dropped without close: background task stops");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The consumer's one error type.
+//!
+//! Every variant says what kind of failure it is so callers can decide without string matching:
+//! retry ([`Error::is_retriable`]), give up (fatal, fenced, authorization), or fix the call
+//! (invalid argument, illegal state). Broker error codes are kept where there is one.
+
+use std::sync::Arc;
+
+use crate::network::NetworkError;
+use crate::protocol::ResponseError;
+use crate::records::RecordsError;
+use crate::types::TopicPartition;
+
+/// `Result` with the consumer's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a consumer call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A transient broker or cluster condition; the same call may succeed later.
+    #[error("retriable error{}: {message}", code_suffix(.code))]
+    Retriable {
+        /// The broker's error code, if the broker sent one.
+        code: Option<ResponseError>,
+        /// What happened.
+        message: String,
+    },
+    /// The consumer cannot continue (e.g. an unexpected broker error, an unsupported API).
+    #[error("fatal error{}: {message}", code_suffix(.code))]
+    Fatal {
+        /// The broker's error code, if any.
+        code: Option<ResponseError>,
+        /// What happened.
+        message: String,
+    },
+    /// Another instance took over this consumer's identity (e.g. FENCED_INSTANCE_ID).
+    #[error("fenced{}: {message}", code_suffix(.code))]
+    Fenced {
+        /// The broker's error code.
+        code: Option<ResponseError>,
+        /// What happened.
+        message: String,
+    },
+    /// Not authorized for the group or for topics.
+    #[error("not authorized ({code}): {message}")]
+    Authorization {
+        /// GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, ...
+        code: ResponseError,
+        /// What was refused.
+        message: String,
+    },
+    /// The operation did not complete before its deadline.
+    #[error("{operation} timed out after {timeout_ms} ms")]
+    Timeout {
+        /// The operation, e.g. `commit_sync`.
+        operation: &'static str,
+        /// The time it was given.
+        timeout_ms: u64,
+    },
+    /// [`WakeupHandle::wakeup`](crate::consumer::WakeupHandle::wakeup) interrupted the call.
+    #[error("woken up")]
+    Wakeup,
+    /// The commit cannot succeed by retrying (the group moved on, or closing without a
+    /// coordinator).
+    #[error("commit failed{}: {message}", code_suffix(.code))]
+    CommitFailed {
+        /// The broker's error code, if any.
+        code: Option<ResponseError>,
+        /// Why.
+        message: String,
+    },
+    /// The group is rebalancing; complete it with `poll` and retry.
+    #[error("rebalance in progress: {message}")]
+    RebalanceInProgress {
+        /// Details.
+        message: String,
+    },
+    /// An argument is invalid (negative offset, empty topic name, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The call is not valid in the consumer's current state (poll without assignment, commit of
+    /// an unassigned partition, use after close, ...).
+    #[error("illegal state: {0}")]
+    IllegalState(String),
+    /// Partitions have no valid position and `auto.offset.reset` is `none`.
+    #[error("no offset for partitions {} and auto.offset.reset is none", list(.partitions))]
+    NoOffsetForPartition {
+        /// The partitions.
+        partitions: Vec<TopicPartition>,
+    },
+    /// A fetch position is out of range and `auto.offset.reset` is `none`.
+    #[error("offsets out of range with no reset policy: {}", list_offsets(.offsets))]
+    OffsetOutOfRange {
+        /// The partitions and their out-of-range positions.
+        offsets: Vec<(TopicPartition, i64)>,
+    },
+    /// The log was truncated below the consumer's position (KIP-320) and `auto.offset.reset` is
+    /// `none`.
+    #[error("log truncation detected: {}", list_offsets(.divergent_offsets))]
+    LogTruncation {
+        /// The partitions and the end offset of the last epoch the leader shares with us.
+        divergent_offsets: Vec<(TopicPartition, i64)>,
+    },
+    /// Fetched data could not be read (corrupt CRC, bad compression, ...).
+    #[error(transparent)]
+    Records(#[from] RecordsError),
+    /// A network failure that outlived every retry.
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+    /// The consumer is closed (or its background task has stopped).
+    #[error("the consumer is closed")]
+    Closed,
+    /// The background task failed: a bug, reported rather than hidden.
+    #[error("background task failed: {0}")]
+    Internal(Arc<str>),
+}
+
+impl Error {
+    /// Whether retrying the same call may succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            Self::Retriable { .. } | Self::Timeout { .. } | Self::RebalanceInProgress { .. } => {
+                true
+            }
+            Self::Network(error) => error.is_retriable(),
+            _ => false,
+        }
+    }
+
+    /// The broker's error code behind this error, if there is one.
+    pub fn code(&self) -> Option<ResponseError> {
+        match self {
+            Self::Retriable { code, .. }
+            | Self::Fatal { code, .. }
+            | Self::Fenced { code, .. }
+            | Self::CommitFailed { code, .. } => *code,
+            Self::Authorization { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Classifies a broker error code the way Kafka's exception hierarchy does.
+    pub(crate) fn from_code(code: ResponseError, message: impl Into<String>) -> Self {
+        let message = message.into();
+        match code {
+            ResponseError::GroupAuthorizationFailed
+            | ResponseError::TopicAuthorizationFailed
+            | ResponseError::ClusterAuthorizationFailed
+            | ResponseError::TransactionalIdAuthorizationFailed => {
+                Self::Authorization { code, message }
+            }
+            ResponseError::FencedInstanceId => Self::Fenced {
+                code: Some(code),
+                message,
+            },
+            ResponseError::RebalanceInProgress => Self::RebalanceInProgress { message },
+            code if code.is_retriable() => Self::Retriable {
+                code: Some(code),
+                message,
+            },
+            code => Self::Fatal {
+                code: Some(code),
+                message,
+            },
+        }
+    }
+}
+
+fn code_suffix(code: &Option<ResponseError>) -> String {
+    code.map(|c| format!(" ({c})")).unwrap_or_default()
+}
+
+fn list(partitions: &[TopicPartition]) -> String {
+    partitions
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_offsets(offsets: &[(TopicPartition, i64)]) -> String {
+    offsets
+        .iter()
+        .map(|(tp, offset)| format!("{tp} at {offset}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_classified_like_kafka() {
+        let e = Error::from_code(ResponseError::NotCoordinator, "x");
+        assert!(e.is_retriable());
+        assert_eq!(e.code(), Some(ResponseError::NotCoordinator));
+        let e = Error::from_code(ResponseError::GroupAuthorizationFailed, "g");
+        assert!(matches!(e, Error::Authorization { .. }));
+        assert!(!e.is_retriable());
+        let e = Error::from_code(ResponseError::FencedInstanceId, "f");
+        assert!(matches!(e, Error::Fenced { .. }));
+        let e = Error::from_code(ResponseError::InvalidCommitOffsetSize, "c");
+        assert!(matches!(e, Error::Fatal { .. }));
+        assert!(!e.is_retriable());
+        assert!(Error::Timeout {
+            operation: "poll",
+            timeout_ms: 1
+        }
+        .is_retriable());
+        assert!(!Error::Wakeup.is_retriable());
+    }
+
+    #[test]
+    fn messages_name_partitions() {
+        let e = Error::NoOffsetForPartition {
+            partitions: vec![TopicPartition::new("t", 0), TopicPartition::new("t", 1)],
+        };
+        assert_eq!(
+            e.to_string(),
+            "no offset for partitions t-0, t-1 and auto.offset.reset is none"
+        );
+    }
+}

@@ -1,0 +1,728 @@
+//! Offset commits and committed-offset fetches (Java's `CommitRequestManager`).
+//!
+//! - `commit_sync` retries retriable errors until its deadline (the reaper fails it then);
+//!   `commit_async` and auto-commit never retry. Commits go out in the order they were asked
+//!   for, on the coordinator's one connection, so they complete in order too.
+//! - Auto-commit commits, every `auto.commit.interval.ms`, the positions the application sent
+//!   with its latest poll event: only records returned by earlier polls (KAFKA-2942/18641).
+//! - OffsetFetch serves `committed()` and initializes the positions of newly assigned partitions
+//!   (the committed offset, or a reset when there is none).
+//! - Everything waits for the coordinator, level-triggered, up to its deadline; when closing
+//!   with the coordinator unknown, pending commits fail at once (KAFKA-19357).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
+use kafka_protocol::messages::{
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::completion::Completion;
+use super::context::ManagerContext;
+use super::events::CommittedOffsets;
+use super::fetch_buffer::FetchPosition;
+use super::request_state::RequestState;
+use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
+use super::settings::IsolationLevel;
+use super::subscription_state::FetchState;
+use crate::error::Error;
+use crate::network::{NetworkError, Target};
+use crate::protocol::ResponseError;
+use crate::rt::{Duration, Instant};
+use crate::types::{OffsetAndMetadata, TopicPartition};
+
+/// The first OffsetFetch version with the batched `groups` layout.
+const GROUPS_VERSION: i16 = 8;
+/// Generation/epoch of a consumer outside any group (assign mode).
+const NO_GENERATION: i32 = -1;
+
+/// Commits with a completion: the application awaits `Some`; auto-commits have none.
+struct PendingCommit {
+    offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    completion: Option<Completion<()>>,
+    retry: bool,
+    state: RequestState,
+    token: Option<u64>,
+    sent_at: Option<Instant>,
+}
+
+enum FetchPurpose {
+    /// `committed()`.
+    User(Completion<CommittedOffsets>),
+    /// Initializing positions of newly assigned partitions.
+    Positions,
+}
+
+struct PendingOffsetFetch {
+    partitions: BTreeSet<TopicPartition>,
+    purpose: FetchPurpose,
+    state: RequestState,
+    token: Option<u64>,
+}
+
+/// How a response turned out.
+enum Outcome<T> {
+    Done(T),
+    Retry(Error),
+    Fail(Error),
+}
+
+/// The commit manager.
+pub(crate) struct CommitRequestManager {
+    group_id: Option<String>,
+    retry_backoff_ms: u64,
+    retry_backoff_max_ms: u64,
+    auto_commit_interval: Option<Duration>,
+    next_auto_commit_at: Option<Instant>,
+    latest_consumed: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    commits: VecDeque<PendingCommit>,
+    fetches: Vec<PendingOffsetFetch>,
+    next_token: u64,
+    closing: bool,
+    /// Latency of the last successful commit, for metrics.
+    pub last_commit_latency: Option<Duration>,
+}
+
+impl CommitRequestManager {
+    /// A manager for the settings' group; auto-commit only with a group and
+    /// `enable.auto.commit`.
+    pub fn new(settings: &super::settings::ConsumerSettings) -> Self {
+        Self {
+            group_id: settings.group_id.clone(),
+            retry_backoff_ms: settings.retry_backoff_ms,
+            retry_backoff_max_ms: settings.retry_backoff_max_ms,
+            auto_commit_interval: settings
+                .auto_commit()
+                .then(|| Duration::from_millis(settings.auto_commit_interval_ms)),
+            next_auto_commit_at: None,
+            latest_consumed: BTreeMap::new(),
+            commits: VecDeque::new(),
+            fetches: Vec::new(),
+            next_token: 0,
+            closing: false,
+            last_commit_latency: None,
+        }
+    }
+
+    fn request_state(&self) -> RequestState {
+        RequestState::new(self.retry_backoff_ms, self.retry_backoff_max_ms)
+    }
+
+    /// A poll started with these consumed positions (records returned by earlier polls).
+    pub fn on_poll(&mut self, now: Instant, offsets: BTreeMap<TopicPartition, OffsetAndMetadata>) {
+        self.latest_consumed = offsets;
+        if let (Some(interval), None) = (self.auto_commit_interval, self.next_auto_commit_at) {
+            self.next_auto_commit_at = Some(now + interval);
+        }
+    }
+
+    /// Auto-commits `offsets` now (before the assignment changes), without retries.
+    pub fn auto_commit_now(&mut self, offsets: BTreeMap<TopicPartition, OffsetAndMetadata>) {
+        if self.auto_commit_interval.is_some() && !offsets.is_empty() {
+            tracing::debug!(
+                partitions = offsets.len(),
+                "auto-commit before assignment change"
+            );
+            self.enqueue_commit(offsets, None, false);
+        }
+    }
+
+    fn enqueue_commit(
+        &mut self,
+        offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
+        completion: Option<Completion<()>>,
+        retry: bool,
+    ) {
+        let state = self.request_state();
+        self.commits.push_back(PendingCommit {
+            offsets,
+            completion,
+            retry,
+            state,
+            token: None,
+            sent_at: None,
+        });
+    }
+
+    /// `commit_sync` (`retry`) or `commit_async`.
+    pub fn commit(
+        &mut self,
+        offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
+        retry: bool,
+        completion: Completion<()>,
+    ) {
+        if self.group_id.is_none() {
+            completion.complete(Err(Error::IllegalState(
+                "committing offsets needs a group.id".to_owned(),
+            )));
+            return;
+        }
+        if offsets.is_empty() {
+            completion.complete(Ok(()));
+            return;
+        }
+        self.enqueue_commit(offsets, Some(completion), retry);
+    }
+
+    /// `committed()`.
+    pub fn fetch_committed(
+        &mut self,
+        partitions: BTreeSet<TopicPartition>,
+        completion: Completion<CommittedOffsets>,
+    ) {
+        if self.group_id.is_none() {
+            completion.complete(Err(Error::IllegalState(
+                "fetching committed offsets needs a group.id".to_owned(),
+            )));
+            return;
+        }
+        if partitions.is_empty() {
+            completion.complete(Ok(BTreeMap::new()));
+            return;
+        }
+        let state = self.request_state();
+        self.fetches.push(PendingOffsetFetch {
+            partitions,
+            purpose: FetchPurpose::User(completion),
+            state,
+            token: None,
+        });
+    }
+
+    /// Close started: no new auto-commits; pending ones drain, or fail without a coordinator.
+    pub fn signal_close(&mut self) {
+        self.closing = true;
+        self.auto_commit_interval = None;
+    }
+
+    /// Whether commits are still pending (close waits for them).
+    pub fn has_pending_commits(&self) -> bool {
+        !self.commits.is_empty()
+    }
+
+    /// Fails everything waiting (a fatal coordinator error).
+    pub fn fail_all(&mut self, error: &Error) {
+        for commit in self.commits.drain(..) {
+            if let Some(c) = commit.completion {
+                c.complete(Err(error.clone()));
+            }
+        }
+        for fetch in self.fetches.drain(..) {
+            if let FetchPurpose::User(c) = fetch.purpose {
+                c.complete(Err(error.clone()));
+            }
+        }
+    }
+
+    /// Sends what can be sent.
+    pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
+        let mut result = PollResult::default();
+        let Some(group_id) = self.group_id.clone() else {
+            return result;
+        };
+        self.maybe_fetch_positions(ctx);
+        self.maybe_auto_commit(ctx);
+        if let Some(at) = self
+            .next_auto_commit_at
+            .filter(|_| self.auto_commit_interval.is_some())
+        {
+            result.wake_at(at);
+        }
+        // Drop what nobody waits for any more (reaped, or the caller went away).
+        self.commits
+            .retain(|c| c.token.is_some() || c.completion.as_ref().is_none_or(|c| !c.is_done()));
+        self.fetches.retain(|f| {
+            f.token.is_some() || !matches!(&f.purpose, FetchPurpose::User(c) if c.is_done())
+        });
+
+        let Some(coordinator) = ctx.coordinator else {
+            if self.closing {
+                // KAFKA-19357: closing stops coordinator discovery from mattering; waiting
+                // would only hang close until its timeout.
+                let error = Error::CommitFailed {
+                    code: None,
+                    message: "the group coordinator is unknown while closing".to_owned(),
+                };
+                self.fail_all(&error);
+            }
+            return result;
+        };
+        for commit in &mut self.commits {
+            if !commit.state.can_send(ctx.now) {
+                if let Some(at) = commit.state.backoff_until(ctx.now) {
+                    result.wake_at(at);
+                }
+                continue;
+            }
+            self.next_token += 1;
+            commit.token = Some(self.next_token);
+            commit.sent_at = Some(ctx.now);
+            commit.state.on_send();
+            tracing::debug!(
+                partitions = commit.offsets.len(),
+                auto = commit.completion.is_none(),
+                "sending OffsetCommit"
+            );
+            result.requests.push(UnsentRequest {
+                target: Target::Node(coordinator),
+                version: None,
+                body: RequestBody::OffsetCommit(commit_request(&group_id, &commit.offsets)),
+                token: self.next_token,
+            });
+        }
+        let Some(version) = select_version::<OffsetFetchRequest>(ctx.versions) else {
+            return result;
+        };
+        let require_stable = ctx.settings.isolation_level == IsolationLevel::ReadCommitted;
+        for fetch in &mut self.fetches {
+            if !fetch.state.can_send(ctx.now) {
+                if let Some(at) = fetch.state.backoff_until(ctx.now) {
+                    result.wake_at(at);
+                }
+                continue;
+            }
+            self.next_token += 1;
+            fetch.token = Some(self.next_token);
+            fetch.state.on_send();
+            result.requests.push(UnsentRequest {
+                target: Target::Node(coordinator),
+                version: Some(version),
+                body: RequestBody::OffsetFetch(offset_fetch_request(
+                    &group_id,
+                    &fetch.partitions,
+                    version,
+                    require_stable,
+                )),
+                token: self.next_token,
+            });
+        }
+        result
+    }
+
+    /// Newly assigned partitions start from their committed offsets.
+    fn maybe_fetch_positions(&mut self, ctx: &mut ManagerContext<'_>) {
+        let covered: BTreeSet<TopicPartition> = self
+            .fetches
+            .iter()
+            .filter(|f| matches!(f.purpose, FetchPurpose::Positions))
+            .flat_map(|f| f.partitions.iter().cloned())
+            .collect();
+        let needed: BTreeSet<TopicPartition> = ctx
+            .subscriptions
+            .partitions_in(FetchState::Initializing)
+            .into_iter()
+            .filter(|tp| !covered.contains(tp))
+            .collect();
+        if !needed.is_empty() {
+            tracing::debug!(
+                ?needed,
+                "fetching committed offsets to initialize positions"
+            );
+            let state = self.request_state();
+            self.fetches.push(PendingOffsetFetch {
+                partitions: needed,
+                purpose: FetchPurpose::Positions,
+                state,
+                token: None,
+            });
+        }
+    }
+
+    fn maybe_auto_commit(&mut self, ctx: &mut ManagerContext<'_>) {
+        let (Some(interval), Some(at)) = (self.auto_commit_interval, self.next_auto_commit_at)
+        else {
+            return;
+        };
+        if ctx.now < at {
+            return;
+        }
+        self.next_auto_commit_at = Some(ctx.now + interval);
+        let auto_in_flight = self.commits.iter().any(|c| c.completion.is_none());
+        if auto_in_flight {
+            return;
+        }
+        let offsets: BTreeMap<_, _> = self
+            .latest_consumed
+            .iter()
+            .filter(|(tp, _)| ctx.subscriptions.is_assigned(tp))
+            .map(|(tp, o)| (tp.clone(), o.clone()))
+            .collect();
+        if !offsets.is_empty() {
+            tracing::debug!(partitions = offsets.len(), "auto-commit on interval");
+            self.enqueue_commit(offsets, None, false);
+        }
+    }
+
+    /// Handles an OffsetCommit or OffsetFetch response.
+    pub fn on_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        token: u64,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        if let Some(index) = self.commits.iter().position(|c| c.token == Some(token)) {
+            self.on_commit_response(ctx, index, result);
+        } else if let Some(index) = self.fetches.iter().position(|f| f.token == Some(token)) {
+            self.on_fetch_response(ctx, index, result);
+        }
+    }
+
+    fn on_commit_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        index: usize,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        let outcome = match result {
+            Ok((ResponseBody::OffsetCommit(body), _)) => commit_outcome(ctx, &body),
+            Ok(_) => Outcome::Fail(Error::Internal(
+                "unexpected response to OffsetCommit".into(),
+            )),
+            Err(error) => network_outcome(ctx, error),
+        };
+        let Some(commit) = self.commits.get_mut(index) else {
+            return;
+        };
+        commit.token = None;
+        match outcome {
+            Outcome::Done(()) => {
+                commit.state.on_success();
+                let latency = commit.sent_at.map(|at| ctx.now - at);
+                self.last_commit_latency = latency;
+                tracing::debug!(
+                    partitions = commit.offsets.len(),
+                    ?latency,
+                    "offsets committed"
+                );
+                if let Some(c) = self.commits.remove(index).and_then(|c| c.completion) {
+                    c.complete(Ok(()));
+                }
+            }
+            Outcome::Retry(error) if commit.retry => {
+                tracing::debug!(%error, "commit failed, retrying");
+                commit.state.on_failure(ctx.now, ctx.rng);
+            }
+            Outcome::Retry(error) | Outcome::Fail(error) => {
+                let auto = commit.completion.is_none();
+                tracing::warn!(%error, auto, "commit failed");
+                if auto && error.is_retriable() {
+                    // Try the next auto-commit sooner than a full interval (Java: backoff).
+                    self.next_auto_commit_at =
+                        Some(ctx.now + Duration::from_millis(self.retry_backoff_ms));
+                }
+                if let Some(c) = self.commits.remove(index).and_then(|c| c.completion) {
+                    c.complete(Err(error));
+                }
+            }
+        }
+    }
+
+    fn on_fetch_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        index: usize,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        let outcome = match result {
+            Ok((ResponseBody::OffsetFetch(body), version)) => fetch_outcome(ctx, &body, version),
+            Ok(_) => Outcome::Fail(Error::Internal("unexpected response to OffsetFetch".into())),
+            Err(error) => network_outcome(ctx, error),
+        };
+        let Some(fetch) = self.fetches.get_mut(index) else {
+            return;
+        };
+        fetch.token = None;
+        match outcome {
+            Outcome::Done(offsets) => {
+                let fetch = self.fetches.remove(index);
+                match fetch.purpose {
+                    FetchPurpose::User(c) => {
+                        let answer = fetch
+                            .partitions
+                            .iter()
+                            .map(|tp| (tp.clone(), offsets.get(tp).cloned().flatten()))
+                            .collect();
+                        c.complete(Ok(answer));
+                    }
+                    FetchPurpose::Positions => {
+                        initialize_positions(ctx, &fetch.partitions, &offsets);
+                    }
+                }
+            }
+            Outcome::Retry(error) => {
+                tracing::debug!(%error, "OffsetFetch failed, retrying");
+                fetch.state.on_failure(ctx.now, ctx.rng);
+            }
+            Outcome::Fail(error) => {
+                let fetch = self.fetches.remove(index);
+                match fetch.purpose {
+                    FetchPurpose::User(c) => {
+                        c.complete(Err(error));
+                    }
+                    FetchPurpose::Positions => {
+                        tracing::warn!(%error, "cannot fetch committed offsets for positions");
+                        ctx.report(error);
+                        // Level-triggered: the partitions are still initializing and will be
+                        // fetched again, after a backoff.
+                        let mut state = self.request_state();
+                        state.on_failure(ctx.now, ctx.rng);
+                        self.fetches.push(PendingOffsetFetch {
+                            partitions: fetch.partitions,
+                            purpose: FetchPurpose::Positions,
+                            state,
+                            token: None,
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Applies committed offsets to initializing partitions: a committed offset becomes the
+/// position (validated first when it carries a leader epoch, KIP-320), none means a reset.
+fn initialize_positions(
+    ctx: &mut ManagerContext<'_>,
+    partitions: &BTreeSet<TopicPartition>,
+    offsets: &BTreeMap<TopicPartition, Option<OffsetAndMetadata>>,
+) {
+    for tp in partitions {
+        if ctx.subscriptions.fetch_state(tp) != Some(FetchState::Initializing) {
+            continue; // seeked or unassigned meanwhile
+        }
+        match offsets.get(tp).cloned().flatten() {
+            Some(committed) => {
+                let position = FetchPosition {
+                    offset: committed.offset,
+                    offset_epoch: committed.leader_epoch,
+                    current_leader_epoch: ctx.leader(&tp.topic, tp.partition).map(|(_, e)| e),
+                };
+                ctx.buffer.set_position(tp, position);
+                let next = if committed.leader_epoch.is_some() {
+                    FetchState::AwaitingValidation
+                } else {
+                    FetchState::Fetching
+                };
+                tracing::info!(partition = %tp, offset = committed.offset,
+                    "position initialized from committed offset");
+                ctx.subscriptions.set_fetch_state(tp, next);
+            }
+            None => {
+                let strategy = ctx.settings.auto_offset_reset;
+                ctx.subscriptions
+                    .set_fetch_state(tp, FetchState::AwaitingReset(strategy));
+            }
+        }
+    }
+}
+
+fn commit_request(
+    group_id: &str,
+    offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+) -> OffsetCommitRequest {
+    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
+    for (tp, offset) in offsets {
+        let partition = OffsetCommitRequestPartition::default()
+            .with_partition_index(tp.partition)
+            .with_committed_offset(offset.offset)
+            .with_committed_leader_epoch(offset.leader_epoch.unwrap_or(-1))
+            .with_committed_metadata(Some(StrBytes::from_string(offset.metadata.clone())));
+        match topics.last_mut() {
+            Some(t) if t.name.0.as_str() == &*tp.topic => t.partitions.push(partition),
+            _ => topics.push(
+                OffsetCommitRequestTopic::default()
+                    .with_name(topic_name(&tp.topic))
+                    .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group_id.to_owned())))
+        .with_generation_id_or_member_epoch(NO_GENERATION)
+        .with_member_id(StrBytes::default())
+        .with_topics(topics)
+}
+
+fn offset_fetch_request(
+    group_id: &str,
+    partitions: &BTreeSet<TopicPartition>,
+    version: i16,
+    require_stable: bool,
+) -> OffsetFetchRequest {
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for tp in partitions {
+        by_topic.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    let group = GroupId(StrBytes::from_string(group_id.to_owned()));
+    let request = OffsetFetchRequest::default().with_require_stable(require_stable && version >= 7);
+    if version >= GROUPS_VERSION {
+        let topics = by_topic
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetFetchRequestTopics::default()
+                    .with_name(topic_name(name))
+                    .with_partition_indexes(partitions)
+            })
+            .collect();
+        request
+            // v8+ has no top-level topics: kafka-protocol wants the field at its default (an
+            // empty list), not null.
+            .with_groups(vec![OffsetFetchRequestGroup::default()
+                .with_group_id(group)
+                .with_member_id(None)
+                .with_member_epoch(NO_GENERATION)
+                .with_topics(Some(topics))])
+    } else {
+        let topics = by_topic
+            .into_iter()
+            .map(|(name, partitions)| {
+                OffsetFetchRequestTopic::default()
+                    .with_name(topic_name(name))
+                    .with_partition_indexes(partitions)
+            })
+            .collect();
+        request.with_group_id(group).with_topics(Some(topics))
+    }
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+/// Maps a network failure of coordinator traffic: a disconnect or timeout means the
+/// coordinator may be gone (KAFKA-17293).
+fn network_outcome<T>(ctx: &mut ManagerContext<'_>, error: NetworkError) -> Outcome<T> {
+    if error.is_retriable() {
+        ctx.mark_coordinator_unknown(format!("request to the coordinator failed: {error}"));
+        Outcome::Retry(Error::Network(error))
+    } else {
+        Outcome::Fail(Error::Network(error))
+    }
+}
+
+/// Error mapping shared by OffsetCommit and OffsetFetch (kafka-consumer-design.md §1.9).
+fn coordinator_error<T>(
+    ctx: &mut ManagerContext<'_>,
+    code: ResponseError,
+    what: &str,
+) -> Outcome<T> {
+    let message = format!("{what}: {code}");
+    match code {
+        ResponseError::NotCoordinator
+        | ResponseError::CoordinatorNotAvailable
+        | ResponseError::RequestTimedOut => {
+            ctx.mark_coordinator_unknown(message.clone());
+            Outcome::Retry(Error::Retriable {
+                code: Some(code),
+                message,
+            })
+        }
+        ResponseError::CoordinatorLoadInProgress
+        | ResponseError::UnknownTopicOrPartition
+        | ResponseError::UnstableOffsetCommit => Outcome::Retry(Error::Retriable {
+            code: Some(code),
+            message,
+        }),
+        ResponseError::UnknownMemberId
+        | ResponseError::IllegalGeneration
+        | ResponseError::StaleMemberEpoch => Outcome::Fail(Error::CommitFailed {
+            code: Some(code),
+            message,
+        }),
+        code if code.is_retriable() => Outcome::Retry(Error::Retriable {
+            code: Some(code),
+            message,
+        }),
+        code => Outcome::Fail(Error::from_code(code, message)),
+    }
+}
+
+fn commit_outcome(ctx: &mut ManagerContext<'_>, body: &OffsetCommitResponse) -> Outcome<()> {
+    let first_error = body
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
+        .find_map(|(t, p)| {
+            ResponseError::try_from_code(p.error_code)
+                .map(|code| (code, format!("{}-{}", t.name.0, p.partition_index)))
+        });
+    match first_error {
+        None => Outcome::Done(()),
+        Some((code, partition)) => coordinator_error(ctx, code, &format!("commit of {partition}")),
+    }
+}
+
+fn fetch_outcome(
+    ctx: &mut ManagerContext<'_>,
+    body: &OffsetFetchResponse,
+    version: i16,
+) -> Outcome<CommittedOffsets> {
+    let mut offsets = BTreeMap::new();
+    let mut record = |topic: &str,
+                      partition: i32,
+                      offset: i64,
+                      epoch: i32,
+                      metadata: Option<&StrBytes>,
+                      code: i16|
+     -> Option<ResponseError> {
+        if let Some(code) = ResponseError::try_from_code(code) {
+            return Some(code);
+        }
+        let value = (offset >= 0).then(|| OffsetAndMetadata {
+            offset,
+            leader_epoch: (epoch >= 0).then_some(epoch),
+            metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
+        });
+        offsets.insert(TopicPartition::new(topic, partition), value);
+        None
+    };
+    let (group_code, error) = if version >= GROUPS_VERSION {
+        let Some(group) = body.groups.first() else {
+            return Outcome::Retry(Error::Retriable {
+                code: None,
+                message: "OffsetFetch response without a group".to_owned(),
+            });
+        };
+        let error = group.topics.iter().find_map(|t| {
+            t.partitions.iter().find_map(|p| {
+                record(
+                    t.name.0.as_str(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.metadata.as_ref(),
+                    p.error_code,
+                )
+            })
+        });
+        (group.error_code, error)
+    } else {
+        let error = body.topics.iter().find_map(|t| {
+            t.partitions.iter().find_map(|p| {
+                record(
+                    t.name.0.as_str(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.metadata.as_ref(),
+                    p.error_code,
+                )
+            })
+        });
+        (body.error_code, error)
+    };
+    if let Some(code) = ResponseError::try_from_code(group_code).or(error) {
+        return coordinator_error(ctx, code, "OffsetFetch");
+    }
+    Outcome::Done(offsets)
+}
+
+#[cfg(test)]
+mod tests;

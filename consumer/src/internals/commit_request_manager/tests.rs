@@ -1,0 +1,410 @@
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartitions, OffsetFetchResponseTopics,
+};
+
+use super::*;
+use crate::internals::completion::CompletionReceiver;
+use crate::internals::context::testing::Parts;
+use crate::internals::settings::{ConsumerSettings, OffsetResetStrategy};
+use crate::internals::test_support::{all_versions, metadata};
+
+const COORDINATOR: i32 = i32::MAX - 1;
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p)
+}
+
+fn settings(auto_commit: bool) -> ConsumerSettings {
+    ConsumerSettings {
+        group_id: Some("g".into()),
+        enable_auto_commit: auto_commit,
+        auto_commit_interval_ms: 1_000,
+        auto_offset_reset: OffsetResetStrategy::Earliest,
+        ..ConsumerSettings::default()
+    }
+}
+
+fn parts(auto_commit: bool) -> Parts {
+    let mut p = Parts::new(settings(auto_commit));
+    p.versions = Some(all_versions());
+    p.coordinator = Some(COORDINATOR);
+    p.metadata = metadata(&[(0, 1, 5), (1, 2, 5)]);
+    p
+}
+
+fn offsets(pairs: &[(i32, i64)]) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+    pairs
+        .iter()
+        .map(|&(p, o)| (tp(p), OffsetAndMetadata::new(o)))
+        .collect()
+}
+
+fn commit_ok() -> Result<(ResponseBody, i16), NetworkError> {
+    Ok((
+        ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
+        9,
+    ))
+}
+
+fn commit_error(code: ResponseError) -> Result<(ResponseBody, i16), NetworkError> {
+    let body =
+        OffsetCommitResponse::default().with_topics(vec![OffsetCommitResponseTopic::default()
+            .with_name(topic_name("t"))
+            .with_partitions(vec![OffsetCommitResponsePartition::default()
+                .with_partition_index(0)
+                .with_error_code(code.code())])]);
+    Ok((ResponseBody::OffsetCommit(body), 9))
+}
+
+fn committed_offsets(m: &RequestBody) -> Vec<(String, i32, i64)> {
+    let RequestBody::OffsetCommit(r) = m else {
+        panic!("{m:?}")
+    };
+    assert_eq!(
+        r.generation_id_or_member_epoch, -1,
+        "assign mode: no generation"
+    );
+    assert!(r.member_id.is_empty());
+    r.topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.name.0.to_string(), p.partition_index, p.committed_offset))
+        })
+        .collect()
+}
+
+fn commit_sync(
+    m: &mut CommitRequestManager,
+    p: &Parts,
+    o: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    timeout_ms: u64,
+) -> (Completion<()>, CompletionReceiver<()>) {
+    let (c, rx) = Completion::new(
+        "commit_sync",
+        Some(p.now + Duration::from_millis(timeout_ms)),
+        timeout_ms,
+    );
+    m.commit(o, true, c.clone());
+    (c, rx)
+}
+
+fn result<T: Clone>(rx: &CompletionReceiver<T>) -> Option<Result<T, Error>> {
+    rx.borrow().clone()
+}
+
+#[test]
+fn commit_sync_retries_retriable_errors_until_success() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 10)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(COORDINATOR));
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 10)]
+    );
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::CoordinatorLoadInProgress),
+    );
+    assert!(result(&rx).is_none(), "retriable: not completed");
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty(), "backing off");
+    p.now = r.next_poll_at.unwrap();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    m.on_response(&mut p.ctx(), r.requests[0].token, commit_ok());
+    assert!(matches!(result(&rx), Some(Ok(()))));
+    assert!(!m.has_pending_commits());
+}
+
+#[test]
+fn not_coordinator_marks_unknown_and_waits_for_rediscovery() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 1)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::NotCoordinator),
+    );
+    assert!(p.effects.coordinator_unknown.is_some());
+    p.coordinator = None;
+    p.advance_ms(2_000);
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "waits for the coordinator"
+    );
+    assert!(result(&rx).is_none());
+    p.coordinator = Some(COORDINATOR);
+    assert_eq!(
+        m.poll(&mut p.ctx()).requests.len(),
+        1,
+        "level-triggered resend"
+    );
+}
+
+#[test]
+fn disconnect_of_coordinator_connection_marks_it_unknown() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 1)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    let disconnect = NetworkError::ConnectionClosed {
+        broker: "coordinator".into(),
+        reason: crate::network::CloseReason::PeerClosed,
+    };
+    m.on_response(&mut p.ctx(), r.requests[0].token, Err(disconnect));
+    assert!(p.effects.coordinator_unknown.is_some(), "KAFKA-17293");
+    assert!(result(&rx).is_none(), "sync commit keeps retrying");
+}
+
+#[test]
+fn commit_async_does_not_retry_and_fatal_errors_fail_sync_commits() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (c, rx) = Completion::new("commit_async", None, 0);
+    m.commit(offsets(&[(0, 1)]), false, c);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::CoordinatorLoadInProgress),
+    );
+    assert!(matches!(result(&rx), Some(Err(Error::Retriable { .. }))));
+
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 1)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::OffsetMetadataTooLarge),
+    );
+    assert!(matches!(result(&rx), Some(Err(Error::Fatal { .. }))));
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 1)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::GroupAuthorizationFailed),
+    );
+    assert!(matches!(
+        result(&rx),
+        Some(Err(Error::Authorization { .. }))
+    ));
+}
+
+#[test]
+fn commits_are_sent_in_order() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let mut receivers = Vec::new();
+    for offset in 1..=3 {
+        let (c, rx) = Completion::<()>::new("commit_async", None, 0);
+        m.commit(offsets(&[(0, offset)]), false, c);
+        receivers.push(rx);
+    }
+    let r = m.poll(&mut p.ctx());
+    let sent: Vec<i64> = r
+        .requests
+        .iter()
+        .map(|u| committed_offsets(&u.body)[0].2)
+        .collect();
+    assert_eq!(sent, [1, 2, 3]);
+}
+
+#[test]
+fn reaped_commit_is_not_resent() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 1)]), 100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::CoordinatorLoadInProgress),
+    );
+    // The reaper fails it at its deadline.
+    c.complete(Err(c.timeout_error()));
+    p.advance_ms(5_000);
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    assert!(matches!(result(&rx), Some(Err(Error::Timeout { .. }))));
+    assert!(!m.has_pending_commits());
+}
+
+#[test]
+fn auto_commit_commits_only_the_poll_snapshot_on_its_interval() {
+    let mut p = parts(true);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1)].into_iter().collect());
+    p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::Fetching);
+    p.subscriptions
+        .set_fetch_state(&tp(1), FetchState::Fetching);
+    let mut m = CommitRequestManager::new(&p.settings);
+    // The snapshot a poll sent: records up to 5 on p0 were returned by earlier polls. The live
+    // position may be further along (records returned by *this* poll): never committed.
+    m.on_poll(p.now, offsets(&[(0, 5), (3, 9)]));
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty(), "interval not elapsed");
+    assert_eq!(
+        r.next_poll_at,
+        Some(p.now + Duration::from_millis(1_000)),
+        "wakes for it"
+    );
+    p.advance_ms(1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 5)],
+        "unassigned t-3 not committed"
+    );
+    // One auto-commit in flight at a time.
+    p.advance_ms(1_000);
+    m.on_poll(p.now, offsets(&[(0, 7)]));
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    m.on_response(&mut p.ctx(), r.requests[0].token, commit_ok());
+    p.advance_ms(1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 7)]
+    );
+}
+
+#[test]
+fn no_auto_commit_timer_without_auto_commit() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    m.on_poll(p.now, offsets(&[(0, 5)]));
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty());
+    assert_eq!(
+        r.next_poll_at, None,
+        "nothing to do: no wake-up (KAFKA-20426)"
+    );
+}
+
+#[test]
+fn closing_with_unknown_coordinator_fails_pending_commits() {
+    let mut p = parts(false);
+    p.coordinator = None;
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (c, rx) = Completion::new("commit_async", None, 0);
+    m.commit(offsets(&[(0, 1)]), false, c);
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    assert!(result(&rx).is_none(), "not closing: waits");
+    m.signal_close();
+    m.poll(&mut p.ctx());
+    assert!(
+        matches!(result(&rx), Some(Err(Error::CommitFailed { .. }))),
+        "KAFKA-19357"
+    );
+    assert!(!m.has_pending_commits());
+}
+
+fn fetch_response(entries: &[(i32, i64, i32)]) -> Result<(ResponseBody, i16), NetworkError> {
+    let partitions = entries
+        .iter()
+        .map(|&(p, offset, epoch)| {
+            OffsetFetchResponsePartitions::default()
+                .with_partition_index(p)
+                .with_committed_offset(offset)
+                .with_committed_leader_epoch(epoch)
+        })
+        .collect();
+    let body =
+        OffsetFetchResponse::default().with_groups(vec![OffsetFetchResponseGroup::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_topics(vec![OffsetFetchResponseTopics::default()
+                .with_name(topic_name("t"))
+                .with_partitions(partitions)])]);
+    Ok((ResponseBody::OffsetFetch(body), 9))
+}
+
+#[test]
+fn positions_start_from_committed_offsets_or_await_reset() {
+    let mut p = parts(false);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1), tp(2)].into_iter().collect());
+    p.buffer.set_assignment(&p.subscriptions.assigned());
+    let mut m = CommitRequestManager::new(&p.settings);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    let RequestBody::OffsetFetch(req) = &r.requests[0].body else {
+        panic!()
+    };
+    assert_eq!(r.requests[0].version, Some(9));
+    assert!(req.topics.as_ref().is_some_and(Vec::is_empty));
+    assert_eq!(
+        req.groups[0].topics.as_ref().unwrap()[0].partition_indexes,
+        [0, 1, 2]
+    );
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "no duplicate fetch while in flight"
+    );
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        fetch_response(&[(0, 42, -1), (1, 7, 5), (2, -1, -1)]),
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+    assert_eq!(p.buffer.position(&tp(0)).unwrap().0.offset, 42);
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(1)),
+        Some(FetchState::AwaitingValidation),
+        "epoch: KIP-320"
+    );
+    assert_eq!(p.buffer.position(&tp(1)).unwrap().0.offset_epoch, Some(5));
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(2)),
+        Some(FetchState::AwaitingReset(OffsetResetStrategy::Earliest))
+    );
+}
+
+#[test]
+fn committed_answers_and_old_versions_use_the_single_group_layout() {
+    let mut p = parts(false);
+    p.versions = Some(crate::internals::test_support::versions_capped(7, 3));
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (c, rx) = Completion::new("committed", Some(p.now + Duration::from_secs(5)), 5_000);
+    m.fetch_committed([tp(0), tp(1)].into_iter().collect(), c);
+    let r = m.poll(&mut p.ctx());
+    let RequestBody::OffsetFetch(req) = &r.requests[0].body else {
+        panic!()
+    };
+    assert_eq!(r.requests[0].version, Some(7));
+    assert_eq!(req.group_id.0.as_str(), "g");
+    assert!(req.groups.is_empty());
+    let body = OffsetFetchResponse::default().with_topics(vec![
+        kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseTopic::default()
+            .with_name(topic_name("t"))
+            .with_partitions(vec![
+                kafka_protocol::messages::offset_fetch_response::OffsetFetchResponsePartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(3)
+                    .with_committed_leader_epoch(-1),
+            ]),
+    ]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        Ok((ResponseBody::OffsetFetch(body), 7)),
+    );
+    let answer = result(&rx).unwrap().unwrap();
+    assert_eq!(answer[&tp(0)], Some(OffsetAndMetadata::new(3)));
+    assert_eq!(answer[&tp(1)], None);
+}

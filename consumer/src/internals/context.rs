@@ -1,0 +1,119 @@
+//! What every request manager may read and change during one `poll` or `on_response` call.
+
+use super::fetch_buffer::FetchBuffer;
+use super::settings::ConsumerSettings;
+use super::subscription_state::SubscriptionState;
+use crate::error::Error;
+use crate::network::Metadata;
+use crate::protocol::ApiVersionsTable;
+use crate::rt::{Instant, SeededRng};
+
+/// Side effects a manager asks of the loop, applied after the call returns so that no manager
+/// holds another (each state has one owner).
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    /// Errors for the application (background events).
+    pub errors: Vec<Error>,
+    /// The coordinator must be considered unknown, for this reason.
+    pub coordinator_unknown: Option<String>,
+    /// Metadata must be refreshed.
+    pub metadata_refresh: bool,
+}
+
+/// A manager's view of the world for one call.
+pub(crate) struct ManagerContext<'a> {
+    /// The loop's current time.
+    pub now: Instant,
+    /// The settings.
+    pub settings: &'a ConsumerSettings,
+    /// Assignment and fetch states.
+    pub subscriptions: &'a mut SubscriptionState,
+    /// Positions and fetched data.
+    pub buffer: &'a FetchBuffer,
+    /// Cluster metadata.
+    pub metadata: &'a Metadata,
+    /// API versions of the cluster, once a connection negotiated them.
+    pub versions: Option<&'a ApiVersionsTable>,
+    /// The coordinator's connection id, while known.
+    pub coordinator: Option<i32>,
+    /// Jitter for backoffs.
+    pub rng: &'a mut SeededRng,
+    /// What the manager asks of the loop.
+    pub effects: &'a mut Effects,
+}
+
+impl ManagerContext<'_> {
+    /// Asks for a metadata refresh.
+    pub fn request_metadata_refresh(&mut self) {
+        self.effects.metadata_refresh = true;
+    }
+
+    /// Reports the coordinator unknown.
+    pub fn mark_coordinator_unknown(&mut self, reason: impl Into<String>) {
+        self.effects.coordinator_unknown = Some(reason.into());
+    }
+
+    /// Queues an error for the application.
+    pub fn report(&mut self, error: Error) {
+        self.effects.errors.push(error);
+    }
+
+    /// The partition leader's node id and epoch from metadata.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
+        let p = self.metadata.partition(topic, partition)?;
+        Some((p.leader_id?, p.leader_epoch))
+    }
+}
+
+/// Test support: a context over owned parts.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Everything a [`ManagerContext`] borrows.
+    pub struct Parts {
+        pub now: Instant,
+        pub settings: ConsumerSettings,
+        pub subscriptions: SubscriptionState,
+        pub buffer: FetchBuffer,
+        pub metadata: Metadata,
+        pub versions: Option<ApiVersionsTable>,
+        pub coordinator: Option<i32>,
+        pub rng: SeededRng,
+        pub effects: Effects,
+    }
+
+    impl Parts {
+        pub fn new(settings: ConsumerSettings) -> Self {
+            Self {
+                now: Instant::now(),
+                settings,
+                subscriptions: SubscriptionState::default(),
+                buffer: FetchBuffer::default(),
+                metadata: Metadata::default(),
+                versions: None,
+                coordinator: None,
+                rng: SeededRng::seed_from_u64(7),
+                effects: Effects::default(),
+            }
+        }
+
+        pub fn ctx(&mut self) -> ManagerContext<'_> {
+            ManagerContext {
+                now: self.now,
+                settings: &self.settings,
+                subscriptions: &mut self.subscriptions,
+                buffer: &self.buffer,
+                metadata: &self.metadata,
+                versions: self.versions.as_ref(),
+                coordinator: self.coordinator,
+                rng: &mut self.rng,
+                effects: &mut self.effects,
+            }
+        }
+
+        pub fn advance_ms(&mut self, ms: u64) {
+            self.now += crate::rt::Duration::from_millis(ms);
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The two channels' messages (Java's `ApplicationEvent` and `BackgroundEvent`).
+//!
+//! Every application event that the caller waits on carries a [`Completion`] with an absolute
+//! deadline; the background side's reaper fails it when the deadline passes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::completion::Completion;
+use crate::error::Error;
+use crate::types::{OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition};
+
+/// Committed offsets by partition (`None`: nothing committed).
+pub(crate) type CommittedOffsets = BTreeMap<TopicPartition, Option<OffsetAndMetadata>>;
+/// ListOffsets answers by partition (`None`: no such offset, e.g. no record that late).
+pub(crate) type ListedOffsets = BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>;
+/// Topic metadata by topic name.
+pub(crate) type TopicPartitions = BTreeMap<String, Vec<PartitionInfo>>;
+
+/// Where a seek goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SeekTarget {
+    /// An explicit offset (and the epoch of the record before it, if known).
+    Offset(OffsetAndMetadata),
+    /// The log start offset.
+    Beginning,
+    /// The log end offset.
+    End,
+}
+
+/// Application side → background side.
+#[derive(Debug)]
+pub(crate) enum ApplicationEvent {
+    /// `poll` started. Carries the consumed positions as of that moment — records returned by
+    /// *earlier* polls — which is all auto-commit may commit (KAFKA-2942, KAFKA-18641).
+    Poll {
+        /// Positions to auto-commit.
+        offsets_to_commit: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    },
+    /// `assign` / `unsubscribe` (an empty set). Auto-commits the given positions first.
+    Assign {
+        /// The new assignment.
+        partitions: BTreeSet<TopicPartition>,
+        /// Positions to auto-commit before the assignment changes.
+        offsets_to_commit: BTreeMap<TopicPartition, OffsetAndMetadata>,
+        /// Done when the assignment is in effect.
+        completion: Completion<()>,
+    },
+    /// `commit_sync` (retries retriable errors until its deadline) or `commit_async` (no retry).
+    Commit {
+        /// What to commit.
+        offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
+        /// Whether retriable errors are retried.
+        retry: bool,
+        /// Done when the broker accepted the commit (or it failed).
+        completion: Completion<()>,
+    },
+    /// `committed`.
+    FetchCommittedOffsets {
+        /// The partitions.
+        partitions: BTreeSet<TopicPartition>,
+        /// The answer.
+        completion: Completion<CommittedOffsets>,
+    },
+    /// `seek`, `seek_to_beginning`, `seek_to_end`.
+    Seek {
+        /// The partitions.
+        partitions: Vec<TopicPartition>,
+        /// Where to.
+        target: SeekTarget,
+        /// Done when the new position (or the pending reset) is in effect.
+        completion: Completion<()>,
+    },
+    /// `pause` / `resume`.
+    SetPaused {
+        /// The partitions.
+        partitions: Vec<TopicPartition>,
+        /// Pause (`true`) or resume.
+        paused: bool,
+        /// Done when in effect (buffered data of paused partitions dropped).
+        completion: Completion<()>,
+    },
+    /// `position`: completes once the partition has a valid position.
+    Position {
+        /// The partition.
+        partition: TopicPartition,
+        /// The position.
+        completion: Completion<OffsetAndMetadata>,
+    },
+    /// `beginning_offsets`, `end_offsets`, `offsets_for_times`.
+    ListOffsets {
+        /// Timestamp to look up per partition (-2 earliest, -1 latest).
+        timestamps: BTreeMap<TopicPartition, i64>,
+        /// The answers.
+        completion: Completion<ListedOffsets>,
+    },
+    /// `partitions_for` (`Some`) and `list_topics` (`None`).
+    TopicMetadata {
+        /// The topics, or all.
+        topics: Option<Vec<String>>,
+        /// The answer.
+        completion: Completion<TopicPartitions>,
+    },
+    /// `close` is under way: commits still pending drain, or fail at once while the
+    /// coordinator is unknown (KAFKA-19357).
+    CommitOnClose,
+    /// `close`: finish pending commits (or fail them), close fetch sessions, stop.
+    Close {
+        /// Done when the background task has finished.
+        completion: Completion<()>,
+    },
+}
+
+/// Background side → application side.
+#[derive(Debug)]
+pub(crate) enum BackgroundEvent {
+    /// An error for the application's next call (Java's `ErrorEvent`).
+    Error(Error),
+}

@@ -1,0 +1,386 @@
+//! The one structure both sides share: fetched data waiting to be handed out, and the consumed
+//! position of every assigned partition (Java's `FetchBuffer` plus the position half of
+//! `SubscriptionState`).
+//!
+//! Why positions live here (KAFKA-18641): the application advances a partition's position
+//! exactly when it hands that partition's records out, under the same lock that removes them
+//! from the buffer, so a position can never run ahead of the records returned. The background
+//! side writes a position only when it initializes, resets or seeks one; each such write bumps
+//! the partition's *generation*, and every `CompletedFetch` carries the generation it was fetched
+//! at, so data fetched for an older position (in flight during a seek, pause or unassignment) is
+//! dropped instead of delivered. Auto-commit never reads this live state from the background
+//! side: the application snapshots it at the start of each `poll` and sends the snapshot in the
+//! poll event, so only records returned by earlier polls are ever committed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::completed_fetch::CompletedFetch;
+use crate::error::Error;
+use crate::types::{ConsumerRecords, OffsetAndMetadata, TopicPartition};
+
+/// A partition's position: the next offset to hand out, the leader epoch of the last record
+/// handed out (its "offset epoch", used for commits and truncation detection), and the leader
+/// epoch current when the position was established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FetchPosition {
+    /// The next offset.
+    pub offset: i64,
+    /// The epoch of the record before `offset`, if known.
+    pub offset_epoch: Option<i32>,
+    /// The partition leader's epoch when this position was last validated.
+    pub current_leader_epoch: Option<i32>,
+}
+
+impl FetchPosition {
+    /// A position at `offset` with no epoch information.
+    #[cfg(test)]
+    pub fn new(offset: i64) -> Self {
+        Self {
+            offset,
+            offset_epoch: None,
+            current_leader_epoch: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct BufferedPartition {
+    position: Option<FetchPosition>,
+    generation: u64,
+    high_watermark: Option<i64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    partitions: HashMap<TopicPartition, BufferedPartition>,
+    completed: VecDeque<CompletedFetch>,
+    last_generation: u64,
+    records_consumed: u64,
+}
+
+impl Inner {
+    fn bump(&mut self, partition: &TopicPartition) -> Option<u64> {
+        self.last_generation += 1;
+        let generation = self.last_generation;
+        let state = self.partitions.get_mut(partition)?;
+        state.generation = generation;
+        self.completed.retain(|c| &c.partition != partition);
+        Some(generation)
+    }
+}
+
+/// Per-partition numbers for the metrics snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionProgress {
+    /// The consumed position, if there is one.
+    pub position: Option<i64>,
+    /// The latest high watermark a fetch reported.
+    pub high_watermark: Option<i64>,
+}
+
+/// Fetched data and consumed positions, shared by the two sides.
+#[derive(Default)]
+pub(crate) struct FetchBuffer {
+    inner: Mutex<Inner>,
+    notify: Notify,
+}
+
+impl FetchBuffer {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent in a way that matters
+        // more than stopping: keep going with the data as it is.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ----- background side -----
+
+    /// Makes `assigned` the set of partitions: others lose their position and data, new ones
+    /// start without a position.
+    pub fn set_assignment(&self, assigned: &BTreeSet<TopicPartition>) {
+        let mut inner = self.lock();
+        inner.partitions.retain(|tp, _| assigned.contains(tp));
+        inner.completed.retain(|c| assigned.contains(&c.partition));
+        for tp in assigned {
+            if !inner.partitions.contains_key(tp) {
+                inner.last_generation += 1;
+                let generation = inner.last_generation;
+                inner.partitions.insert(
+                    tp.clone(),
+                    BufferedPartition {
+                        generation,
+                        ..BufferedPartition::default()
+                    },
+                );
+            }
+        }
+    }
+
+    /// Sets a position (initialization, reset, seek, validation), dropping data fetched for the
+    /// old one. Returns the new generation, `None` if the partition is not assigned.
+    pub fn set_position(&self, partition: &TopicPartition, position: FetchPosition) -> Option<u64> {
+        let mut inner = self.lock();
+        let generation = inner.bump(partition)?;
+        if let Some(state) = inner.partitions.get_mut(partition) {
+            state.position = Some(position);
+        }
+        Some(generation)
+    }
+
+    /// Updates the leader epoch a position was validated against, without moving it.
+    pub fn set_current_leader_epoch(&self, partition: &TopicPartition, epoch: Option<i32>) {
+        let mut inner = self.lock();
+        if let Some(Some(position)) = inner.partitions.get_mut(partition).map(|s| &mut s.position) {
+            position.current_leader_epoch = epoch;
+        }
+    }
+
+    /// Drops buffered and in-flight data of a partition (pause), keeping its position.
+    pub fn drop_buffered(&self, partition: &TopicPartition) {
+        self.lock().bump(partition);
+    }
+
+    /// A partition's position and its generation.
+    pub fn position(&self, partition: &TopicPartition) -> Option<(FetchPosition, u64)> {
+        let inner = self.lock();
+        let state = inner.partitions.get(partition)?;
+        Some((state.position?, state.generation))
+    }
+
+    /// Whether data for the partition waits to be handed out (Java fetches no partition that
+    /// has buffered data).
+    pub fn has_buffered(&self, partition: &TopicPartition) -> bool {
+        self.lock()
+            .completed
+            .iter()
+            .any(|c| &c.partition == partition)
+    }
+
+    /// Adds fetched data if it was fetched at the partition's current position; returns whether
+    /// it was kept.
+    pub fn add(&self, fetch: CompletedFetch) -> bool {
+        let mut inner = self.lock();
+        let Some(state) = inner.partitions.get_mut(&fetch.partition) else {
+            return false;
+        };
+        let current = state.generation == fetch.generation
+            && state.position.map(|p| p.offset) == Some(fetch.fetch_offset);
+        if !current {
+            tracing::debug!(partition = %fetch.partition, fetch_offset = fetch.fetch_offset,
+                "dropping fetched data for a partition whose position changed");
+            return false;
+        }
+        state.high_watermark = Some(fetch.info.high_watermark);
+        inner.completed.push_back(fetch);
+        drop(inner);
+        self.notify.notify_waiters();
+        true
+    }
+
+    /// Wakes an application task waiting for data (new data, a wakeup, an error event).
+    pub fn wake(&self) {
+        self.notify.notify_waiters();
+    }
+
+    // ----- application side -----
+
+    /// The notification to await before re-checking for data; create it *before* checking so
+    /// no wake-up is missed.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    /// Hands out up to `max_records` records, advancing positions past them.
+    pub fn collect(&self, max_records: usize) -> Result<ConsumerRecords, Error> {
+        let mut inner = self.lock();
+        let mut out = ConsumerRecords::default();
+        while out.count() < max_records {
+            let Some(fetch) = inner.completed.front_mut() else {
+                break;
+            };
+            let records = match fetch.fetch_records(max_records - out.count()) {
+                // Hand out what we have; the error is reported by the next call.
+                Err(error) if !out.is_empty() => {
+                    fetch.defer_error(error);
+                    break;
+                }
+                records => records,
+            };
+            let partition = fetch.partition.clone();
+            let generation = fetch.generation;
+            let next = fetch.next_fetch_offset();
+            let epoch = fetch.last_epoch();
+            let exhausted = fetch.is_exhausted();
+            let state = inner
+                .partitions
+                .get_mut(&partition)
+                .filter(|s| s.generation == generation);
+            let Some(state) = state else {
+                inner.completed.pop_front(); // stale (cannot happen: bump drops them), be safe
+                continue;
+            };
+            if let Some(position) = state.position.as_mut() {
+                position.offset = next;
+                if epoch.is_some() {
+                    position.offset_epoch = epoch;
+                }
+            }
+            if exhausted {
+                inner.completed.pop_front();
+            }
+            match records {
+                Ok(records) => {
+                    inner.records_consumed += records.len() as u64;
+                    for record in records {
+                        out.push(record);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%partition, %error, "fetched data could not be read");
+                    return Err(error);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every assigned partition's consumed position as an offset to commit.
+    pub fn consumed_positions(&self) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+        self.lock()
+            .partitions
+            .iter()
+            .filter_map(|(tp, s)| {
+                let p = s.position?;
+                Some((
+                    tp.clone(),
+                    OffsetAndMetadata::with_leader_epoch(p.offset, p.offset_epoch),
+                ))
+            })
+            .collect()
+    }
+
+    /// Per-partition position and high watermark, and records handed out so far.
+    pub fn progress(&self) -> (BTreeMap<TopicPartition, PartitionProgress>, u64) {
+        let inner = self.lock();
+        let partitions = inner
+            .partitions
+            .iter()
+            .map(|(tp, s)| {
+                (
+                    tp.clone(),
+                    PartitionProgress {
+                        position: s.position.map(|p| p.offset),
+                        high_watermark: s.high_watermark,
+                    },
+                )
+            })
+            .collect();
+        (partitions, inner.records_consumed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::internals::completed_fetch::PartitionFetchInfo;
+    use crate::internals::settings::IsolationLevel;
+    use crate::records::{NewRecord, RecordBatchBuilder};
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition::new("t", p)
+    }
+
+    fn data(base: i64, n: usize) -> Bytes {
+        let mut b = RecordBatchBuilder::new(base).partition_leader_epoch(5);
+        for _ in 0..n {
+            b.append(&NewRecord {
+                timestamp_ms: 0,
+                key: None,
+                value: Some(b"v"),
+                headers: &[],
+            })
+            .unwrap();
+        }
+        b.build().unwrap()
+    }
+
+    fn completed(
+        partition: TopicPartition,
+        generation: u64,
+        offset: i64,
+        n: usize,
+    ) -> CompletedFetch {
+        CompletedFetch::new(
+            partition,
+            generation,
+            offset,
+            PartitionFetchInfo {
+                high_watermark: offset + n as i64,
+                last_stable_offset: -1,
+                log_start_offset: 0,
+            },
+            data(offset, n),
+            &[],
+            IsolationLevel::ReadUncommitted,
+            true,
+        )
+    }
+
+    #[test]
+    fn collect_advances_positions_only_for_handed_out_records() {
+        let buffer = FetchBuffer::default();
+        buffer.set_assignment(&[tp(0), tp(1)].into_iter().collect());
+        let g0 = buffer.set_position(&tp(0), FetchPosition::new(10)).unwrap();
+        let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
+        assert!(buffer.add(completed(tp(0), g0, 10, 3)));
+        assert!(buffer.add(completed(tp(1), g1, 0, 2)));
+        assert!(buffer.has_buffered(&tp(0)));
+
+        let first = buffer.collect(2).unwrap();
+        assert_eq!(first.count(), 2);
+        let positions = buffer.consumed_positions();
+        assert_eq!(positions[&tp(0)].offset, 12);
+        assert_eq!(positions[&tp(0)].leader_epoch, Some(5));
+        assert_eq!(positions[&tp(1)].offset, 0, "tp1 not handed out yet");
+
+        let second = buffer.collect(10).unwrap();
+        assert_eq!(second.count(), 3);
+        assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
+        assert!(!buffer.has_buffered(&tp(0)));
+        assert_eq!(buffer.progress().1, 5);
+    }
+
+    #[test]
+    fn data_for_an_old_position_is_dropped() {
+        let buffer = FetchBuffer::default();
+        buffer.set_assignment(&[tp(0)].into_iter().collect());
+        let old = buffer.set_position(&tp(0), FetchPosition::new(0)).unwrap();
+        assert!(buffer.add(completed(tp(0), old, 0, 3)));
+        // A seek drops what is buffered and whatever was in flight for the old position.
+        let new = buffer
+            .set_position(&tp(0), FetchPosition::new(100))
+            .unwrap();
+        assert!(!buffer.has_buffered(&tp(0)));
+        assert!(
+            !buffer.add(completed(tp(0), old, 0, 3)),
+            "in-flight data of the old position"
+        );
+        assert!(
+            !buffer.add(completed(tp(0), new, 50, 3)),
+            "data not at the position"
+        );
+        // Pausing drops data too but keeps the position.
+        assert!(buffer.add(completed(tp(0), new, 100, 3)));
+        buffer.drop_buffered(&tp(0));
+        assert!(buffer.collect(10).unwrap().is_empty());
+        assert_eq!(buffer.consumed_positions()[&tp(0)].offset, 100);
+        // Unassigning forgets everything.
+        buffer.set_assignment(&BTreeSet::new());
+        assert!(buffer.consumed_positions().is_empty());
+        assert!(!buffer.add(completed(tp(0), new, 100, 3)));
+    }
+}

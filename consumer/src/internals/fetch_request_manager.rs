@@ -1,0 +1,402 @@
+//! Fetching (Java's `FetchRequestManager` / `AbstractFetch`).
+//!
+//! One fetch in flight per broker at a time, and it always goes out as soon as the previous one
+//! is answered (prefetch), for the partitions that are *fetchable*: assigned, with a valid
+//! position, not paused, and with no data waiting in the fetch buffer (Java's rule: the
+//! application consumes a partition's buffered data before more is fetched for it). Responses
+//! become [`CompletedFetch`]es tagged with the position's generation, so data for a partition
+//! that was since seeked, paused or unassigned is dropped by the buffer. Fetch sessions
+//! (KIP-227) keep requests small; topic ids are used from Fetch v13 on.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+
+use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchInfo};
+use super::context::ManagerContext;
+use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
+use super::requests::{select_version_in, PollResult, RequestBody, ResponseBody, UnsentRequest};
+use super::settings::OffsetResetStrategy;
+use super::subscription_state::FetchState;
+use crate::error::Error;
+use crate::network::{NetworkError, Target};
+use crate::protocol::ResponseError;
+use crate::rt::{Duration, Instant};
+use crate::types::TopicPartition;
+
+/// The first Fetch version that names topics by id.
+const TOPIC_ID_VERSION: i16 = 13;
+/// The first Fetch version with `rack_id` (KIP-392).
+const RACK_ID_VERSION: i16 = 11;
+/// Our Fetch versions.
+const FETCH_VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
+/// Fetch versions that name topics by name.
+const FETCH_VERSIONS_BY_NAME: VersionRange = VersionRange { min: 4, max: 12 };
+
+struct InFlightFetch {
+    node: i32,
+    /// Every partition of the session at the time: fetch offset and position generation.
+    partitions: HashMap<TopicPartition, (i64, u64)>,
+}
+
+/// The fetch manager.
+pub(crate) struct FetchRequestManager {
+    retry_backoff: Duration,
+    sessions: HashMap<i32, FetchSessionHandler>,
+    in_flight: HashMap<u64, InFlightFetch>,
+    busy_nodes: HashSet<i32>,
+    node_backoff: HashMap<i32, Instant>,
+    next_token: u64,
+    /// Fetch responses received, for metrics.
+    pub responses_received: u64,
+}
+
+impl FetchRequestManager {
+    /// A manager pausing `retry_backoff_ms` before re-fetching from a broker that failed.
+    pub fn new(retry_backoff_ms: u64) -> Self {
+        Self {
+            retry_backoff: Duration::from_millis(retry_backoff_ms),
+            sessions: HashMap::new(),
+            in_flight: HashMap::new(),
+            busy_nodes: HashSet::new(),
+            node_backoff: HashMap::new(),
+            next_token: 0,
+            responses_received: 0,
+        }
+    }
+
+    /// Sends a fetch to every broker that leads a fetchable partition and has none in flight.
+    pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
+        let mut result = PollResult::default();
+        self.node_backoff.retain(|_, at| *at > ctx.now);
+        let mut by_node: BTreeMap<i32, BTreeMap<TopicPartition, (PartitionData, u64)>> =
+            BTreeMap::new();
+        for tp in ctx.subscriptions.fetchable_partitions() {
+            if ctx.buffer.has_buffered(&tp) {
+                continue;
+            }
+            let Some((position, generation)) = ctx.buffer.position(&tp) else {
+                continue;
+            };
+            let Some((leader, epoch)) = ctx.leader(&tp.topic, tp.partition) else {
+                ctx.request_metadata_refresh();
+                continue;
+            };
+            if self.busy_nodes.contains(&leader) {
+                continue;
+            }
+            if let Some(at) = self.node_backoff.get(&leader) {
+                result.wake_at(*at);
+                continue;
+            }
+            let data = PartitionData {
+                topic_id: ctx.metadata.topic_id(&tp.topic).unwrap_or_default(),
+                fetch_offset: position.offset,
+                current_leader_epoch: epoch,
+                max_bytes: ctx.settings.max_partition_fetch_bytes,
+            };
+            by_node
+                .entry(leader)
+                .or_default()
+                .insert(tp, (data, generation));
+        }
+        for (node, partitions) in by_node {
+            let all_ids = partitions.values().all(|(d, _)| !d.topic_id.is_nil());
+            let range = if all_ids {
+                FETCH_VERSIONS
+            } else {
+                FETCH_VERSIONS_BY_NAME
+            };
+            let Some(version) = select_version_in::<FetchRequest>(ctx.versions, range) else {
+                continue; // no negotiated versions yet: a metadata response will wake us
+            };
+            let session = self.sessions.entry(node).or_default();
+            let wanted = partitions
+                .iter()
+                .map(|(tp, (d, _))| (tp.clone(), *d))
+                .collect();
+            let data = session.build(wanted);
+            let request = fetch_request(ctx, &data, version);
+            self.next_token += 1;
+            self.in_flight.insert(
+                self.next_token,
+                InFlightFetch {
+                    node,
+                    partitions: partitions
+                        .into_iter()
+                        .map(|(tp, (d, g))| (tp, (d.fetch_offset, g)))
+                        .collect(),
+                },
+            );
+            self.busy_nodes.insert(node);
+            tracing::trace!(
+                node,
+                version,
+                session_id = data.session_id,
+                epoch = data.epoch,
+                partitions = data.to_send.len(),
+                "sending Fetch"
+            );
+            result.requests.push(UnsentRequest {
+                target: Target::Node(node),
+                version: Some(version),
+                body: RequestBody::Fetch(request),
+                token: self.next_token,
+            });
+        }
+        result
+    }
+
+    /// Close: ask every broker with a session to close it (best effort; responses ignored).
+    pub fn poll_on_close(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
+        let mut result = PollResult::default();
+        let Some(version) = select_version_in::<FetchRequest>(ctx.versions, FETCH_VERSIONS) else {
+            return result;
+        };
+        for (node, session) in self.sessions.drain() {
+            let Some(session_id) = session.session_to_close() else {
+                continue;
+            };
+            tracing::debug!(node, session_id, "closing fetch session");
+            let request = FetchRequest::default()
+                .with_max_wait_ms(0)
+                .with_min_bytes(0)
+                .with_max_bytes(ctx.settings.fetch_max_bytes)
+                .with_isolation_level(ctx.settings.isolation_level.wire())
+                .with_session_id(session_id)
+                .with_session_epoch(FINAL_EPOCH);
+            self.next_token += 1;
+            result.requests.push(UnsentRequest {
+                target: Target::Node(node),
+                version: Some(version),
+                body: RequestBody::Fetch(request),
+                token: self.next_token,
+            });
+        }
+        result
+    }
+
+    /// Handles a Fetch response.
+    pub fn on_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        token: u64,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        let Some(fetch) = self.in_flight.remove(&token) else {
+            return;
+        };
+        self.busy_nodes.remove(&fetch.node);
+        self.responses_received += 1;
+        let session = self.sessions.entry(fetch.node).or_default();
+        let (body, version) = match result {
+            Ok((ResponseBody::Fetch(body), version)) => (body, version),
+            Ok(_) => return,
+            Err(error) => {
+                tracing::debug!(node = fetch.node, %error, "fetch failed");
+                session.handle_error();
+                ctx.request_metadata_refresh();
+                self.node_backoff
+                    .insert(fetch.node, ctx.now + self.retry_backoff);
+                return;
+            }
+        };
+        let top_error = ResponseError::try_from_code(body.error_code);
+        if !session.handle_response(top_error, body.session_id) {
+            if !matches!(
+                top_error,
+                Some(
+                    ResponseError::FetchSessionIdNotFound | ResponseError::InvalidFetchSessionEpoch
+                )
+            ) {
+                self.node_backoff
+                    .insert(fetch.node, ctx.now + self.retry_backoff);
+            }
+            return;
+        }
+        self.handle_partitions(ctx, &fetch, body, version);
+    }
+
+    fn handle_partitions(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        fetch: &InFlightFetch,
+        body: FetchResponse,
+        version: i16,
+    ) {
+        for topic in body.responses {
+            let name = if version >= TOPIC_ID_VERSION {
+                match ctx.metadata.topic_name(topic.topic_id) {
+                    Some(name) => name.to_owned(),
+                    None => {
+                        ctx.request_metadata_refresh();
+                        continue;
+                    }
+                }
+            } else {
+                topic.topic.0.to_string()
+            };
+            for partition in topic.partitions {
+                let tp = TopicPartition::new(name.as_str(), partition.partition_index);
+                let Some(&(fetch_offset, generation)) = fetch.partitions.get(&tp) else {
+                    continue;
+                };
+                match ResponseError::try_from_code(partition.error_code) {
+                    None => {
+                        let records = partition.records.unwrap_or_default();
+                        if records.is_empty() {
+                            continue;
+                        }
+                        let aborted: Vec<AbortedTransaction> = partition
+                            .aborted_transactions
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|a| AbortedTransaction {
+                                producer_id: a.producer_id.0,
+                                first_offset: a.first_offset,
+                            })
+                            .collect();
+                        let completed = CompletedFetch::new(
+                            tp,
+                            generation,
+                            fetch_offset,
+                            PartitionFetchInfo {
+                                high_watermark: partition.high_watermark,
+                                last_stable_offset: partition.last_stable_offset,
+                                log_start_offset: partition.log_start_offset,
+                            },
+                            records,
+                            &aborted,
+                            ctx.settings.isolation_level,
+                            ctx.settings.check_crcs,
+                        );
+                        ctx.buffer.add(completed);
+                    }
+                    Some(ResponseError::OffsetOutOfRange) => {
+                        self.on_out_of_range(ctx, &tp, fetch_offset, generation)
+                    }
+                    Some(
+                        code @ (ResponseError::NotLeaderOrFollower
+                        | ResponseError::ReplicaNotAvailable
+                        | ResponseError::KafkaStorageError
+                        | ResponseError::FencedLeaderEpoch
+                        | ResponseError::OffsetNotAvailable
+                        | ResponseError::UnknownTopicOrPartition
+                        | ResponseError::UnknownTopicId
+                        | ResponseError::InconsistentTopicId
+                        | ResponseError::UnknownLeaderEpoch),
+                    ) => {
+                        tracing::debug!(partition = %tp, %code, "fetch error: refreshing metadata");
+                        ctx.request_metadata_refresh();
+                    }
+                    Some(code) => {
+                        tracing::warn!(partition = %tp, %code, "fetch error");
+                        ctx.report(Error::from_code(code, format!("fetch of {tp}")));
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_out_of_range(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        tp: &TopicPartition,
+        fetch_offset: i64,
+        generation: u64,
+    ) {
+        let current = ctx.buffer.position(tp);
+        if current.map(|(p, g)| (p.offset, g)) != Some((fetch_offset, generation)) {
+            return; // the position moved on meanwhile
+        }
+        let policy = ctx.settings.auto_offset_reset;
+        tracing::info!(partition = %tp, fetch_offset, ?policy, "fetch offset out of range");
+        if policy == OffsetResetStrategy::None {
+            ctx.report(Error::OffsetOutOfRange {
+                offsets: vec![(tp.clone(), fetch_offset)],
+            });
+        }
+        ctx.subscriptions
+            .set_fetch_state(tp, FetchState::AwaitingReset(policy));
+    }
+}
+
+fn fetch_request(
+    ctx: &ManagerContext<'_>,
+    data: &super::fetch_session::FetchRequestData,
+    version: i16,
+) -> FetchRequest {
+    let by_id = version >= TOPIC_ID_VERSION;
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (tp, d) in &data.to_send {
+        let partition = FetchPartition::default()
+            .with_partition(tp.partition)
+            .with_current_leader_epoch(d.current_leader_epoch)
+            .with_fetch_offset(d.fetch_offset)
+            .with_log_start_offset(-1)
+            .with_partition_max_bytes(d.max_bytes);
+        let same = |t: &FetchTopic| {
+            if by_id {
+                t.topic_id == d.topic_id
+            } else {
+                t.topic.0.as_str() == &*tp.topic
+            }
+        };
+        match topics.last_mut() {
+            Some(t) if same(t) => t.partitions.push(partition),
+            _ => {
+                let topic = if by_id {
+                    FetchTopic::default().with_topic_id(d.topic_id)
+                } else {
+                    FetchTopic::default().with_topic(topic_name(&tp.topic))
+                };
+                topics.push(topic.with_partitions(vec![partition]));
+            }
+        }
+    }
+    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
+    for (tp, topic_id) in &data.to_forget {
+        let same = |t: &ForgottenTopic| {
+            if by_id {
+                t.topic_id == *topic_id
+            } else {
+                t.topic.0.as_str() == &*tp.topic
+            }
+        };
+        match forgotten.last_mut() {
+            Some(t) if same(t) => t.partitions.push(tp.partition),
+            _ => {
+                let topic = if by_id {
+                    ForgottenTopic::default().with_topic_id(*topic_id)
+                } else {
+                    ForgottenTopic::default().with_topic(topic_name(&tp.topic))
+                };
+                forgotten.push(topic.with_partitions(vec![tp.partition]));
+            }
+        }
+    }
+    let settings = ctx.settings;
+    FetchRequest::default()
+        .with_max_wait_ms(settings.fetch_max_wait_ms)
+        .with_min_bytes(settings.fetch_min_bytes)
+        .with_max_bytes(settings.fetch_max_bytes)
+        .with_isolation_level(settings.isolation_level.wire())
+        .with_session_id(data.session_id)
+        .with_session_epoch(data.epoch)
+        .with_topics(topics)
+        .with_forgotten_topics_data(forgotten)
+        .with_rack_id(if version >= RACK_ID_VERSION {
+            StrBytes::from_string(settings.client_rack.clone())
+        } else {
+            StrBytes::default()
+        })
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests;

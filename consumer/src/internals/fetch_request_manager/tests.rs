@@ -1,0 +1,236 @@
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, PartitionData as WirePartition,
+};
+use uuid::Uuid;
+
+use super::*;
+use crate::internals::context::testing::Parts;
+use crate::internals::fetch_buffer::FetchPosition;
+use crate::internals::settings::ConsumerSettings;
+use crate::internals::test_support::{all_versions, metadata, versions_capped};
+use crate::records::{NewRecord, RecordBatchBuilder};
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p)
+}
+
+/// Partitions 0 and 1 led by broker 1, partition 2 by broker 2; all fetching from offset 0.
+fn parts(policy: OffsetResetStrategy) -> Parts {
+    let mut p = Parts::new(ConsumerSettings {
+        auto_offset_reset: policy,
+        ..ConsumerSettings::default()
+    });
+    p.versions = Some(all_versions());
+    p.metadata = metadata(&[(0, 1, 5), (1, 1, 5), (2, 2, 5)]);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1), tp(2)].into_iter().collect());
+    p.buffer.set_assignment(&p.subscriptions.assigned());
+    for i in 0..3 {
+        p.buffer.set_position(&tp(i), FetchPosition::new(0));
+        p.subscriptions
+            .set_fetch_state(&tp(i), FetchState::Fetching);
+    }
+    p
+}
+
+fn sent(r: &UnsentRequest) -> (i32, i32, Vec<(Uuid, i32, i64)>, usize) {
+    let RequestBody::Fetch(f) = &r.body else {
+        panic!()
+    };
+    let partitions = f
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_id, p.partition, p.fetch_offset))
+        })
+        .collect();
+    (
+        f.session_id,
+        f.session_epoch,
+        partitions,
+        f.forgotten_topics_data.len(),
+    )
+}
+
+fn records(base: i64, n: usize) -> Bytes {
+    let mut b = RecordBatchBuilder::new(base);
+    for _ in 0..n {
+        b.append(&NewRecord {
+            timestamp_ms: 0,
+            key: None,
+            value: Some(b"v"),
+            headers: &[],
+        })
+        .unwrap();
+    }
+    b.build().unwrap()
+}
+
+fn response(
+    session_id: i32,
+    parts: Vec<(i32, i16, Option<Bytes>)>,
+) -> Result<(ResponseBody, i16), NetworkError> {
+    let partitions = parts
+        .into_iter()
+        .map(|(p, code, records)| {
+            WirePartition::default()
+                .with_partition_index(p)
+                .with_error_code(code)
+                .with_high_watermark(10)
+                .with_records(records)
+        })
+        .collect();
+    let body = FetchResponse::default()
+        .with_session_id(session_id)
+        .with_responses(vec![FetchableTopicResponse::default()
+            .with_topic_id(Uuid::from_u128(1))
+            .with_partitions(partitions)]);
+    Ok((ResponseBody::Fetch(body), 17))
+}
+
+#[test]
+fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    p.subscriptions.set_paused(&tp(1), true);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 2);
+    assert_eq!(r.requests[0].target, Target::Node(1));
+    assert_eq!(r.requests[0].version, Some(18));
+    assert_eq!(
+        sent(&r.requests[0]).2,
+        [(Uuid::from_u128(1), 0, 0)],
+        "paused p1 not fetched"
+    );
+    assert_eq!(r.requests[1].target, Target::Node(2));
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "one in flight per broker"
+    );
+
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(9, vec![(0, 0, Some(records(0, 3)))]),
+    );
+    assert!(p.buffer.has_buffered(&tp(0)));
+    // Node 1 is free again, but p0 has buffered data and p1 is paused: nothing to fetch there.
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    assert_eq!(p.buffer.collect(10).unwrap().count(), 3);
+    let r = m.poll(&mut p.ctx());
+    let (session_id, epoch, partitions, _) = sent(&r.requests[0]);
+    assert_eq!((session_id, epoch), (9, 1), "incremental");
+    assert_eq!(
+        partitions,
+        [(Uuid::from_u128(1), 0, 3)],
+        "the advanced position"
+    );
+}
+
+#[test]
+fn old_brokers_are_fetched_by_topic_name() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    p.versions = Some(versions_capped(12, 4));
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests[0].version, Some(12));
+    let RequestBody::Fetch(f) = &r.requests[0].body else {
+        panic!()
+    };
+    assert_eq!(f.topics[0].topic.0.as_str(), "t");
+    assert!(f.topics[0].topic_id.is_nil());
+}
+
+#[test]
+fn out_of_range_resets_by_policy_or_reports_without_one() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    let code = ResponseError::OffsetOutOfRange.code();
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::AwaitingReset(OffsetResetStrategy::Earliest))
+    );
+    assert!(p.effects.errors.is_empty());
+
+    let mut p = parts(OffsetResetStrategy::None);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert!(matches!(
+        &p.effects.errors[..],
+        [Error::OffsetOutOfRange { .. }]
+    ));
+}
+
+#[test]
+fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    // The application seeks p0 while the fetch is in flight.
+    p.buffer.set_position(&tp(0), FetchPosition::new(100));
+    let code = ResponseError::NotLeaderOrFollower.code();
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, 0, Some(records(0, 3))), (1, code, None)]),
+    );
+    assert!(
+        !p.buffer.has_buffered(&tp(0)),
+        "fetched at the old position: dropped"
+    );
+    assert!(p.effects.metadata_refresh);
+}
+
+#[test]
+fn failed_fetch_backs_off_and_restarts_the_session() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, response(9, vec![]));
+    let r = m.poll(&mut p.ctx());
+    let node1 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(1))
+        .unwrap();
+    assert_eq!(sent(node1).1, 1);
+    m.on_response(
+        &mut p.ctx(),
+        node1.token,
+        Err(NetworkError::NoNodeAvailable),
+    );
+    let r = m.poll(&mut p.ctx());
+    assert!(
+        r.requests.iter().all(|u| u.target != Target::Node(1)),
+        "backing off"
+    );
+    p.advance_ms(100);
+    let r = m.poll(&mut p.ctx());
+    let node1 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(1))
+        .unwrap();
+    let (session_id, epoch, partitions, _) = sent(node1);
+    assert_eq!(
+        (session_id, epoch, partitions.len()),
+        (9, 0, 2),
+        "full request"
+    );
+    let close = m.poll_on_close(&mut p.ctx());
+    assert!(close.requests.iter().all(|u| sent(u).1 == FINAL_EPOCH));
+}

@@ -1,0 +1,45 @@
+//! Counters the background task updates and `Consumer::metrics` reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Background-side counters, shared read-only with the application side.
+#[derive(Debug, Default)]
+pub(crate) struct SharedMetrics {
+    fetch_responses: AtomicU64,
+    commits: AtomicU64,
+    last_commit_latency_us: AtomicU64,
+    loop_iterations: AtomicU64,
+}
+
+impl SharedMetrics {
+    /// Records the manager totals after a loop iteration.
+    pub fn record(&self, fetch_responses: u64, commit_latency_us: Option<u64>) {
+        self.fetch_responses
+            .store(fetch_responses, Ordering::Relaxed);
+        if let Some(latency) = commit_latency_us {
+            if self.last_commit_latency_us.swap(latency, Ordering::Relaxed) != latency {
+                self.commits.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts one background loop iteration.
+    pub fn record_iteration(&self) {
+        self.loop_iterations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Background loop iterations so far: an idle consumer must not spin (KAFKA-20426).
+    pub fn loop_iterations(&self) -> u64 {
+        self.loop_iterations.load(Ordering::Relaxed)
+    }
+
+    /// Fetch responses received so far.
+    pub fn fetch_responses(&self) -> u64 {
+        self.fetch_responses.load(Ordering::Relaxed)
+    }
+
+    /// Latency of the last successful commit, in µs (0 before the first).
+    pub fn last_commit_latency_us(&self) -> u64 {
+        self.last_commit_latency_us.load(Ordering::Relaxed)
+    }
+}

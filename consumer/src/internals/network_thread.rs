@@ -1,0 +1,587 @@
+//! The background task (Java's `ConsumerNetworkThread`): the only owner of the network client,
+//! the request managers and `SubscriptionState`.
+//!
+//! Each iteration (`run_once`): process application events; poll every manager in a fixed
+//! order (coordinator, commit, offsets, metadata, fetch), send what they return; reap overdue
+//! events; then wait for the first of an application event, a response, or the earliest
+//! deadline any manager or the reaper asked for. Nothing else wakes it, so an idle consumer
+//! (e.g. assign mode with a group and nothing to do) sleeps instead of spinning (KAFKA-20426).
+//!
+//! Responses: every request's `'static` response future is awaited by a small spawned task that
+//! forwards the result, tagged with the owning manager and its token, into one channel the loop
+//! selects on. Dropping such a future never touches a socket (the connection tasks own I/O), so
+//! nothing here can cancel a request mid-frame.
+//!
+//! In real mode the task runs on an OS thread of its own with a current-thread runtime, so the
+//! application's runtime (or none) never matters; under madsim it is a spawned task.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::commit_request_manager::CommitRequestManager;
+use super::completion::{CompletableEventReaper, Completion};
+use super::context::{Effects, ManagerContext};
+use super::coordinator_request_manager::CoordinatorRequestManager;
+use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
+use super::fetch_buffer::{FetchBuffer, FetchPosition};
+use super::fetch_request_manager::FetchRequestManager;
+use super::metrics::SharedMetrics;
+use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
+use super::requests::{
+    earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
+};
+use super::settings::{ConsumerSettings, OffsetResetStrategy};
+use super::subscription_state::{FetchState, SubscriptionState};
+use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+use crate::error::{Error, Result};
+use crate::network::{NetworkClient, RequestOptions};
+use crate::rt::{Duration, Instant, SeededRng};
+use crate::types::{OffsetAndMetadata, TopicPartition};
+
+/// The longest the loop sleeps with nothing scheduled (Java's `MAX_POLL_TIMEOUT_MS`).
+const MAX_POLL_TIMEOUT: Duration = Duration::from_millis(5_000);
+
+/// What the application side hands the background task at start.
+pub(crate) struct Channels {
+    /// Application events in.
+    pub app_events: mpsc::UnboundedReceiver<ApplicationEvent>,
+    /// Background events out.
+    pub background_events: mpsc::UnboundedSender<BackgroundEvent>,
+    /// The shared fetch buffer.
+    pub buffer: Arc<FetchBuffer>,
+    /// Counters for `metrics()`.
+    pub metrics: Arc<SharedMetrics>,
+}
+
+struct Closing {
+    completion: Option<Completion<()>>,
+    deadline: Instant,
+    session_close_tokens: HashSet<u64>,
+}
+
+/// The background task's state.
+pub(crate) struct ConsumerNetworkThread {
+    settings: ConsumerSettings,
+    client: NetworkClient,
+    subscriptions: SubscriptionState,
+    coordinator: CoordinatorRequestManager,
+    commit: CommitRequestManager,
+    offsets: OffsetsRequestManager,
+    metadata: TopicMetadataRequestManager,
+    fetch: FetchRequestManager,
+    reaper: CompletableEventReaper,
+    position_waiters: Vec<(TopicPartition, Completion<OffsetAndMetadata>)>,
+    channels: Channels,
+    responses_tx: mpsc::UnboundedSender<ResponseEnvelope>,
+    responses_rx: mpsc::UnboundedReceiver<ResponseEnvelope>,
+    rng: SeededRng,
+    registered_coordinator: Option<i32>,
+    closing: Option<Closing>,
+}
+
+/// Starts the background task.
+pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
+    let client = NetworkClient::new(settings.network_config())?;
+    let thread = ConsumerNetworkThread::new(settings, client, channels);
+    spawn(thread)
+}
+
+#[cfg(not(madsim))]
+fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot build the background runtime: {e}").into()))?;
+    // The one OS thread of real mode: the background loop must not depend on the
+    // application's runtime (it may be busy, single-threaded, or absent for a blocking facade).
+    #[allow(clippy::disallowed_methods)]
+    std::thread::Builder::new()
+        .name("kafka-consumer-network".to_owned())
+        .spawn(move || runtime.block_on(thread.run()))
+        .map_err(|e| Error::Internal(format!("cannot start the background thread: {e}").into()))?;
+    Ok(())
+}
+
+#[cfg(madsim)]
+fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
+    // madsim forbids OS threads; the task runs on the simulated node that created the consumer.
+    tokio::spawn(thread.run());
+    Ok(())
+}
+
+impl ConsumerNetworkThread {
+    fn new(settings: ConsumerSettings, client: NetworkClient, channels: Channels) -> Self {
+        let (responses_tx, responses_rx) = mpsc::unbounded_channel();
+        Self {
+            coordinator: CoordinatorRequestManager::new(
+                settings.group_id.clone(),
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
+            commit: CommitRequestManager::new(&settings),
+            offsets: OffsetsRequestManager::new(settings.retry_backoff_ms),
+            metadata: TopicMetadataRequestManager::new(
+                settings.metadata_max_age_ms,
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
+            fetch: FetchRequestManager::new(settings.retry_backoff_ms),
+            settings,
+            client,
+            subscriptions: SubscriptionState::default(),
+            reaper: CompletableEventReaper::default(),
+            position_waiters: Vec::new(),
+            channels,
+            responses_tx,
+            responses_rx,
+            rng: SeededRng::from_runtime(),
+            registered_coordinator: None,
+            closing: None,
+        }
+    }
+
+    async fn run(mut self) {
+        tracing::debug!(client_id = %self.settings.client_id, "background task started");
+        loop {
+            self.channels.metrics.record_iteration();
+            let now = Instant::now();
+            while let Ok(event) = self.channels.app_events.try_recv() {
+                self.process(event, now);
+            }
+            while let Ok(envelope) = self.responses_rx.try_recv() {
+                self.dispatch(envelope);
+            }
+            let now = Instant::now();
+            let next = self.poll_managers(now);
+            self.reaper.reap(now);
+            if self.finished(now) {
+                break;
+            }
+            let wake_at = earliest(next, self.reaper.next_deadline())
+                .map_or(now + MAX_POLL_TIMEOUT, |at| at.min(now + MAX_POLL_TIMEOUT));
+            let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
+            let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
+            tokio::select! {
+                event = self.channels.app_events.recv() => match event {
+                    Some(event) => self.process(event, Instant::now()),
+                    // The consumer was dropped: shut down at once.
+                    None => self.begin_close(None, Instant::now()),
+                },
+                Some(envelope) = self.responses_rx.recv() => self.dispatch(envelope),
+                () = tokio::time::sleep_until(wake_at) => {}
+            }
+        }
+        let failed = self.reaper.reap_all(&Error::Closed);
+        for (_, waiter) in self.position_waiters.drain(..) {
+            waiter.complete(Err(Error::Closed));
+        }
+        tracing::debug!(failed, "background task stopped");
+        if let Some(completion) = self.closing.and_then(|c| c.completion) {
+            completion.complete(Ok(()));
+        }
+    }
+
+    fn begin_close(&mut self, completion: Option<Completion<()>>, now: Instant) {
+        if self.closing.is_some() {
+            if let Some(c) = completion {
+                c.complete(Ok(()));
+            }
+            return;
+        }
+        let deadline = completion
+            .as_ref()
+            .and_then(Completion::deadline)
+            .unwrap_or(now);
+        tracing::debug!("closing");
+        self.commit.signal_close();
+        let mut tokens = HashSet::new();
+        let result = {
+            let mut effects = Effects::default();
+            let metadata = self.client.metadata();
+            let versions = self.client.any_api_versions();
+            let mut ctx = ManagerContext {
+                now,
+                settings: &self.settings,
+                subscriptions: &mut self.subscriptions,
+                buffer: &self.channels.buffer,
+                metadata,
+                versions: versions.as_ref(),
+                coordinator: None,
+                rng: &mut self.rng,
+                effects: &mut effects,
+            };
+            self.fetch.poll_on_close(&mut ctx)
+        };
+        for request in result.requests {
+            tokens.insert(request.token);
+            self.send(ManagerId::Fetch, request);
+        }
+        self.closing = Some(Closing {
+            completion,
+            deadline,
+            session_close_tokens: tokens,
+        });
+    }
+
+    /// Whether close is done: pending commits drained and fetch sessions closed, or out of time.
+    fn finished(&self, now: Instant) -> bool {
+        let Some(closing) = &self.closing else {
+            return false;
+        };
+        now >= closing.deadline
+            || (!self.commit.has_pending_commits() && closing.session_close_tokens.is_empty())
+    }
+
+    fn process(&mut self, event: ApplicationEvent, now: Instant) {
+        tracing::trace!(?event, "application event");
+        match event {
+            ApplicationEvent::Poll { offsets_to_commit } => {
+                self.commit.on_poll(now, offsets_to_commit);
+                let mut effects = Effects::default();
+                self.with_ctx(now, &mut effects, |ctx, this| this.offsets.on_poll(ctx));
+                self.apply(effects, now);
+            }
+            ApplicationEvent::Assign {
+                partitions,
+                offsets_to_commit,
+                completion,
+            } => {
+                self.commit.auto_commit_now(offsets_to_commit);
+                self.subscriptions.assign_from_user(&partitions);
+                self.channels.buffer.set_assignment(&partitions);
+                self.position_waiters
+                    .retain(|(tp, _)| partitions.contains(tp));
+                completion.complete(Ok(()));
+            }
+            ApplicationEvent::Commit {
+                offsets,
+                retry,
+                completion,
+            } => {
+                self.reaper.add(&completion);
+                self.commit.commit(offsets, retry, completion);
+            }
+            ApplicationEvent::FetchCommittedOffsets {
+                partitions,
+                completion,
+            } => {
+                self.reaper.add(&completion);
+                self.commit.fetch_committed(partitions, completion);
+            }
+            ApplicationEvent::Seek {
+                partitions,
+                target,
+                completion,
+            } => {
+                let result = self.seek(&partitions, &target);
+                completion.complete(result);
+            }
+            ApplicationEvent::SetPaused {
+                partitions,
+                paused,
+                completion,
+            } => {
+                for tp in &partitions {
+                    self.subscriptions.set_paused(tp, paused);
+                    if paused {
+                        // Buffered and in-flight data of a paused partition is not delivered.
+                        self.channels.buffer.drop_buffered(tp);
+                    }
+                }
+                completion.complete(Ok(()));
+            }
+            ApplicationEvent::Position {
+                partition,
+                completion,
+            } => {
+                self.reaper.add(&completion);
+                self.position_waiters.push((partition, completion));
+            }
+            ApplicationEvent::ListOffsets {
+                timestamps,
+                completion,
+            } => {
+                self.reaper.add(&completion);
+                self.offsets.list_offsets(timestamps, completion);
+            }
+            ApplicationEvent::TopicMetadata { topics, completion } => {
+                self.reaper.add(&completion);
+                self.metadata.topic_metadata(topics, completion);
+            }
+            ApplicationEvent::CommitOnClose => self.commit.signal_close(),
+            ApplicationEvent::Close { completion } => self.begin_close(Some(completion), now),
+        }
+    }
+
+    fn seek(&mut self, partitions: &[TopicPartition], target: &SeekTarget) -> Result<()> {
+        for tp in partitions {
+            if !self.subscriptions.is_assigned(tp) {
+                return Err(Error::IllegalState(format!(
+                    "cannot seek partition {tp}: it is not assigned"
+                )));
+            }
+        }
+        for tp in partitions {
+            match target {
+                SeekTarget::Offset(offset) => {
+                    let leader_epoch = self
+                        .client
+                        .metadata()
+                        .partition(&tp.topic, tp.partition)
+                        .map(|p| p.leader_epoch);
+                    self.channels.buffer.set_position(
+                        tp,
+                        FetchPosition {
+                            offset: offset.offset,
+                            offset_epoch: offset.leader_epoch,
+                            current_leader_epoch: leader_epoch,
+                        },
+                    );
+                    let state = if offset.leader_epoch.is_some() {
+                        FetchState::AwaitingValidation
+                    } else {
+                        FetchState::Fetching
+                    };
+                    tracing::info!(partition = %tp, offset = offset.offset, "seek");
+                    self.subscriptions.set_fetch_state(tp, state);
+                }
+                SeekTarget::Beginning | SeekTarget::End => {
+                    let strategy = if *target == SeekTarget::Beginning {
+                        OffsetResetStrategy::Earliest
+                    } else {
+                        OffsetResetStrategy::Latest
+                    };
+                    tracing::info!(partition = %tp, ?strategy, "seek to reset");
+                    self.channels.buffer.drop_buffered(tp);
+                    self.subscriptions
+                        .set_fetch_state(tp, FetchState::AwaitingReset(strategy));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with a manager context over this task's state.
+    fn with_ctx<R>(
+        &mut self,
+        now: Instant,
+        effects: &mut Effects,
+        f: impl FnOnce(&mut ManagerContext<'_>, &mut Managers<'_>) -> R,
+    ) -> R {
+        let versions = self.client.any_api_versions();
+        let mut ctx = ManagerContext {
+            now,
+            settings: &self.settings,
+            subscriptions: &mut self.subscriptions,
+            buffer: &self.channels.buffer,
+            metadata: self.client.metadata(),
+            versions: versions.as_ref(),
+            coordinator: self.coordinator.coordinator().map(|c| c.connection_id),
+            rng: &mut self.rng,
+            effects,
+        };
+        let mut managers = Managers {
+            coordinator: &mut self.coordinator,
+            commit: &mut self.commit,
+            offsets: &mut self.offsets,
+            metadata: &mut self.metadata,
+            fetch: &mut self.fetch,
+        };
+        f(&mut ctx, &mut managers)
+    }
+
+    fn poll_managers(&mut self, now: Instant) -> Option<Instant> {
+        let mut effects = Effects::default();
+        let closing = self.closing.is_some();
+        let results: Vec<(ManagerId, PollResult)> = self.with_ctx(now, &mut effects, |ctx, m| {
+            let mut results = vec![
+                (ManagerId::Coordinator, m.coordinator.poll(ctx)),
+                (ManagerId::Commit, m.commit.poll(ctx)),
+            ];
+            if !closing {
+                results.push((ManagerId::Offsets, m.offsets.poll(ctx)));
+                results.push((ManagerId::Metadata, m.metadata.poll(ctx)));
+                results.push((ManagerId::Fetch, m.fetch.poll(ctx)));
+            }
+            results
+        });
+        self.apply(effects, now);
+        self.register_coordinator();
+        let mut next = None;
+        for (manager, result) in results {
+            next = earliest(next, result.next_poll_at);
+            for request in result.requests {
+                self.send(manager, request);
+            }
+        }
+        self.complete_position_waiters(now);
+        self.channels.metrics.record(
+            self.fetch.responses_received,
+            self.commit
+                .last_commit_latency
+                .map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
+        );
+        next
+    }
+
+    fn complete_position_waiters(&mut self, now: Instant) {
+        let mut effects = Effects::default();
+        let waiters = std::mem::take(&mut self.position_waiters);
+        let remaining = self.with_ctx(now, &mut effects, |ctx, _| {
+            waiters
+                .into_iter()
+                .filter(|(tp, completion)| {
+                    if completion.is_done() {
+                        return false;
+                    }
+                    match ctx.subscriptions.fetch_state(tp) {
+                        None => {
+                            completion.complete(Err(Error::IllegalState(format!(
+                                "partition {tp} is not assigned"
+                            ))));
+                            false
+                        }
+                        Some(FetchState::Fetching) => {
+                            let position = ctx.buffer.position(tp).map(|(p, _)| p);
+                            match position {
+                                Some(p) => {
+                                    completion.complete(Ok(OffsetAndMetadata::with_leader_epoch(
+                                        p.offset,
+                                        p.offset_epoch,
+                                    )));
+                                    false
+                                }
+                                None => true,
+                            }
+                        }
+                        Some(FetchState::AwaitingReset(OffsetResetStrategy::None)) => {
+                            let error = no_offset_error(ctx).unwrap_or_else(|| {
+                                Error::NoOffsetForPartition {
+                                    partitions: vec![tp.clone()],
+                                }
+                            });
+                            completion.complete(Err(error));
+                            false
+                        }
+                        Some(_) => true,
+                    }
+                })
+                .collect()
+        });
+        self.position_waiters = remaining;
+    }
+
+    fn register_coordinator(&mut self) {
+        let Some(c) = self.coordinator.coordinator() else {
+            return;
+        };
+        if self.registered_coordinator != Some(c.connection_id) {
+            if let Some(old) = self.registered_coordinator.take() {
+                self.client.unregister_node(old);
+            }
+            self.client.register_node(c.connection_id, &c.host, c.port);
+            self.registered_coordinator = Some(c.connection_id);
+        }
+    }
+
+    fn apply(&mut self, effects: Effects, now: Instant) {
+        for error in effects.errors {
+            let _ = self
+                .channels
+                .background_events
+                .send(BackgroundEvent::Error(error));
+            self.channels.buffer.wake();
+        }
+        if let Some(reason) = effects.coordinator_unknown {
+            self.coordinator.mark_coordinator_unknown(now, &reason);
+        }
+        if effects.metadata_refresh {
+            self.metadata.request_refresh();
+        }
+    }
+
+    fn dispatch(&mut self, envelope: ResponseEnvelope) {
+        let now = Instant::now();
+        let ResponseEnvelope {
+            manager,
+            token,
+            result,
+        } = envelope;
+        if let Some(closing) = self.closing.as_mut() {
+            if manager == ManagerId::Fetch && closing.session_close_tokens.remove(&token) {
+                return;
+            }
+        }
+        if let (ManagerId::Metadata, Ok((ResponseBody::Metadata(body), _))) = (manager, &result) {
+            if let Some(scope) = self.metadata.scope_of(token) {
+                self.client.update_metadata(body, scope);
+            }
+        }
+        let mut effects = Effects::default();
+        self.with_ctx(now, &mut effects, |ctx, m| match manager {
+            ManagerId::Coordinator => m.coordinator.on_response(ctx, token, result),
+            ManagerId::Commit => m.commit.on_response(ctx, token, result),
+            ManagerId::Offsets => m.offsets.on_response(ctx, token, result),
+            ManagerId::Metadata => {
+                if m.metadata.on_response(ctx, token, result) {
+                    m.offsets.on_metadata_update(ctx);
+                }
+            }
+            ManagerId::Fetch => m.fetch.on_response(ctx, token, result),
+        });
+        if let Some(error) = self.coordinator.take_fatal_error() {
+            self.commit.fail_all(&error);
+        }
+        self.apply(effects, now);
+    }
+
+    fn send(&mut self, manager: ManagerId, request: UnsentRequest) {
+        let UnsentRequest {
+            target,
+            version,
+            body,
+            token,
+        } = request;
+        tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
+        let options = RequestOptions {
+            version,
+            timeout_ms: None,
+        };
+        let tx = self.responses_tx.clone();
+        macro_rules! forward {
+            ($request:expr, $variant:ident) => {{
+                let future = self.client.send_with(target, $request, options);
+                tokio::spawn(async move {
+                    let result = future
+                        .await
+                        .map(|r| (ResponseBody::$variant(r.body), r.version));
+                    let _ = tx.send(ResponseEnvelope {
+                        manager,
+                        token,
+                        result,
+                    });
+                });
+            }};
+        }
+        match body {
+            RequestBody::FindCoordinator(r) => forward!(r, FindCoordinator),
+            RequestBody::OffsetCommit(r) => forward!(r, OffsetCommit),
+            RequestBody::OffsetFetch(r) => forward!(r, OffsetFetch),
+            RequestBody::ListOffsets(r) => forward!(r, ListOffsets),
+            RequestBody::OffsetForLeaderEpoch(r) => forward!(r, OffsetForLeaderEpoch),
+            RequestBody::Fetch(r) => forward!(r, Fetch),
+            RequestBody::Metadata(r) => forward!(r, Metadata),
+        }
+    }
+}
+
+/// The managers, borrowed together next to a context.
+pub(crate) struct Managers<'a> {
+    coordinator: &'a mut CoordinatorRequestManager,
+    commit: &'a mut CommitRequestManager,
+    offsets: &'a mut OffsetsRequestManager,
+    metadata: &'a mut TopicMetadataRequestManager,
+    fetch: &'a mut FetchRequestManager,
+}

@@ -1,0 +1,597 @@
+//! The position pipeline and offset lookups (Java's `OffsetsRequestManager`).
+//!
+//! Level-triggered on [`SubscriptionState`](super::subscription_state::SubscriptionState):
+//! every poll, partitions awaiting a reset get a ListOffsets to their leader (earliest/latest by
+//! `auto.offset.reset`, or a `seek_to_*`), and partitions awaiting validation get an
+//! OffsetForLeaderEpoch (KIP-320) that detects log truncation below the position. Without a
+//! `group.id` new partitions go straight to a reset; with one, the commit manager first looks
+//! for committed offsets. The same ListOffsets machinery answers `beginning_offsets`,
+//! `end_offsets` and `offsets_for_times`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::completion::Completion;
+use super::context::ManagerContext;
+use super::events::ListedOffsets;
+use super::fetch_buffer::FetchPosition;
+use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
+use super::settings::OffsetResetStrategy;
+use super::subscription_state::FetchState;
+use crate::error::Error;
+use crate::network::{NetworkError, Target};
+use crate::protocol::ResponseError;
+use crate::rt::{Duration, Instant};
+use crate::types::{OffsetAndTimestamp, TopicPartition};
+
+/// A consumer's replica id in ListOffsets.
+const CONSUMER_REPLICA_ID: i32 = -1;
+
+enum InFlight {
+    Reset(Vec<(TopicPartition, i64)>),
+    Validate(Vec<(TopicPartition, FetchPosition)>),
+    User {
+        id: u64,
+        partitions: Vec<TopicPartition>,
+    },
+}
+
+struct UserListOffsets {
+    id: u64,
+    timestamps: BTreeMap<TopicPartition, i64>,
+    results: ListedOffsets,
+    in_flight: BTreeSet<TopicPartition>,
+    retry_at: Option<Instant>,
+    completion: Completion<ListedOffsets>,
+}
+
+/// One partition's answer to ListOffsets.
+enum ListOutcome {
+    Found(Option<OffsetAndTimestamp>),
+    Retry,
+    Fail(Error),
+}
+
+/// The offsets manager.
+pub(crate) struct OffsetsRequestManager {
+    retry_backoff: Duration,
+    next_token: u64,
+    in_flight: HashMap<u64, InFlight>,
+    busy: BTreeSet<TopicPartition>,
+    backoff_until: BTreeMap<TopicPartition, Instant>,
+    user: Vec<UserListOffsets>,
+    next_user_id: u64,
+}
+
+impl OffsetsRequestManager {
+    /// A manager retrying failed lookups after `retry_backoff_ms`.
+    pub fn new(retry_backoff_ms: u64) -> Self {
+        Self {
+            retry_backoff: Duration::from_millis(retry_backoff_ms),
+            next_token: 0,
+            in_flight: HashMap::new(),
+            busy: BTreeSet::new(),
+            backoff_until: BTreeMap::new(),
+            user: Vec::new(),
+            next_user_id: 0,
+        }
+    }
+
+    /// `beginning_offsets` / `end_offsets` / `offsets_for_times`.
+    pub fn list_offsets(
+        &mut self,
+        timestamps: BTreeMap<TopicPartition, i64>,
+        completion: Completion<ListedOffsets>,
+    ) {
+        if timestamps.is_empty() {
+            completion.complete(Ok(BTreeMap::new()));
+            return;
+        }
+        self.next_user_id += 1;
+        self.user.push(UserListOffsets {
+            id: self.next_user_id,
+            timestamps,
+            results: BTreeMap::new(),
+            in_flight: BTreeSet::new(),
+            retry_at: None,
+            completion,
+        });
+    }
+
+    /// A poll started: partitions that need a reset but have no policy are an error for it.
+    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+        if let Some(error) = no_offset_error(ctx) {
+            ctx.report(error);
+        }
+    }
+
+    /// Metadata changed: positions whose leader epoch moved on must be validated (KIP-320).
+    pub fn on_metadata_update(&mut self, ctx: &mut ManagerContext<'_>) {
+        for tp in ctx.subscriptions.partitions_in(FetchState::Fetching) {
+            let Some((position, _)) = ctx.buffer.position(&tp) else {
+                continue;
+            };
+            let Some((_, epoch)) = ctx.leader(&tp.topic, tp.partition) else {
+                continue;
+            };
+            let moved = position.current_leader_epoch.is_some_and(|e| e < epoch);
+            if moved && position.offset_epoch.is_some() {
+                tracing::debug!(partition = %tp, epoch, "leader epoch changed: validating position");
+                ctx.subscriptions
+                    .set_fetch_state(&tp, FetchState::AwaitingValidation);
+            } else if position.current_leader_epoch.is_none_or(|e| e < epoch) {
+                ctx.buffer.set_current_leader_epoch(&tp, Some(epoch));
+            }
+        }
+    }
+
+    /// Sends resets, validations and lookups that are due.
+    pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
+        let mut result = PollResult::default();
+        self.backoff_until.retain(|_, at| *at > ctx.now);
+        for at in self.backoff_until.values() {
+            result.wake_at(*at);
+        }
+        if ctx.settings.group_id.is_none() {
+            // No committed offsets to look for: new partitions reset at once.
+            let strategy = ctx.settings.auto_offset_reset;
+            for tp in ctx.subscriptions.partitions_in(FetchState::Initializing) {
+                ctx.subscriptions
+                    .set_fetch_state(&tp, FetchState::AwaitingReset(strategy));
+            }
+        }
+        self.send_resets(ctx, &mut result);
+        self.send_validations(ctx, &mut result);
+        self.send_user_lookups(ctx, &mut result);
+        result
+    }
+
+    fn ready(&self, tp: &TopicPartition) -> bool {
+        !self.busy.contains(tp) && !self.backoff_until.contains_key(tp)
+    }
+
+    /// Groups partitions by leader; asks for metadata when a leader is unknown.
+    fn by_leader<T>(
+        ctx: &mut ManagerContext<'_>,
+        items: Vec<(TopicPartition, T)>,
+    ) -> BTreeMap<i32, Vec<(TopicPartition, T, i32)>> {
+        let mut out: BTreeMap<i32, Vec<_>> = BTreeMap::new();
+        for (tp, item) in items {
+            match ctx.leader(&tp.topic, tp.partition) {
+                Some((leader, epoch)) => out.entry(leader).or_default().push((tp, item, epoch)),
+                None => ctx.request_metadata_refresh(),
+            }
+        }
+        out
+    }
+
+    fn send_resets(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
+        let due: Vec<(TopicPartition, i64)> = ctx
+            .subscriptions
+            .partitions_awaiting_reset()
+            .into_iter()
+            .filter(|(tp, _)| self.ready(tp))
+            .filter_map(|(tp, s)| Some((tp, s.list_offsets_timestamp()?)))
+            .collect();
+        for (leader, partitions) in Self::by_leader(ctx, due) {
+            let request = list_offsets_request(ctx, &partitions);
+            let entries: Vec<_> = partitions.into_iter().map(|(tp, ts, _)| (tp, ts)).collect();
+            tracing::debug!(leader, partitions = ?entries, "resetting positions with ListOffsets");
+            self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
+            self.push(
+                result,
+                leader,
+                None,
+                RequestBody::ListOffsets(request),
+                InFlight::Reset(entries),
+            );
+        }
+    }
+
+    fn send_validations(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
+        let mut due = Vec::new();
+        for tp in ctx
+            .subscriptions
+            .partitions_in(FetchState::AwaitingValidation)
+        {
+            if !self.ready(&tp) {
+                continue;
+            }
+            let position = ctx.buffer.position(&tp).map(|(p, _)| p);
+            let usable = select_version::<OffsetForLeaderEpochRequest>(ctx.versions).is_some();
+            match position {
+                Some(position) if position.offset_epoch.is_some() && usable => {
+                    due.push((tp, position));
+                }
+                // Nothing to validate against (or the broker cannot): trust the position.
+                Some(_) => ctx.subscriptions.set_fetch_state(&tp, FetchState::Fetching),
+                None => ctx.subscriptions.set_fetch_state(
+                    &tp,
+                    FetchState::AwaitingReset(ctx.settings.auto_offset_reset),
+                ),
+            }
+        }
+        for (leader, partitions) in Self::by_leader(ctx, due) {
+            let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+            for (tp, position, epoch) in &partitions {
+                let partition = OffsetForLeaderPartition::default()
+                    .with_partition(tp.partition)
+                    .with_current_leader_epoch(*epoch)
+                    .with_leader_epoch(position.offset_epoch.unwrap_or(-1));
+                match topics.last_mut() {
+                    Some(t) if t.topic.0.as_str() == &*tp.topic => t.partitions.push(partition),
+                    _ => topics.push(
+                        OffsetForLeaderTopic::default()
+                            .with_topic(topic_name(&tp.topic))
+                            .with_partitions(vec![partition]),
+                    ),
+                }
+            }
+            let entries: Vec<_> = partitions.into_iter().map(|(tp, p, _)| (tp, p)).collect();
+            tracing::debug!(leader, partitions = entries.len(), "validating positions");
+            self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
+            let request = OffsetForLeaderEpochRequest::default().with_topics(topics);
+            self.push(
+                result,
+                leader,
+                None,
+                RequestBody::OffsetForLeaderEpoch(request),
+                InFlight::Validate(entries),
+            );
+        }
+    }
+
+    fn send_user_lookups(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
+        self.user.retain(|u| !u.completion.is_done());
+        let mut sends = Vec::new();
+        for lookup in &mut self.user {
+            if let Some(at) = lookup.retry_at {
+                if at > ctx.now {
+                    result.wake_at(at);
+                    continue;
+                }
+                lookup.retry_at = None;
+            }
+            let due: Vec<(TopicPartition, i64)> = lookup
+                .timestamps
+                .iter()
+                .filter(|(tp, _)| {
+                    !lookup.results.contains_key(*tp) && !lookup.in_flight.contains(*tp)
+                })
+                .map(|(tp, ts)| (tp.clone(), *ts))
+                .collect();
+            for (leader, partitions) in Self::by_leader(ctx, due) {
+                lookup
+                    .in_flight
+                    .extend(partitions.iter().map(|(tp, _, _)| tp.clone()));
+                sends.push((lookup.id, leader, partitions));
+            }
+        }
+        for (id, leader, partitions) in sends {
+            let request = list_offsets_request(ctx, &partitions);
+            let partitions = partitions.into_iter().map(|(tp, _, _)| tp).collect();
+            self.push(
+                result,
+                leader,
+                None,
+                RequestBody::ListOffsets(request),
+                InFlight::User { id, partitions },
+            );
+        }
+    }
+
+    fn push(
+        &mut self,
+        result: &mut PollResult,
+        leader: i32,
+        version: Option<i16>,
+        body: RequestBody,
+        in_flight: InFlight,
+    ) {
+        self.next_token += 1;
+        self.in_flight.insert(self.next_token, in_flight);
+        result.requests.push(UnsentRequest {
+            target: Target::Node(leader),
+            version,
+            body,
+            token: self.next_token,
+        });
+    }
+
+    /// Handles a ListOffsets or OffsetForLeaderEpoch response.
+    pub fn on_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        token: u64,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        let Some(in_flight) = self.in_flight.remove(&token) else {
+            return;
+        };
+        let failed = |ctx: &mut ManagerContext<'_>, error: &NetworkError| {
+            tracing::debug!(%error, "offsets request failed");
+            ctx.request_metadata_refresh();
+        };
+        match in_flight {
+            InFlight::Reset(entries) => {
+                for (tp, _) in &entries {
+                    self.busy.remove(tp);
+                }
+                let answers = match result {
+                    Ok((ResponseBody::ListOffsets(body), _)) => list_outcomes(ctx, &body),
+                    Ok(_) => BTreeMap::new(),
+                    Err(error) => {
+                        failed(ctx, &error);
+                        BTreeMap::new()
+                    }
+                };
+                for (tp, _) in entries {
+                    self.apply_reset(ctx, &tp, answers.get(&tp));
+                }
+            }
+            InFlight::Validate(entries) => {
+                for (tp, _) in &entries {
+                    self.busy.remove(tp);
+                }
+                let body = match result {
+                    Ok((ResponseBody::OffsetForLeaderEpoch(body), _)) => Some(body),
+                    Ok(_) => None,
+                    Err(error) => {
+                        failed(ctx, &error);
+                        None
+                    }
+                };
+                for (tp, position) in entries {
+                    self.apply_validation(ctx, &tp, position, body.as_ref());
+                }
+            }
+            InFlight::User { id, partitions } => {
+                let answers = match result {
+                    Ok((ResponseBody::ListOffsets(body), _)) => list_outcomes(ctx, &body),
+                    Ok(_) => BTreeMap::new(),
+                    Err(error) => {
+                        failed(ctx, &error);
+                        BTreeMap::new()
+                    }
+                };
+                self.apply_user(ctx, id, partitions, answers);
+            }
+        }
+    }
+
+    fn back_off(&mut self, ctx: &ManagerContext<'_>, tp: &TopicPartition) {
+        self.backoff_until
+            .insert(tp.clone(), ctx.now + self.retry_backoff);
+    }
+
+    fn apply_reset(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        tp: &TopicPartition,
+        answer: Option<&ListOutcome>,
+    ) {
+        if !matches!(
+            ctx.subscriptions.fetch_state(tp),
+            Some(FetchState::AwaitingReset(_))
+        ) {
+            return; // seeked or unassigned meanwhile
+        }
+        match answer {
+            Some(ListOutcome::Found(Some(found))) => {
+                let position = FetchPosition {
+                    offset: found.offset,
+                    offset_epoch: found.leader_epoch,
+                    current_leader_epoch: ctx.leader(&tp.topic, tp.partition).map(|(_, e)| e),
+                };
+                tracing::info!(partition = %tp, offset = found.offset, "reset position");
+                ctx.buffer.set_position(tp, position);
+                ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
+            }
+            Some(ListOutcome::Fail(error)) => {
+                ctx.report(error.clone());
+                self.back_off(ctx, tp);
+            }
+            Some(ListOutcome::Found(None)) | Some(ListOutcome::Retry) | None => {
+                self.back_off(ctx, tp);
+            }
+        }
+    }
+
+    fn apply_validation(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        tp: &TopicPartition,
+        validated: FetchPosition,
+        body: Option<&OffsetForLeaderEpochResponse>,
+    ) {
+        let current = ctx.buffer.position(tp).map(|(p, _)| p);
+        if ctx.subscriptions.fetch_state(tp) != Some(FetchState::AwaitingValidation)
+            || current.map(|p| p.offset) != Some(validated.offset)
+        {
+            return; // the position changed meanwhile
+        }
+        let answer = body.and_then(|b| {
+            b.topics
+                .iter()
+                .filter(|t| t.topic.0.as_str() == &*tp.topic)
+                .flat_map(|t| t.partitions.iter())
+                .find(|p| p.partition == tp.partition)
+        });
+        let Some(answer) = answer else {
+            self.back_off(ctx, tp);
+            return;
+        };
+        if let Some(code) = ResponseError::try_from_code(answer.error_code) {
+            if code.is_retriable() || code == ResponseError::UnknownTopicOrPartition {
+                ctx.request_metadata_refresh();
+                self.back_off(ctx, tp);
+            } else {
+                ctx.report(Error::from_code(
+                    code,
+                    format!("OffsetForLeaderEpoch for {tp}"),
+                ));
+                self.back_off(ctx, tp);
+            }
+            return;
+        }
+        let leader_epoch = ctx.leader(&tp.topic, tp.partition).map(|(_, e)| e);
+        let policy = ctx.settings.auto_offset_reset;
+        let undefined = answer.end_offset < 0 || answer.leader_epoch < 0;
+        if undefined || answer.end_offset < validated.offset {
+            if policy == OffsetResetStrategy::None {
+                tracing::warn!(partition = %tp, position = validated.offset,
+                    end_offset = answer.end_offset, "log truncation detected");
+                ctx.report(Error::LogTruncation {
+                    divergent_offsets: vec![(tp.clone(), answer.end_offset)],
+                });
+                ctx.subscriptions
+                    .set_fetch_state(tp, FetchState::AwaitingReset(OffsetResetStrategy::None));
+            } else if undefined {
+                tracing::info!(partition = %tp, "truncation detected, no common epoch: resetting");
+                ctx.subscriptions
+                    .set_fetch_state(tp, FetchState::AwaitingReset(policy));
+            } else {
+                tracing::info!(partition = %tp, position = validated.offset,
+                    end_offset = answer.end_offset, "truncation detected: moving to the divergence point");
+                ctx.buffer.set_position(
+                    tp,
+                    FetchPosition {
+                        offset: answer.end_offset,
+                        offset_epoch: Some(answer.leader_epoch),
+                        current_leader_epoch: leader_epoch,
+                    },
+                );
+                ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
+            }
+            return;
+        }
+        ctx.buffer.set_current_leader_epoch(tp, leader_epoch);
+        ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
+    }
+
+    fn apply_user(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        id: u64,
+        partitions: Vec<TopicPartition>,
+        answers: BTreeMap<TopicPartition, ListOutcome>,
+    ) {
+        let Some(index) = self.user.iter().position(|u| u.id == id) else {
+            return;
+        };
+        let lookup = &mut self.user[index];
+        let mut retry = false;
+        for tp in partitions {
+            lookup.in_flight.remove(&tp);
+            match answers.get(&tp) {
+                Some(ListOutcome::Found(found)) => {
+                    lookup.results.insert(tp, *found);
+                }
+                Some(ListOutcome::Fail(error)) => {
+                    lookup.completion.complete(Err(error.clone()));
+                }
+                Some(ListOutcome::Retry) | None => retry = true,
+            }
+        }
+        if retry {
+            lookup.retry_at = Some(ctx.now + self.retry_backoff);
+        }
+        if lookup.results.len() == lookup.timestamps.len() {
+            let lookup = self.user.remove(index);
+            lookup.completion.complete(Ok(lookup.results));
+        } else if lookup.completion.is_done() {
+            self.user.remove(index);
+        }
+    }
+}
+
+/// The error for partitions that need a reset without a reset policy.
+pub(crate) fn no_offset_error(ctx: &ManagerContext<'_>) -> Option<Error> {
+    let partitions: Vec<TopicPartition> = ctx
+        .subscriptions
+        .partitions_awaiting_reset()
+        .into_iter()
+        .filter(|(_, s)| *s == OffsetResetStrategy::None)
+        .map(|(tp, _)| tp)
+        .collect();
+    (!partitions.is_empty()).then_some(Error::NoOffsetForPartition { partitions })
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+fn list_offsets_request(
+    ctx: &ManagerContext<'_>,
+    partitions: &[(TopicPartition, i64, i32)],
+) -> ListOffsetsRequest {
+    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+    for (tp, timestamp, epoch) in partitions {
+        let partition = ListOffsetsPartition::default()
+            .with_partition_index(tp.partition)
+            .with_current_leader_epoch(*epoch)
+            .with_timestamp(*timestamp);
+        match topics.last_mut() {
+            Some(t) if t.name.0.as_str() == &*tp.topic => t.partitions.push(partition),
+            _ => topics.push(
+                ListOffsetsTopic::default()
+                    .with_name(topic_name(&tp.topic))
+                    .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(CONSUMER_REPLICA_ID))
+        .with_isolation_level(ctx.settings.isolation_level.wire())
+        .with_topics(topics)
+}
+
+/// Per-partition outcomes of a ListOffsets response.
+fn list_outcomes(
+    ctx: &mut ManagerContext<'_>,
+    body: &ListOffsetsResponse,
+) -> BTreeMap<TopicPartition, ListOutcome> {
+    let mut out = BTreeMap::new();
+    for topic in &body.topics {
+        for p in &topic.partitions {
+            let tp = TopicPartition::new(topic.name.0.as_str(), p.partition_index);
+            let outcome = match ResponseError::try_from_code(p.error_code) {
+                None => ListOutcome::Found((p.offset >= 0).then_some(OffsetAndTimestamp {
+                    offset: p.offset,
+                    timestamp_ms: p.timestamp,
+                    leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
+                })),
+                Some(ResponseError::UnsupportedForMessageFormat) => ListOutcome::Found(None),
+                Some(
+                    ResponseError::NotLeaderOrFollower
+                    | ResponseError::LeaderNotAvailable
+                    | ResponseError::UnknownTopicOrPartition
+                    | ResponseError::FencedLeaderEpoch
+                    | ResponseError::UnknownLeaderEpoch
+                    | ResponseError::KafkaStorageError,
+                ) => {
+                    ctx.request_metadata_refresh();
+                    ListOutcome::Retry
+                }
+                Some(code) if code.is_retriable() => ListOutcome::Retry,
+                Some(code) => {
+                    ListOutcome::Fail(Error::from_code(code, format!("ListOffsets for {tp}")))
+                }
+            };
+            out.insert(tp, outcome);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+
+use super::*;
+use crate::internals::completion::Completion;
+use crate::internals::context::testing::Parts;
+use crate::internals::settings::ConsumerSettings;
+use crate::internals::test_support::{all_versions, metadata};
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p)
+}
+
+fn parts(policy: OffsetResetStrategy) -> Parts {
+    let mut p = Parts::new(ConsumerSettings {
+        auto_offset_reset: policy,
+        ..ConsumerSettings::default()
+    });
+    p.versions = Some(all_versions());
+    // p0 led by broker 1 (epoch 5), p1 by broker 2 (epoch 7).
+    p.metadata = metadata(&[(0, 1, 5), (1, 2, 7)]);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1)].into_iter().collect());
+    p.buffer.set_assignment(&p.subscriptions.assigned());
+    p
+}
+
+fn list_response(entries: &[(i32, i16, i64, i32)]) -> Result<(ResponseBody, i16), NetworkError> {
+    let partitions = entries
+        .iter()
+        .map(|&(p, code, offset, epoch)| {
+            ListOffsetsPartitionResponse::default()
+                .with_partition_index(p)
+                .with_error_code(code)
+                .with_offset(offset)
+                .with_timestamp(-1)
+                .with_leader_epoch(epoch)
+        })
+        .collect();
+    let body = ListOffsetsResponse::default()
+        .with_topics(vec![ListOffsetsTopicResponse::default()
+            .with_name(topic_name("t"))
+            .with_partitions(partitions)]);
+    Ok((ResponseBody::ListOffsets(body), 9))
+}
+
+fn requested(r: &UnsentRequest) -> Vec<(i32, i64, i32)> {
+    let RequestBody::ListOffsets(body) = &r.body else {
+        panic!("{r:?}")
+    };
+    assert_eq!(body.replica_id, BrokerId(-1));
+    body.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.timestamp, p.current_leader_epoch))
+        .collect()
+}
+
+#[test]
+fn without_group_new_partitions_reset_by_policy_to_each_leader() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 2, "one ListOffsets per leader");
+    assert_eq!(r.requests[0].target, Target::Node(1));
+    assert_eq!(requested(&r.requests[0]), [(0, -2, 5)]);
+    assert_eq!(r.requests[1].target, Target::Node(2));
+    assert_eq!(requested(&r.requests[1]), [(1, -2, 7)]);
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "no duplicates in flight"
+    );
+
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        list_response(&[(0, 0, 17, 5)]),
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (17, Some(5)));
+
+    // NOT_LEADER: metadata refresh and a retry after the backoff.
+    let code = ResponseError::NotLeaderOrFollower.code();
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[1].token,
+        list_response(&[(1, code, -1, -1)]),
+    );
+    assert!(p.effects.metadata_refresh);
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty());
+    assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(100)));
+    p.advance_ms(100);
+    assert_eq!(m.poll(&mut p.ctx()).requests.len(), 1);
+}
+
+#[test]
+fn latest_policy_and_no_policy_error_on_poll() {
+    let mut p = parts(OffsetResetStrategy::Latest);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(requested(&r.requests[0]), [(0, -1, 5)]);
+
+    let mut p = parts(OffsetResetStrategy::None);
+    let mut m = OffsetsRequestManager::new(100);
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "nothing to ask with policy none"
+    );
+    m.on_poll(&mut p.ctx());
+    let [Error::NoOffsetForPartition { partitions }] = &p.effects.errors[..] else {
+        panic!("{:?}", p.effects.errors)
+    };
+    assert_eq!(partitions, &[tp(0), tp(1)]);
+}
+
+fn epoch_response(end_offset: i64, epoch: i32) -> Result<(ResponseBody, i16), NetworkError> {
+    let body = OffsetForLeaderEpochResponse::default().with_topics(vec![
+        OffsetForLeaderTopicResult::default()
+            .with_topic(topic_name("t"))
+            .with_partitions(vec![EpochEndOffset::default()
+                .with_partition(0)
+                .with_leader_epoch(epoch)
+                .with_end_offset(end_offset)]),
+    ]);
+    Ok((ResponseBody::OffsetForLeaderEpoch(body), 4))
+}
+
+fn awaiting_validation(p: &mut Parts, offset: i64, offset_epoch: i32) {
+    p.buffer.set_position(
+        &tp(0),
+        FetchPosition {
+            offset,
+            offset_epoch: Some(offset_epoch),
+            current_leader_epoch: Some(4),
+        },
+    );
+    p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::AwaitingValidation);
+    p.subscriptions
+        .set_fetch_state(&tp(1), FetchState::Fetching);
+}
+
+#[test]
+fn validation_detects_truncation_and_moves_to_the_divergence_point() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    awaiting_validation(&mut p, 100, 3);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    let RequestBody::OffsetForLeaderEpoch(body) = &r.requests[0].body else {
+        panic!()
+    };
+    let asked = &body.topics[0].partitions[0];
+    assert_eq!((asked.leader_epoch, asked.current_leader_epoch), (3, 5));
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (80, Some(3)));
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+}
+
+#[test]
+fn validation_without_truncation_keeps_the_position_and_none_policy_reports_truncation() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    awaiting_validation(&mut p, 100, 3);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(150, 3));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!(
+        (position.offset, position.current_leader_epoch),
+        (100, Some(5))
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+
+    let mut p = parts(OffsetResetStrategy::None);
+    awaiting_validation(&mut p, 100, 3);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    assert!(matches!(
+        &p.effects.errors[..],
+        [Error::LogTruncation { .. }]
+    ));
+}
+
+#[test]
+fn leader_epoch_change_triggers_validation() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    p.buffer.set_position(
+        &tp(0),
+        FetchPosition {
+            offset: 10,
+            offset_epoch: Some(4),
+            current_leader_epoch: Some(4),
+        },
+    );
+    p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::Fetching);
+    let mut m = OffsetsRequestManager::new(100);
+    m.on_metadata_update(&mut p.ctx());
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::AwaitingValidation)
+    );
+}
+
+#[test]
+fn user_lookups_complete_when_every_partition_answered() {
+    let mut p = parts(OffsetResetStrategy::Earliest);
+    p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::Fetching);
+    p.subscriptions
+        .set_fetch_state(&tp(1), FetchState::Fetching);
+    let mut m = OffsetsRequestManager::new(100);
+    let (c, rx) = Completion::new("end_offsets", Some(p.now + Duration::from_secs(5)), 5_000);
+    m.list_offsets([(tp(0), -1), (tp(1), -1)].into_iter().collect(), c);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 2);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        list_response(&[(0, 0, 9, 5)]),
+    );
+    assert!(rx.borrow().is_none());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[1].token,
+        list_response(&[(1, 0, 4, 7)]),
+    );
+    let answer = rx.borrow().clone().unwrap().unwrap();
+    assert_eq!(answer[&tp(0)].unwrap().offset, 9);
+    assert_eq!(answer[&tp(1)].unwrap().offset, 4);
+}

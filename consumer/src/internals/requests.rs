@@ -1,0 +1,122 @@
+//! What request managers hand the network loop and get back: typed requests and responses,
+//! tagged with the manager and a token so the loop can route each response to its owner.
+
+use kafka_protocol::messages::{
+    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+};
+use kafka_protocol::protocol::{Request, VersionRange};
+
+use crate::network::{NetworkError, Target};
+use crate::protocol::{Api, ApiVersionsTable};
+use crate::rt::Instant;
+
+/// The request managers, in the fixed order the loop polls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ManagerId {
+    /// `CoordinatorRequestManager`.
+    Coordinator,
+    /// `CommitRequestManager`.
+    Commit,
+    /// `OffsetsRequestManager`.
+    Offsets,
+    /// `TopicMetadataRequestManager`.
+    Metadata,
+    /// `FetchRequestManager`.
+    Fetch,
+}
+
+macro_rules! bodies {
+    ($($name:ident($req:ty, $resp:ty)),* $(,)?) => {
+        /// A request a manager wants sent.
+        #[derive(Debug, Clone)]
+        pub(crate) enum RequestBody { $($name($req)),* }
+
+        /// The response to a [`RequestBody`].
+        #[derive(Debug, Clone)]
+        pub(crate) enum ResponseBody { $($name($resp)),* }
+
+        impl RequestBody {
+            /// The request's API, for traces.
+            pub fn api(&self) -> Api {
+                match self { $(Self::$name(_) => Api(<$req as Request>::KEY)),* }
+            }
+        }
+    };
+}
+
+bodies! {
+    FindCoordinator(FindCoordinatorRequest, FindCoordinatorResponse),
+    OffsetCommit(OffsetCommitRequest, OffsetCommitResponse),
+    OffsetFetch(OffsetFetchRequest, OffsetFetchResponse),
+    ListOffsets(ListOffsetsRequest, ListOffsetsResponse),
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    Fetch(FetchRequest, FetchResponse),
+    Metadata(MetadataRequest, MetadataResponse),
+}
+
+/// A request and where to send it.
+#[derive(Debug, Clone)]
+pub(crate) struct UnsentRequest {
+    /// The destination.
+    pub target: Target,
+    /// The version the manager built the request for (`None`: any, the fields are the same).
+    pub version: Option<i16>,
+    /// The request.
+    pub body: RequestBody,
+    /// The manager's token, returned with the response.
+    pub token: u64,
+}
+
+/// A response (or the network failure in its place), on its way back to its manager.
+#[derive(Debug)]
+pub(crate) struct ResponseEnvelope {
+    /// The manager that sent the request.
+    pub manager: ManagerId,
+    /// The manager's token.
+    pub token: u64,
+    /// The response and the version it was exchanged at.
+    pub result: Result<(ResponseBody, i16), NetworkError>,
+}
+
+/// What a manager's `poll` returns: requests to send now, and when it wants to be polled again
+/// even if nothing happens (`None`: only when an event or a response arrives).
+#[derive(Debug, Default)]
+pub(crate) struct PollResult {
+    /// Requests to send.
+    pub requests: Vec<UnsentRequest>,
+    /// The next time the manager has something to do.
+    pub next_poll_at: Option<Instant>,
+}
+
+impl PollResult {
+    /// Lowers `next_poll_at` to `at` if earlier.
+    pub fn wake_at(&mut self, at: Instant) {
+        self.next_poll_at = earliest(self.next_poll_at, Some(at));
+    }
+}
+
+/// The earlier of two optional instants.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// The highest version of `R` both we and the cluster support (see
+/// `NetworkClient::any_api_versions`); `None` until a broker connection has negotiated.
+pub(crate) fn select_version<R: Request>(versions: Option<&ApiVersionsTable>) -> Option<i16> {
+    select_version_in::<R>(versions, R::VERSIONS)
+}
+
+/// Like [`select_version`] within `ours`.
+pub(crate) fn select_version_in<R: Request>(
+    versions: Option<&ApiVersionsTable>,
+    ours: VersionRange,
+) -> Option<i16> {
+    versions?.select(Api(R::KEY), ours).ok()
+}

@@ -1,0 +1,343 @@
+//! Cluster metadata for the consumer (Java's `TopicMetadataRequestManager` plus the refresh
+//! policy of `ConsumerMetadata`): the assigned topics are refreshed when a manager asks (leader
+//! changes, unknown leaders, disconnects), when the assignment names a topic not yet known, and
+//! every `metadata.max.age.ms`; `partitions_for` and `list_topics` get requests of their own.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use kafka_protocol::messages::MetadataResponse;
+
+use super::completion::Completion;
+use super::context::ManagerContext;
+use super::events::TopicPartitions;
+use super::request_state::RequestState;
+use super::requests::{PollResult, RequestBody, ResponseBody, UnsentRequest};
+use crate::error::Error;
+use crate::network::metadata::{metadata_request_all_topics, metadata_request_for_topics};
+use crate::network::{MetadataScope, NetworkError, Target};
+use crate::protocol::ResponseError;
+use crate::rt::{Duration, Instant};
+use crate::types::{PartitionInfo, TopicPartition};
+
+struct UserMetadata {
+    topics: Option<Vec<String>>,
+    completion: Completion<TopicPartitions>,
+    state: RequestState,
+    token: Option<u64>,
+}
+
+/// The metadata manager.
+pub(crate) struct TopicMetadataRequestManager {
+    max_age: Duration,
+    min_interval: Duration,
+    retry_backoff_ms: u64,
+    retry_backoff_max_ms: u64,
+    refresh_requested: bool,
+    last_refresh_at: Option<Instant>,
+    covered_topics: BTreeSet<String>,
+    state: RequestState,
+    in_flight: Option<(u64, BTreeSet<String>)>,
+    user: Vec<UserMetadata>,
+    scopes: HashMap<u64, MetadataScope>,
+    next_token: u64,
+}
+
+impl TopicMetadataRequestManager {
+    /// A manager refreshing at least every `metadata_max_age_ms`.
+    pub fn new(metadata_max_age_ms: u64, retry_backoff_ms: u64, retry_backoff_max_ms: u64) -> Self {
+        Self {
+            max_age: Duration::from_millis(metadata_max_age_ms),
+            min_interval: Duration::from_millis(retry_backoff_ms),
+            retry_backoff_ms,
+            retry_backoff_max_ms,
+            // The first poll connects to the cluster and learns brokers and leaders.
+            refresh_requested: true,
+            last_refresh_at: None,
+            covered_topics: BTreeSet::new(),
+            state: RequestState::new(retry_backoff_ms, retry_backoff_max_ms),
+            in_flight: None,
+            user: Vec::new(),
+            scopes: HashMap::new(),
+            next_token: 0,
+        }
+    }
+
+    /// Asks for a refresh of the assigned topics.
+    pub fn request_refresh(&mut self) {
+        self.refresh_requested = true;
+    }
+
+    /// `partitions_for` / `list_topics`.
+    pub fn topic_metadata(
+        &mut self,
+        topics: Option<Vec<String>>,
+        completion: Completion<TopicPartitions>,
+    ) {
+        self.user.push(UserMetadata {
+            topics,
+            completion,
+            state: RequestState::new(self.retry_backoff_ms, self.retry_backoff_max_ms),
+            token: None,
+        });
+    }
+
+    /// How the response to `token` must be applied to the cluster metadata.
+    pub fn scope_of(&self, token: u64) -> Option<MetadataScope> {
+        self.scopes.get(&token).copied()
+    }
+
+    /// Sends refreshes and user requests that are due.
+    pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
+        let mut result = PollResult::default();
+        let wanted: BTreeSet<String> = ctx
+            .subscriptions
+            .assigned()
+            .iter()
+            .map(|tp| tp.topic.to_string())
+            .collect();
+        if !wanted.is_subset(&self.covered_topics) {
+            self.refresh_requested = true;
+        }
+        let expires_at = self.last_refresh_at.map(|at| at + self.max_age);
+        if expires_at.is_some_and(|at| at <= ctx.now) {
+            self.refresh_requested = true;
+        }
+        // Refreshes asked for right after one completed wait `retry.backoff.ms` (Java's
+        // `refreshBackoffMs`): a manager that keeps asking (a leader still unknown) must not
+        // turn the loop into a stream of Metadata requests.
+        let not_before = self
+            .last_refresh_at
+            .map(|at| at + self.min_interval)
+            .filter(|at| *at > ctx.now);
+        if self.refresh_requested && self.in_flight.is_none() {
+            if let Some(at) = not_before {
+                result.wake_at(at);
+            } else if self.state.can_send(ctx.now) {
+                self.next_token += 1;
+                let token = self.next_token;
+                tracing::debug!(topics = ?wanted, "refreshing metadata");
+                let request = metadata_request_for_topics(wanted.iter().map(String::as_str), false);
+                self.scopes.insert(token, MetadataScope::ListedTopics);
+                self.in_flight = Some((token, wanted));
+                self.state.on_send();
+                self.refresh_requested = false;
+                result.requests.push(UnsentRequest {
+                    target: Target::LeastLoaded,
+                    version: None,
+                    body: RequestBody::Metadata(request),
+                    token,
+                });
+            } else if let Some(at) = self.state.backoff_until(ctx.now) {
+                result.wake_at(at);
+            }
+        } else if let Some(at) = expires_at {
+            result.wake_at(at);
+        }
+        self.user
+            .retain(|u| u.token.is_some() || !u.completion.is_done());
+        for user in &mut self.user {
+            if user.token.is_some() {
+                continue;
+            }
+            if !user.state.can_send(ctx.now) {
+                if let Some(at) = user.state.backoff_until(ctx.now) {
+                    result.wake_at(at);
+                }
+                continue;
+            }
+            self.next_token += 1;
+            let (request, scope) = match &user.topics {
+                Some(topics) => (
+                    metadata_request_for_topics(topics.iter().map(String::as_str), false),
+                    MetadataScope::ListedTopics,
+                ),
+                None => (metadata_request_all_topics(), MetadataScope::AllTopics),
+            };
+            self.scopes.insert(self.next_token, scope);
+            user.token = Some(self.next_token);
+            user.state.on_send();
+            result.requests.push(UnsentRequest {
+                target: Target::LeastLoaded,
+                version: None,
+                body: RequestBody::Metadata(request),
+                token: self.next_token,
+            });
+        }
+        result
+    }
+
+    /// Handles a Metadata response (already applied to the cluster metadata by the loop).
+    /// Returns whether the assigned topics' metadata was refreshed.
+    pub fn on_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        token: u64,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) -> bool {
+        self.scopes.remove(&token);
+        let body = match result {
+            Ok((ResponseBody::Metadata(body), _)) => Ok(body),
+            Ok(_) => return false,
+            Err(error) => Err(error),
+        };
+        if self.in_flight.as_ref().is_some_and(|(t, _)| *t == token) {
+            let Some((_, topics)) = self.in_flight.take() else {
+                return false;
+            };
+            return match body {
+                Ok(_) => {
+                    self.state.on_success();
+                    self.last_refresh_at = Some(ctx.now);
+                    self.covered_topics = topics;
+                    true
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "metadata refresh failed");
+                    self.state.on_failure(ctx.now, ctx.rng);
+                    self.refresh_requested = true;
+                    false
+                }
+            };
+        }
+        let Some(index) = self.user.iter().position(|u| u.token == Some(token)) else {
+            return false;
+        };
+        let user = &mut self.user[index];
+        user.token = None;
+        match body
+            .map_err(Error::Network)
+            .and_then(|b| partitions_by_topic(&b, user.topics.as_deref()))
+        {
+            Ok(Some(answer)) => {
+                let user = self.user.remove(index);
+                user.completion.complete(Ok(answer));
+            }
+            Ok(None) => user.state.on_failure(ctx.now, ctx.rng),
+            Err(error) if error.is_retriable() => user.state.on_failure(ctx.now, ctx.rng),
+            Err(error) => {
+                let user = self.user.remove(index);
+                user.completion.complete(Err(error));
+            }
+        }
+        false
+    }
+}
+
+/// The partitions of each topic in a response; `Ok(None)` when it must be asked again (a topic
+/// without a leader yet). Unknown topics are left out, like Java's `partitionsFor`.
+fn partitions_by_topic(
+    body: &MetadataResponse,
+    asked: Option<&[String]>,
+) -> Result<Option<TopicPartitions>, Error> {
+    let mut out: TopicPartitions = BTreeMap::new();
+    for topic in &body.topics {
+        let Some(name) = topic.name.as_ref().map(|n| n.0.to_string()) else {
+            continue;
+        };
+        match ResponseError::try_from_code(topic.error_code) {
+            None => {}
+            Some(ResponseError::UnknownTopicOrPartition | ResponseError::InvalidTopicException) => {
+                continue
+            }
+            Some(ResponseError::LeaderNotAvailable) => return Ok(None),
+            Some(code) => return Err(Error::from_code(code, format!("metadata of topic {name}"))),
+        }
+        if asked.is_none() && topic.is_internal {
+            continue;
+        }
+        let topic_arc: std::sync::Arc<str> = std::sync::Arc::from(name.as_str());
+        let partitions = topic
+            .partitions
+            .iter()
+            .map(|p| PartitionInfo {
+                partition: TopicPartition {
+                    topic: std::sync::Arc::clone(&topic_arc),
+                    partition: p.partition_index,
+                },
+                leader: (p.leader_id.0 >= 0).then_some(p.leader_id.0),
+                replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
+                in_sync_replicas: p.isr_nodes.iter().map(|n| n.0).collect(),
+                offline_replicas: p.offline_replicas.iter().map(|n| n.0).collect(),
+            })
+            .collect();
+        out.insert(name, partitions);
+    }
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::internals::context::testing::Parts;
+    use crate::internals::settings::ConsumerSettings;
+    use crate::internals::test_support::metadata_response;
+
+    #[test]
+    fn refreshes_at_start_for_new_topics_on_request_and_on_max_age() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "startup refresh");
+        let token = r.requests[0].token;
+        assert_eq!(m.scope_of(token), Some(MetadataScope::ListedTopics));
+        assert!(m.poll(&mut p.ctx()).requests.is_empty(), "one in flight");
+        let ok = Ok((ResponseBody::Metadata(metadata_response(&[(0, 1, 1)])), 12));
+        assert!(m.on_response(&mut p.ctx(), token, ok.clone()));
+        let r = m.poll(&mut p.ctx());
+        assert!(r.requests.is_empty());
+        assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(10_000)));
+
+        p.subscriptions
+            .assign_from_user(&[TopicPartition::new("t", 0)].into_iter().collect());
+        p.advance_ms(100);
+        let r = m.poll(&mut p.ctx());
+        let RequestBody::Metadata(req) = &r.requests[0].body else {
+            panic!()
+        };
+        assert_eq!(
+            req.topics.as_ref().unwrap()[0]
+                .name
+                .as_ref()
+                .unwrap()
+                .0
+                .as_str(),
+            "t"
+        );
+        assert!(m.on_response(&mut p.ctx(), r.requests[0].token, ok.clone()));
+        assert!(m.poll(&mut p.ctx()).requests.is_empty());
+
+        m.request_refresh();
+        let r = m.poll(&mut p.ctx());
+        assert!(r.requests.is_empty(), "not right after the last refresh");
+        assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(100)));
+        p.advance_ms(100);
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "on request");
+        m.on_response(&mut p.ctx(), r.requests[0].token, ok);
+        p.advance_ms(10_000);
+        assert_eq!(m.poll(&mut p.ctx()).requests.len(), 1, "on max age");
+    }
+
+    #[test]
+    fn partitions_for_answers_from_its_own_request() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        m.poll(&mut p.ctx());
+        let (c, rx) = Completion::new(
+            "partitions_for",
+            Some(p.now + Duration::from_secs(1)),
+            1_000,
+        );
+        m.topic_metadata(Some(vec!["t".into()]), c);
+        let r = m.poll(&mut p.ctx());
+        let token = r.requests[0].token;
+        let ok = Ok((
+            ResponseBody::Metadata(metadata_response(&[(0, 1, 1), (1, 2, 1)])),
+            12,
+        ));
+        assert!(!m.on_response(&mut p.ctx(), token, ok));
+        let answer = rx.borrow().clone().unwrap().unwrap();
+        let leaders: Vec<_> = answer["t"].iter().map(|p| p.leader).collect();
+        assert_eq!(leaders, [Some(1), Some(2)]);
+    }
+}
