@@ -101,7 +101,7 @@ async fn group_scenario(protocol: &str) {
     let cluster = harness_cluster(3, &[(&topic, PARTITIONS)]).await;
     let bootstrap = cluster.bootstrap_servers()[0].clone();
 
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let (script, args) = (
         run_script(),
         [
@@ -122,6 +122,7 @@ async fn group_scenario(protocol: &str) {
         .map(str::to_owned),
     );
     // Blocking, on a blocking thread: the cluster's tasks keep running on the test runtime.
+    #[allow(clippy::disallowed_methods)] // real mode only: waiting for a child process
     let output = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .arg(script)

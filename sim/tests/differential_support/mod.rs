@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
+use kafka_consumer::rt::SeededRng;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::{CreateTopicsRequest, GroupId, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes};
+use rand::RngCore;
 use sim::config::ClusterConfig;
 use sim::group::classic::ClassicGroupConfig;
 use sim::group::consumer::ConsumerGroupConfig;
@@ -94,11 +96,15 @@ pub fn real_bootstrap() -> Option<String> {
 
 /// A name no earlier run used, so runs against a long-lived real broker never meet old state.
 pub fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
+    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
+}
+
+/// A random UUID string, like the member ids KIP-848 clients generate (ConsumerGroupHeartbeat
+/// v1+).
+pub fn random_uuid() -> String {
+    let mut rng = SeededRng::from_runtime();
+    let bits = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
+    uuid::Uuid::from_u128(bits).to_string()
 }
 
 pub fn str(s: &str) -> StrBytes {
@@ -240,6 +246,19 @@ impl Masks {
             .insert(value.to_owned(), format!("<{placeholder}>"));
     }
 
+    /// `text` with every run-specific string seen so far replaced by its placeholder: error
+    /// messages quote member and group ids.
+    pub fn text(&self, text: &str) -> String {
+        let mut known: Vec<(&String, &String)> = self.seen.iter().collect();
+        // Longest first, so no value is replaced inside a longer one.
+        known.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
+        let mut text = text.to_owned();
+        for (value, placeholder) in known {
+            text = text.replace(value.as_str(), placeholder);
+        }
+        text
+    }
+
     pub fn uuid(&mut self, value: &mut uuid::Uuid) -> String {
         if value.is_nil() {
             "<nil>".to_owned()
@@ -257,12 +276,17 @@ pub struct Transcript {
 
 impl Transcript {
     pub fn record(&mut self, label: impl Into<String>, masked: impl Debug) {
-        self.steps.push((label.into(), format!("{masked:#?}")));
+        self.note(label, format!("{masked:#?}"));
     }
 
-    /// A note that is compared like a response (e.g. a negotiated version or a derived fact).
+    /// A step that is compared like a response (e.g. a derived fact). With `FIDELITY_TRACE=1`
+    /// every step is also printed as it happens, to see how far a conversation got.
     pub fn note(&mut self, label: impl Into<String>, text: impl Into<String>) {
-        self.steps.push((label.into(), text.into()));
+        let (label, text) = (label.into(), text.into());
+        if std::env::var("FIDELITY_TRACE").as_deref() == Ok("1") {
+            let _ = writeln!(std::io::stderr(), "--- {label}\n{text}");
+        }
+        self.steps.push((label, text));
     }
 }
 
