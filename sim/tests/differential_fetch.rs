@@ -166,8 +166,8 @@ async fn produce_retrying(
     loop {
         let r = send(client, s.leader, produce(s, partition, records.clone())).await;
         let code = r.responses[0].partition_responses[0].error_code;
-        // NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE
-        if !(code == 6 || code == 5) || tokio::time::Instant::now() > deadline {
+        // UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+        if ![3, 5, 6].contains(&code) || tokio::time::Instant::now() > deadline {
             return r;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
