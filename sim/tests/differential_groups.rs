@@ -268,6 +268,9 @@ fn mask_offset_fetch(m: &mut Masks, mut r: OffsetFetchResponse) -> OffsetFetchRe
 fn mask_describe(m: &mut Masks, mut r: DescribeGroupsResponse) -> DescribeGroupsResponse {
     r.throttle_time_ms = 0;
     for group in &mut r.groups {
+        if let Some(message) = &mut group.error_message {
+            *message = str(&m.text(message));
+        }
         m.mask_str("name", &mut group.group_id.0);
         for member in &mut group.members {
             m.mask_str("member", &mut member.member_id);
@@ -304,6 +307,36 @@ fn mask_consumer_heartbeat(
         assignment
             .topic_partitions
             .sort_by_key(|t| t.topic_id.as_u128());
+    }
+    r
+}
+
+fn mask_consumer_describe(
+    m: &mut Masks,
+    mut r: ConsumerGroupDescribeResponse,
+) -> ConsumerGroupDescribeResponse {
+    use kafka_protocol::messages::consumer_group_describe_response::Assignment;
+    r.throttle_time_ms = 0;
+    let mask_assignment = |m: &mut Masks, a: &mut Assignment| {
+        for topic in &mut a.topic_partitions {
+            m.uuid(&mut topic.topic_id);
+            topic.topic_id = uuid::Uuid::nil();
+            m.mask_str("name", &mut topic.topic_name.0);
+            topic.partitions.sort_unstable();
+        }
+    };
+    for group in &mut r.groups {
+        m.mask_str("name", &mut group.group_id.0);
+        for member in &mut group.members {
+            m.mask_str("member", &mut member.member_id);
+            member.client_host = str("<host>");
+            for topic in &mut member.subscribed_topic_names {
+                m.mask_str("name", &mut topic.0);
+            }
+            mask_assignment(m, &mut member.assignment);
+            mask_assignment(m, &mut member.target_assignment);
+        }
+        group.members.sort_by(|a, b| a.member_id.cmp(&b.member_id));
     }
     r
 }
@@ -641,6 +674,21 @@ async fn consumer_protocol(mut s: Side) -> Side {
     s.transcript.record(
         "B heartbeats after the revocation",
         mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
+        ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]),
+    )
+    .await;
+    s.transcript.record(
+        "describe two members",
+        mask_consumer_describe(&mut s.masks, r),
+    );
+    let r = send(&mut a, coordinator, describe(&s)).await;
+    s.transcript.record(
+        "classic describe of a consumer group",
+        mask_describe(&mut s.masks, r),
     );
     let r = send(
         &mut a,
