@@ -164,30 +164,23 @@ async fn create_topic_produce_fetch_and_list_offsets() {
         out_of_range.responses[0].partitions[0].error_code,
         ResponseError::OffsetOutOfRange.code()
     );
-    let listed = send(
-        &mut client,
-        leader_id,
-        ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_topics(vec![ListOffsetsTopic::default()
-                .with_name(name("orders"))
-                .with_partitions(
-                    [-2i64, -1, -3, 1_000]
-                        .iter()
-                        .map(|ts| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(1)
-                                .with_timestamp(*ts)
-                        })
-                        .collect(),
-                )]),
-    )
-    .await;
-    let offsets: Vec<i64> = listed.topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.offset)
-        .collect();
+    // One query per request: Kafka answers a partition named twice with INVALID_REQUEST.
+    let mut offsets = Vec::new();
+    for timestamp in [-2i64, -1, -3, 1_000] {
+        let listed = send(
+            &mut client,
+            leader_id,
+            ListOffsetsRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_topics(vec![ListOffsetsTopic::default()
+                    .with_name(name("orders"))
+                    .with_partitions(vec![ListOffsetsPartition::default()
+                        .with_partition_index(1)
+                        .with_timestamp(timestamp)])]),
+        )
+        .await;
+        offsets.push(listed.topics[0].partitions[0].offset);
+    }
     // All records share timestamp 1000: max timestamp (-3) ties resolve to the first, as Kafka.
     assert_eq!(offsets, [0, 3, 0, 0]);
 }

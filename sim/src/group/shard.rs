@@ -17,10 +17,11 @@
 use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsResponse, GroupId,
+    JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -324,6 +325,23 @@ impl GroupCoordinatorShard {
     }
 }
 
+/// Kafka's DescribeGroups answer for a consumer-protocol group (`DescribeGroupsResponse.groupError`
+/// with GROUP_ID_NOT_FOUND, from `GroupMetadataManager.classicGroup`): a "Dead" group and an
+/// error, the message from v6 on.
+fn not_a_classic_group(group: &GroupId, version: i16) -> DescribeGroupsResponse {
+    let mut described = DescribedGroup::default()
+        .with_group_id(group.clone())
+        .with_group_state(StrBytes::from_static_str("Dead"))
+        .with_error_code(ResponseError::GroupIdNotFound.code());
+    if version >= 6 {
+        described = described.with_error_message(Some(StrBytes::from_string(format!(
+            "Group {} is not a classic group.",
+            group.0
+        ))));
+    }
+    DescribeGroupsResponse::default().with_groups(vec![described])
+}
+
 impl GroupShard for GroupCoordinatorShard {
     fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
         let id = RequestId(context.request_id);
@@ -333,9 +351,14 @@ impl GroupShard for GroupCoordinatorShard {
             GroupRequest::SyncGroup(r) => self.classic.sync_group(now_ms, id, version, &r),
             GroupRequest::Heartbeat(r) => self.classic.heartbeat(now_ms, id, version, &r),
             GroupRequest::LeaveGroup(r) => self.classic.leave_group(now_ms, id, version, &r),
-            GroupRequest::DescribeGroups(r) => {
-                self.classic.describe_groups(now_ms, id, version, &r)
-            }
+            // The routing layer splits DescribeGroups per group, so one id is asked at a time.
+            GroupRequest::DescribeGroups(r) => match r.groups.as_slice() {
+                [group] if self.is_consumer_group(group.0.as_str()) => self.outbox.push((
+                    context.request_id,
+                    GroupResponse::DescribeGroups(not_a_classic_group(group, version)),
+                )),
+                _ => self.classic.describe_groups(now_ms, id, version, &r),
+            },
             GroupRequest::ListGroups(r) => self.classic.list_groups(now_ms, id, version, &r),
             GroupRequest::OffsetCommit(r) => self.offset_commit(now_ms, &context, r),
             GroupRequest::OffsetFetch(r) => self.offset_fetch(now_ms, &context, &r),

@@ -83,9 +83,34 @@ pub(crate) fn unsupported_version_response(broker: &Broker) -> ApiVersionsRespon
 
 pub(crate) async fn handle(
     ctx: &RequestCtx<'_>,
-    _request: ApiVersionsRequest,
+    request: ApiVersionsRequest,
 ) -> ApiVersionsResponse {
+    if ctx.version >= 3
+        && !(valid_software_token(&request.client_software_name)
+            && valid_software_token(&request.client_software_version))
+    {
+        // Kafka's `ApiVersionsRequest.isValid` (KIP-511): the error response lists no APIs.
+        return ApiVersionsResponse::default()
+            .with_error_code(ResponseError::InvalidRequest.code());
+    }
     ApiVersionsResponse::default().with_api_keys(api_keys(ctx.broker))
+}
+
+/// Kafka's `SOFTWARE_NAME_VERSION_PATTERN`, `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`: the
+/// client software name and version are non-empty, start and end alphanumeric, and hold only
+/// alphanumerics, '-' and '.'.
+fn valid_software_token(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+        }
+        _ => false,
+    }
 }
 
 pub(crate) fn error_response(

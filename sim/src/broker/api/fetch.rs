@@ -196,6 +196,14 @@ fn read_partition(
             .clone()
             .with_error_code(code.code())
             .with_records(Some(Default::default()));
+        // KafkaApis answers partitions missing from the metadata itself, with the schema's
+        // default empty list; errors from the replica manager carry null.
+        if matches!(
+            code,
+            ResponseError::UnknownTopicId | ResponseError::UnknownTopicOrPartition
+        ) {
+            data = data.with_aborted_transactions(Some(Vec::new()));
+        }
         if version >= 12
             && matches!(
                 code,

@@ -4,6 +4,9 @@
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
+use std::collections::{HashMap, HashSet};
+
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::*;
 
 use super::leader_partition;
@@ -24,6 +27,17 @@ pub(crate) async fn handle(
     let version = ctx.version;
     let read_committed = version >= 2 && request.isolation_level == 1;
     let state = ctx.broker.controller.read();
+    // Kafka answers a partition named more than once with one INVALID_REQUEST entry: its
+    // ReplicaManager.fetchOffset keys the answers by partition.
+    let mut occurrences: HashMap<(&str, i32), usize> = HashMap::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            *occurrences
+                .entry((topic.name.0.as_str(), p.partition_index))
+                .or_default() += 1;
+        }
+    }
+    let mut answered = HashSet::new();
     let topics = request
         .topics
         .iter()
@@ -31,7 +45,15 @@ pub(crate) async fn handle(
             let partitions = topic
                 .partitions
                 .iter()
+                .filter(|p| answered.insert((topic.name.0.as_str(), p.partition_index)))
                 .map(|p| {
+                    if occurrences[&(topic.name.0.as_str(), p.partition_index)] > 1 {
+                        return ListOffsetsPartitionResponse::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(ResponseError::InvalidRequest.code())
+                            .with_timestamp(-1)
+                            .with_offset(-1);
+                    }
                     let epoch = if version >= 4 {
                         p.current_leader_epoch
                     } else {

@@ -36,11 +36,13 @@ pub(super) fn join_response_for_version(
     response
 }
 
-/// A JoinGroup error answer, as Kafka builds them (`memberId` set, everything else default).
+/// A JoinGroup error answer, as Kafka builds them (`memberId` set, everything else Java's
+/// default, which for the protocol name is null where `kafka-protocol`'s is "").
 pub(super) fn join_error(member_id: &str, error: ResponseError) -> JoinGroupResponse {
     JoinGroupResponse::default()
         .with_member_id(str_bytes(member_id))
         .with_error_code(error.code())
+        .with_protocol_name(None)
 }
 
 /// The success answer of the current generation for `member_id`; `members` is the leader's list.

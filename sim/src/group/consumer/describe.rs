@@ -67,12 +67,10 @@ impl ConsumerGroupCoordinator {
                             .map(|n| TopicName(StrBytes::from_string(n.clone())))
                             .collect(),
                     )
-                    .with_subscribed_topic_regex(
-                        member
-                            .subscribed_topic_regex
-                            .clone()
-                            .map(StrBytes::from_string),
-                    )
+                    // Kafka's member keeps "" for "no regex" and describes it as such.
+                    .with_subscribed_topic_regex(Some(StrBytes::from_string(
+                        member.subscribed_topic_regex.clone().unwrap_or_default(),
+                    )))
                     .with_assignment(described(&member.assigned_partitions, &self.topics))
                     .with_target_assignment(described(&target, &self.topics))
                     .with_member_type(CONSUMER_MEMBER_TYPE)
