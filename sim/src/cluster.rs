@@ -176,6 +176,10 @@ impl Cluster {
                 if let Some(node) = self.broker_node(*broker) {
                     // Registration on start (in `serve`) brings it back into the image.
                     self.controller.update(|s| s.broker_stopped(*broker));
+                    // madsim's `restart` alone does not reset the node's sockets, so the old
+                    // listener would keep the port (the new one could not bind) and accept
+                    // connections nobody serves; `kill` resets them first.
+                    self.handle.kill(node);
                     self.handle.restart(node);
                 }
             }
