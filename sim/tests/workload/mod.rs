@@ -1,7 +1,8 @@
 //! A fixed produce/fetch workload against a simulated cluster, driven by protocol-level test
-//! clients (they stand in for the consumer until it runs in simulation): each client produces
-//! round-robin to every partition of `t` and fetches its share of the partitions from their
-//! leaders, refreshing metadata and backing off after any error.
+//! clients (they stand in for the consumer until it runs in simulation): each client node runs
+//! a producer that produces round-robin to every partition of `t`, one batch at a time with
+//! acks=all, and a fetcher that long-polls its share of the partitions from their leaders; both
+//! refresh metadata and back off after any error.
 //!
 //! Shared by the determinism test (`sim_determinism.rs`) and the speed bench
 //! (`benches/sim_speed.rs`, which includes this file by path).
@@ -35,30 +36,31 @@ pub struct Load {
     pub duration_ms: u64,
     /// Faults applied while they run.
     pub plan: FaultPlan,
+    /// Whether to keep the wire trace (the speed bench leaves it off).
+    pub record_wire: bool,
 }
 
 /// What happened.
 pub struct Outcome {
-    /// One line per frame the brokers saw, then one per client summary.
+    /// One line per frame the brokers saw (if recorded), then one summary per client.
     pub trace: Vec<String>,
     /// Records acknowledged by Produce.
     pub produced: u64,
     /// Records returned by Fetch.
     pub fetched: u64,
-    /// Requests that failed (network error or error code).
+    /// Client rounds that met an error (network error or error code).
     pub errors: u64,
 }
 
 /// Runs `load` in the current madsim runtime.
 pub async fn run(load: Load) -> Outcome {
-    let cluster = Arc::new(
-        Cluster::builder()
-            .brokers(load.brokers)
-            .topic("t", load.partitions)
-            .record_wire()
-            .build()
-            .await,
-    );
+    let mut builder = Cluster::builder()
+        .brokers(load.brokers)
+        .topic("t", load.partitions);
+    if load.record_wire {
+        builder = builder.record_wire();
+    }
+    let cluster = Arc::new(builder.build().await);
     let topic_id = cluster.controller().read().topics["t"].topic_id;
     let deadline = Instant::now() + Duration::from_millis(load.duration_ms);
     let mut clients = Vec::new();
@@ -123,13 +125,50 @@ struct Stats {
 }
 
 impl ClientSpec {
+    /// A producer loop and a fetcher loop, each with its own connection(s), side by side.
     async fn run(self) -> Stats {
-        let mut client = NetworkClient::new(NetworkConfig {
+        let spec = Arc::new(self);
+        let producer = tokio::spawn(spec.clone().produce_loop());
+        let mut stats = spec.clone().fetch_loop().await;
+        let produced = producer.await.unwrap();
+        stats.produced = produced.produced;
+        stats.errors += produced.errors;
+        stats
+    }
+
+    fn client(&self) -> NetworkClient {
+        NetworkClient::new(NetworkConfig {
             bootstrap_servers: self.bootstrap.clone(),
             request_timeout_ms: 2_000,
             ..NetworkConfig::default()
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// Produces one batch at a time, round-robin over every partition, until the deadline.
+    async fn produce_loop(self: Arc<Self>) -> Stats {
+        let mut client = self.client();
+        let mut stats = Stats::default();
+        let mut next = self.index as i32;
+        let mut fresh = refresh(&mut client).await;
+        while Instant::now() < self.deadline {
+            let partition = next % self.partitions;
+            next += 1;
+            match self.produce(&mut client, partition).await {
+                Some(n) if fresh => stats.produced += n,
+                _ => {
+                    stats.errors += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    fresh = refresh(&mut client).await;
+                }
+            }
+        }
+        stats
+    }
+
+    /// Fetches this client's share of the partitions from their leaders until the deadline.
+    async fn fetch_loop(self: Arc<Self>) -> Stats {
+        let mut client = self.client();
         let mine: Vec<i32> = (0..self.partitions)
             .filter(|p| *p as usize % self.clients == self.index)
             .collect();
@@ -138,16 +177,9 @@ impl ClientSpec {
             positions: mine.iter().map(|p| (*p, 0)).collect(),
             ..Stats::default()
         };
-        let mut next = self.index as i32;
         let mut fresh = refresh(&mut client).await;
         while Instant::now() < self.deadline {
             let mut failed = !fresh;
-            let partition = next % self.partitions;
-            next += 1;
-            match self.produce(&mut client, partition).await {
-                Some(n) => stats.produced += n,
-                None => failed = true,
-            }
             for (leader, partitions) in leaders(&client, &stats.positions) {
                 match self.fetch(&mut client, leader, &partitions).await {
                     Some(read) => {
@@ -215,7 +247,7 @@ impl ClientSpec {
         partitions: &[(i32, i64)],
     ) -> Option<Vec<(i32, i64, u64)>> {
         let request = FetchRequest::default()
-            .with_max_wait_ms(50)
+            .with_max_wait_ms(500)
             .with_min_bytes(1)
             .with_max_bytes(1 << 20)
             .with_session_epoch(-1)
