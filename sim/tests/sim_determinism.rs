@@ -31,6 +31,7 @@ fn load() -> Load {
             (500, Fault::KillBroker { broker: 2 }),
             (1_200, Fault::RestartBroker { broker: 2 }),
         ],
+        record_wire: true,
     }
 }
 
