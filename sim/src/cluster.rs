@@ -15,7 +15,7 @@ use madsim::task::NodeId;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::broker::{serve, BrokerSpec};
+use crate::broker::{serve, BrokerSpec, WireEvent, WireTap};
 use crate::config::ClusterConfig;
 use crate::controller::{Controller, OFFSETS_TOPIC};
 use crate::coordinator::GroupShardFactory;
@@ -30,6 +30,7 @@ pub struct ClusterBuilder {
     brokers: usize,
     config: ClusterConfig,
     group_shards: Option<Arc<dyn GroupShardFactory>>,
+    record_wire: bool,
 }
 
 impl ClusterBuilder {
@@ -63,6 +64,12 @@ impl ClusterBuilder {
         self
     }
 
+    /// Records every frame the brokers read and write ([`Cluster::wire_events`]).
+    pub fn record_wire(mut self) -> Self {
+        self.record_wire = true;
+        self
+    }
+
     /// Creates the broker nodes and waits until they listen. Must run inside madsim.
     pub async fn build(self) -> Cluster {
         let handle = Handle::current();
@@ -81,6 +88,7 @@ impl ClusterBuilder {
             .collect();
         let controller = Controller::new(config.clone(), &listed);
         let faults = FaultControls::new(config.seed);
+        let wire_tap = self.record_wire.then(WireTap::new);
         let mut nodes = BTreeMap::new();
         for (node_id, address) in &addresses {
             let spec = BrokerSpec {
@@ -88,6 +96,7 @@ impl ClusterBuilder {
                 controller: controller.clone(),
                 faults: faults.clone(),
                 group_shards: self.group_shards.clone(),
+                wire_tap: wire_tap.clone(),
             };
             let address = *address;
             let node = handle
@@ -113,6 +122,7 @@ impl ClusterBuilder {
             controller,
             faults,
             nodes,
+            wire_tap,
         }
     }
 }
@@ -123,6 +133,7 @@ pub struct Cluster {
     controller: Controller,
     faults: FaultControls,
     nodes: BTreeMap<i32, (NodeId, SocketAddr)>,
+    wire_tap: Option<WireTap>,
 }
 
 impl Cluster {
@@ -151,6 +162,14 @@ impl Cluster {
         &self.faults
     }
 
+    /// Every frame the brokers read and wrote so far, if built with
+    /// [`record_wire`](ClusterBuilder::record_wire).
+    pub fn wire_events(&self) -> Vec<WireEvent> {
+        self.wire_tap
+            .as_ref()
+            .map_or_else(Vec::new, WireTap::events)
+    }
+
     fn node(&self, name: &str) -> Option<NodeId> {
         self.handle.get_node(name).map(|n| n.id())
     }
@@ -176,6 +195,10 @@ impl Cluster {
                 if let Some(node) = self.broker_node(*broker) {
                     // Registration on start (in `serve`) brings it back into the image.
                     self.controller.update(|s| s.broker_stopped(*broker));
+                    // madsim's `restart` alone does not reset the node's sockets, so the old
+                    // listener would keep the port (the new one could not bind) and accept
+                    // connections nobody serves; `kill` resets them first.
+                    self.handle.kill(node);
                     self.handle.restart(node);
                 }
             }

@@ -31,6 +31,11 @@ pub struct ClusterConfig {
     pub coordinator_load_ms: u64,
     /// `max.incremental.fetch.session.cache.slots`.
     pub fetch_session_cache_slots: usize,
+    /// Followers lag behind acks=0/1 produces: those appends stay above the high watermark (the
+    /// leader's unreplicated tail, invisible to consumers) until an acks=all produce finds the
+    /// followers caught up, or a leader change truncates them. Off (the default), replication
+    /// is instantaneous and every append advances the high watermark.
+    pub lagging_followers: bool,
 }
 
 impl Default for ClusterConfig {
@@ -48,6 +53,7 @@ impl Default for ClusterConfig {
             racks: BTreeMap::new(),
             coordinator_load_ms: 0,
             fetch_session_cache_slots: 1000,
+            lagging_followers: false,
         }
     }
 }

@@ -97,6 +97,8 @@ pub enum TopicError {
     UnknownTopic,
     /// `INVALID_REQUEST` (e.g. deleting an internal topic).
     InvalidRequest,
+    /// `INVALID_CONFIG` (an unknown value of a modelled topic config).
+    InvalidConfig,
 }
 
 impl ClusterState {

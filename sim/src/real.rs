@@ -81,6 +81,7 @@ impl LocalCluster {
             controller: self.controller.clone(),
             faults: self.faults.clone(),
             group_shards: self.group_shards.clone(),
+            wire_tap: None,
         };
         tokio::spawn(serve(spec, listener, stopped));
         self.brokers.insert(

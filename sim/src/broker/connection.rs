@@ -1,6 +1,7 @@
 //! One client connection: frames in, handled strictly one at a time in arrival order (Kafka's
 //! processor mutes the channel until the response is sent), each response written as a whole
-//! frame and flushed (madsim sends only on flush).
+//! frame and flushed (madsim sends only on flush). Frames are reported to the cluster's
+//! [`WireTap`](super::WireTap), if any.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,12 +12,24 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::dispatch::{self, ClientInfo, Outcome};
+use super::wire_tap::WireKind;
 use super::{stopped, Broker};
 
 /// `socket.request.max.bytes`: Kafka's default largest request.
 const MAX_REQUEST_BYTES: usize = 104_857_600;
 
 pub(super) async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>) {
+    let tap = |kind, frame: &[u8]| {
+        if let Some(tap) = &broker.wire_tap {
+            tap.record(broker.node_id, peer, kind, frame);
+        }
+    };
+    run(stream, peer, &broker, tap).await;
+    tap(WireKind::Closed, &[]);
+}
+
+/// Serves requests until the connection closes, reporting each frame to `tap`.
+async fn run(stream: TcpStream, peer: SocketAddr, broker: &Broker, tap: impl Fn(WireKind, &[u8])) {
     let (mut reader, mut writer) = tokio::io::split(stream);
     let mut resets = broker.faults.resets(broker.node_id);
     resets.borrow_and_update();
@@ -43,18 +56,20 @@ pub(super) async fn serve(stream: TcpStream, peer: SocketAddr, broker: Arc<Broke
                 }
             }
         };
+        tap(WireKind::Request, &frame);
         let outcome = tokio::select! {
-            outcome = dispatch::handle(&broker, frame, &client) => outcome,
+            outcome = dispatch::handle(broker, frame, &client) => outcome,
             _ = resets.changed() => return,
             () = stopped(&mut stop) => return,
         };
         match outcome {
             Outcome::Respond(frame) => {
+                tap(WireKind::Response, &frame);
                 if writer.write_all(&frame).await.is_err() || writer.flush().await.is_err() {
                     return;
                 }
             }
-            Outcome::NoResponse => {}
+            Outcome::NoResponse => tap(WireKind::NoResponse, &[]),
             Outcome::Close => return,
         }
     }

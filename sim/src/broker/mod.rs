@@ -8,6 +8,7 @@ pub(crate) mod api;
 mod connection;
 mod dispatch;
 mod fetch_session;
+mod wire_tap;
 
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +21,7 @@ use crate::coordinator::runtime::CoordinatorRuntime;
 use crate::coordinator::GroupShardFactory;
 use crate::fault::FaultControls;
 use fetch_session::FetchSessionCache;
+pub use wire_tap::{WireEvent, WireKind, WireTap};
 
 /// A broker's shared pieces, handed to every connection.
 pub(crate) struct Broker {
@@ -28,6 +30,7 @@ pub(crate) struct Broker {
     pub(crate) faults: FaultControls,
     pub(crate) sessions: Mutex<FetchSessionCache>,
     pub(crate) coordinator: Option<Arc<CoordinatorRuntime>>,
+    pub(crate) wire_tap: Option<WireTap>,
     stop: watch::Receiver<bool>,
 }
 
@@ -42,6 +45,8 @@ pub struct BrokerSpec {
     pub faults: FaultControls,
     /// Builds group coordinator shards; without one the group APIs are not offered.
     pub group_shards: Option<Arc<dyn GroupShardFactory>>,
+    /// Where to record every frame, for replay comparison; nothing is recorded without one.
+    pub wire_tap: Option<WireTap>,
 }
 
 /// Runs a broker on `listener` until `stop` turns true (real mode) or the node is killed
@@ -52,6 +57,7 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
         controller,
         faults,
         group_shards,
+        wire_tap,
     } = spec;
     controller.update(|state| state.broker_started(node_id));
     let (seed, slots) = {
@@ -74,6 +80,7 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
         faults,
         sessions: Mutex::new(FetchSessionCache::new(slots, rng)),
         coordinator: coordinator.clone(),
+        wire_tap,
         stop: stop.clone(),
     });
     if let Some(coordinator) = coordinator {

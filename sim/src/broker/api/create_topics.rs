@@ -19,6 +19,22 @@ pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
         TopicError::InvalidReplicaAssignment => ResponseError::InvalidReplicaAssignment,
         TopicError::UnknownTopic => ResponseError::UnknownTopicOrPartition,
         TopicError::InvalidRequest => ResponseError::InvalidRequest,
+        TopicError::InvalidConfig => ResponseError::InvalidConfig,
+    }
+}
+
+/// The one topic config we model, `message.timestamp.type`: whether it is `LogAppendTime`.
+/// Other configs are accepted and ignored; an unknown timestamp type is INVALID_CONFIG.
+fn log_append_time(topic: &create_topics_request::CreatableTopic) -> Result<bool, TopicError> {
+    let value = topic
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "message.timestamp.type")
+        .and_then(|c| c.value.as_ref());
+    match value.map(|v| v.as_str()) {
+        None | Some("CreateTime") => Ok(false),
+        Some("LogAppendTime") => Ok(true),
+        Some(_) => Err(TopicError::InvalidConfig),
     }
 }
 
@@ -49,14 +65,23 @@ pub(crate) async fn handle(
                         .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
                         .collect()
                 });
-                let result = if request.validate_only {
-                    if state.topics.contains_key(topic.name.0.as_str()) {
-                        Err(TopicError::AlreadyExists)
-                    } else {
-                        Ok(Uuid::nil())
+                let name = topic.name.0.as_str();
+                let result = match log_append_time(topic) {
+                    Err(error) => Err(error),
+                    Ok(_) if request.validate_only => {
+                        if state.topics.contains_key(name) {
+                            Err(TopicError::AlreadyExists)
+                        } else {
+                            Ok(Uuid::nil())
+                        }
                     }
-                } else {
-                    state.create_topic(topic.name.0.as_str(), partitions, rf, assignment)
+                    Ok(log_append_time) => {
+                        let created = state.create_topic(name, partitions, rf, assignment);
+                        if let Some(created) = state.topics.get_mut(name) {
+                            created.log_append_time = log_append_time;
+                        }
+                        created
+                    }
                 };
                 let mut out = CreatableTopicResult::default().with_name(topic.name.clone());
                 match result {

@@ -1,6 +1,6 @@
 //! Produce (0): validate each partition's batches with our reader (CRC included), assign
-//! offsets at the leader, advance the high watermark (replication is instantaneous), wake
-//! long-polling fetches.
+//! offsets at the leader, advance the high watermark (replication is instantaneous, unless
+//! `lagging_followers` leaves acks=0/1 appends above it), wake long-polling fetches.
 
 use kafka_consumer::rt::wall_clock_ms;
 use kafka_protocol::error::ResponseError;
@@ -18,7 +18,8 @@ use crate::log::AppendError;
 pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ProduceRequest) -> ProduceResponse {
     let version = ctx.version;
     let node_id = ctx.broker.node_id;
-    let acks_valid = matches!(request.acks, -1..=1);
+    let acks = request.acks;
+    let acks_valid = matches!(acks, -1..=1);
     let now_ms = wall_clock_ms();
     let responses = ctx.broker.controller.update(|state| {
         request
@@ -32,7 +33,7 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: ProduceRequest) -> Pro
                     .map(|data| {
                         let index = data.index;
                         let result = if acks_valid {
-                            append(state, node_id, name.as_deref(), data, now_ms, version)
+                            append(state, node_id, name.as_deref(), data, now_ms, version, acks)
                         } else {
                             Err(ResponseError::InvalidRequiredAcks)
                         };
@@ -68,6 +69,7 @@ fn append(
     data: PartitionProduceData,
     now_ms: i64,
     version: i16,
+    acks: i16,
 ) -> Result<Appended, ResponseError> {
     let Some(topic) = topic else {
         return Err(if version >= 13 {
@@ -86,6 +88,9 @@ fn append(
     }
     let log_append_time = topic_state.log_append_time.then_some(now_ms);
     let max_message_bytes = state.config.max_message_bytes;
+    // acks=all waits for the ISR, which then holds the whole log (followers fetch in order);
+    // with lagging followers an acks=0/1 append is acknowledged by the leader alone.
+    let replicated = acks == -1 || !state.config.lagging_followers;
     let part = state
         .partition_mut(topic, data.index)
         .ok_or(ResponseError::UnknownTopicOrPartition)?;
@@ -97,7 +102,9 @@ fn append(
             AppendError::Corrupt(_) => ResponseError::CorruptMessage,
             AppendError::TooLarge { .. } => ResponseError::MessageTooLarge,
         })?;
-    part.log.advance_high_watermark(info.last_offset + 1);
+    if replicated {
+        part.log.advance_high_watermark(info.last_offset + 1);
+    }
     Ok(Appended {
         base_offset: info.base_offset,
         log_append_time_ms: info.log_append_time_ms,
