@@ -78,6 +78,8 @@ pub struct ClusterState {
     /// Topics by name.
     pub topics: BTreeMap<String, TopicState>,
     rng: SeededRng,
+    /// The next producer id InitProducerId hands out (Kafka's `ProducerIdManager` block).
+    next_producer_id: i64,
 }
 
 /// Why a topic operation failed, in Kafka's error terms.
@@ -243,6 +245,13 @@ impl ClusterState {
         }
     }
 
+    /// A producer id never handed out before in this cluster's life.
+    pub fn allocate_producer_id(&mut self) -> i64 {
+        let id = self.next_producer_id;
+        self.next_producer_id += 1;
+        id
+    }
+
     fn new_topic_id(&mut self) -> Uuid {
         loop {
             let id = Uuid::from_u64_pair(self.rng.next_u64(), self.rng.next_u64());
@@ -378,6 +387,7 @@ impl Controller {
             brokers,
             topics: BTreeMap::new(),
             rng,
+            next_producer_id: 0,
         };
         let offsets = state.config.offsets_partitions;
         let rf = state.config.offsets_replication_factor(state.brokers.len());

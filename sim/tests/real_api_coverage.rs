@@ -359,6 +359,14 @@ impl Raw {
     }
 }
 
+/// ApiVersions with the client software name and version v3+ requires (KIP-511); without them
+/// Kafka — and the sim — answer INVALID_REQUEST.
+fn api_versions_request() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("sim-tests"))
+        .with_client_software_version(StrBytes::from_static_str("1.0"))
+}
+
 #[tokio::test]
 async fn acks_zero_appends_without_answering_and_an_error_closes_the_connection() {
     let cluster = start(1, |_| {}).await;
@@ -368,7 +376,7 @@ async fn acks_zero_appends_without_answering_and_an_error_closes_the_connection(
     raw.write(9, &produce_request(t, 0, batch(&["x"])).with_acks(0))
         .await;
     // The next frame on the connection answers the next request: nothing came for the Produce.
-    let versions = raw.exchange(3, &ApiVersionsRequest::default()).await;
+    let versions = raw.exchange(3, &api_versions_request()).await;
     assert_eq!(versions.unwrap().error_code, 0);
     let log_end = || {
         let state = cluster.controller().read();
@@ -377,7 +385,7 @@ async fn acks_zero_appends_without_answering_and_an_error_closes_the_connection(
     assert_eq!(log_end(), 1);
     raw.write(9, &produce_request(t, 9, batch(&["y"])).with_acks(0))
         .await;
-    let closed = raw.exchange(3, &ApiVersionsRequest::default()).await;
+    let closed = raw.exchange(3, &api_versions_request()).await;
     assert!(
         closed.as_ref().is_err_and(|e| e.contains("closed")),
         "an acks=0 error closes the connection: {:?}",
@@ -458,7 +466,12 @@ async fn exchange_any(
         }
         ApiKey::FindCoordinator => go!(FindCoordinatorRequest::default()
             .with_coordinator_keys(vec![StrBytes::from_static_str("g")])),
-        ApiKey::ApiVersions => go!(ApiVersionsRequest::default()),
+        ApiKey::ApiVersions => go!(api_versions_request()),
+        ApiKey::InitProducerId => go!(InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1)),
         ApiKey::CreateTopics => go!(CreateTopicsRequest::default()
             .with_timeout_ms(1_000)
             .with_topics(vec![CreatableTopic::default()
@@ -523,10 +536,7 @@ async fn exchange_any(
 
 /// The (api, min, max) the broker advertises.
 async fn advertised(raw: &mut Raw) -> Vec<(ApiKey, i16, i16)> {
-    let versions = raw
-        .exchange(3, &ApiVersionsRequest::default())
-        .await
-        .unwrap();
+    let versions = raw.exchange(3, &api_versions_request()).await.unwrap();
     versions
         .api_keys
         .iter()

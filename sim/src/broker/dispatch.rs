@@ -124,6 +124,9 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
         }
         ApiKey::ApiVersions => serve!(api_versions, ApiVersionsRequest, ctx, body, error),
         ApiKey::CreateTopics => serve!(create_topics, CreateTopicsRequest, ctx, body, error),
+        ApiKey::InitProducerId => {
+            serve!(init_producer_id, InitProducerIdRequest, ctx, body, error)
+        }
         ApiKey::DeleteTopics => serve!(delete_topics, DeleteTopicsRequest, ctx, body, error),
         ApiKey::CreatePartitions => {
             serve!(create_partitions, CreatePartitionsRequest, ctx, body, error)

@@ -249,8 +249,8 @@ public final class GroupScenario {
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
-        // Idempotence needs InitProducerId, which the simulated broker does not serve.
-        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        // The producer's defaults (idempotence on) on purpose: the sim must serve
+        // InitProducerId like a real broker.
         props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());

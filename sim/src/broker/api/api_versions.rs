@@ -9,7 +9,7 @@ use crate::broker::dispatch::RequestCtx;
 use crate::broker::Broker;
 
 /// Every API we serve, at every version `kafka-protocol` supports (which match Kafka 4.x's).
-const BROKER_APIS: [(ApiKey, VersionRange); 10] = [
+const BROKER_APIS: [(ApiKey, VersionRange); 11] = [
     (ApiKey::Produce, ProduceRequest::VERSIONS),
     (ApiKey::Fetch, FetchRequest::VERSIONS),
     (ApiKey::ListOffsets, ListOffsetsRequest::VERSIONS),
@@ -23,6 +23,7 @@ const BROKER_APIS: [(ApiKey, VersionRange); 10] = [
         OffsetForLeaderEpochRequest::VERSIONS,
     ),
     (ApiKey::CreatePartitions, CreatePartitionsRequest::VERSIONS),
+    (ApiKey::InitProducerId, InitProducerIdRequest::VERSIONS),
 ];
 
 /// Offered only when a group coordinator is plugged in.

@@ -15,6 +15,7 @@ pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 mod group_routing;
 pub(crate) mod heartbeat;
+pub(crate) mod init_producer_id;
 pub(crate) mod join_group;
 pub(crate) mod leave_group;
 pub(crate) mod list_groups;
