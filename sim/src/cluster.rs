@@ -31,6 +31,7 @@ pub struct ClusterBuilder {
     config: ClusterConfig,
     group_shards: Option<Arc<dyn GroupShardFactory>>,
     record_wire: bool,
+    buggify: bool,
 }
 
 impl ClusterBuilder {
@@ -70,6 +71,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Turns on the brokers' buggify sites (legal perturbations: early long-poll answers,
+    /// shorter fetch responses), activated per site once per run from the seed.
+    pub fn buggify(mut self) -> Self {
+        self.buggify = true;
+        self
+    }
+
     /// Creates the broker nodes and waits until they listen. Must run inside madsim.
     pub async fn build(self) -> Cluster {
         let handle = Handle::current();
@@ -88,6 +96,9 @@ impl ClusterBuilder {
             .collect();
         let controller = Controller::new(config.clone(), &listed);
         let faults = FaultControls::new(config.seed);
+        if self.buggify {
+            faults.enable_buggify(config.seed);
+        }
         let wire_tap = self.record_wire.then(WireTap::new);
         let mut nodes = BTreeMap::new();
         for (node_id, address) in &addresses {

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kafka_consumer::rt::SeededRng;
+
+use crate::buggify::Buggify;
 use tokio::sync::watch;
 
 /// When a response rule fires.
@@ -184,6 +186,7 @@ struct State {
     rules: Vec<ResponseRule>,
     rng: SeededRng,
     resets: BTreeMap<i32, watch::Sender<u64>>,
+    buggify: Buggify,
 }
 
 impl FaultControls {
@@ -194,6 +197,7 @@ impl FaultControls {
                 rules: Vec::new(),
                 rng: SeededRng::seed_from_u64(seed ^ 0x6661_756c_7473),
                 resets: BTreeMap::new(),
+                buggify: Buggify::disabled(),
             })),
         }
     }
@@ -202,6 +206,16 @@ impl FaultControls {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Turns on the brokers' two-phase buggify sites for this run ([`Buggify`]).
+    pub fn enable_buggify(&self, seed: u64) {
+        self.lock().buggify = Buggify::enabled(seed);
+    }
+
+    /// The brokers' buggify sites: disabled unless [`Self::enable_buggify`] was called.
+    pub fn buggify(&self) -> Buggify {
+        self.lock().buggify.clone()
     }
 
     /// Installs a response rule.

@@ -2,6 +2,7 @@
 //! rules, `read_committed` up to the last stable offset with aborted transactions, leader
 //! epoch checks and diverging-epoch detection.
 
+use kafka_consumer::records::LOG_OVERHEAD_BYTES;
 use kafka_consumer::rt::{Duration, Instant};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{
@@ -15,6 +16,7 @@ use uuid::Uuid;
 use super::{leader_partition, NONE};
 use crate::broker::dispatch::RequestCtx;
 use crate::broker::fetch_session::{FetchContext, FetchKey, FetchParams};
+use crate::buggify::Buggify;
 use crate::controller::ClusterState;
 
 /// Fetch's `READ_COMMITTED` isolation level.
@@ -96,6 +98,7 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
     let mut changes = broker.controller.subscribe();
+    let buggify = broker.faults.buggify();
     loop {
         changes.borrow_and_update();
         let reads = {
@@ -107,6 +110,7 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
                 max_bytes,
                 read_committed,
                 version,
+                &buggify,
             )
         };
         let bytes: usize = reads
@@ -116,14 +120,36 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
         let errors = reads
             .iter()
             .any(|(_, r)| r.error_code != NONE || r.diverging_epoch.epoch >= 0);
-        // Kafka's DelayedFetch: respond at once on enough bytes, any error, or no wait.
-        if max_wait.is_zero() || bytes >= min_bytes || errors || Instant::now() >= deadline {
+        // Kafka's DelayedFetch: respond at once on enough bytes, any error, or no wait. Buggify:
+        // an early answer with less than `min_bytes` (a client must take any answer).
+        if max_wait.is_zero()
+            || bytes >= min_bytes
+            || errors
+            || Instant::now() >= deadline
+            || crate::buggify!(buggify)
+        {
             return respond(ctx, &context, reads);
         }
         tokio::select! {
             _ = changes.changed() => {}
             () = tokio::time::sleep_until(deadline) => {}
         }
+    }
+}
+
+/// `data` with its records cut after the first whole batch.
+fn first_batch_only(data: PartitionData) -> PartitionData {
+    let Some(records) = data.records.clone() else {
+        return data;
+    };
+    let first = records
+        .get(8..12)
+        .and_then(|len| <[u8; 4]>::try_from(len).ok())
+        .and_then(|len| usize::try_from(i32::from_be_bytes(len)).ok())
+        .map(|len| (LOG_OVERHEAD_BYTES + len).min(records.len()));
+    match first {
+        Some(end) => data.with_records(Some(records.slice(..end))),
+        None => data,
     }
 }
 
@@ -147,6 +173,7 @@ fn read_all(
     max_bytes: usize,
     read_committed: bool,
     version: i16,
+    buggify: &Buggify,
 ) -> Vec<(FetchKey, PartitionData)> {
     let mut remaining = max_bytes;
     // KIP-74: until some partition returns data, the first batch comes back whole even if it
@@ -166,6 +193,12 @@ fn read_all(
                 read_committed,
                 version,
             );
+            // Buggify: only the first batch, as when the limits had been smaller.
+            let data = if crate::buggify!(buggify) {
+                first_batch_only(data)
+            } else {
+                data
+            };
             let size = data.records.as_ref().map_or(0, |b| b.len());
             if size > 0 {
                 min_one_batch = false;
