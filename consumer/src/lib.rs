@@ -29,5 +29,6 @@ pub mod types;
 
 pub use consumer::{Consumer, WakeupHandle};
 pub use error::{Error, Result};
-pub use internals::{ConsumerSettings, IsolationLevel, OffsetResetStrategy};
+pub use config::IsolationLevel;
+pub use internals::{ConsumerSettings, OffsetResetStrategy};
 pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};

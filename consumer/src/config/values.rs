@@ -71,6 +71,14 @@ impl IsolationLevel {
             Self::ReadCommitted => "read_committed",
         }
     }
+
+    /// The wire value in Fetch and ListOffsets.
+    pub(crate) fn wire(self) -> i8 {
+        match self {
+            Self::ReadUncommitted => 0,
+            Self::ReadCommitted => 1,
+        }
+    }
 }
 
 /// `auto.offset.reset`: where to start without a valid committed offset.

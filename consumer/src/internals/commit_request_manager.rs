@@ -30,7 +30,7 @@ use super::events::CommittedOffsets;
 use super::fetch_buffer::FetchPosition;
 use super::request_state::RequestState;
 use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use super::settings::IsolationLevel;
+use crate::config::IsolationLevel;
 use super::subscription_state::FetchState;
 use crate::error::Error;
 use crate::network::{NetworkError, Target};

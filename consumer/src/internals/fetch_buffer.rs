@@ -287,7 +287,7 @@ mod tests {
 
     use super::*;
     use crate::internals::completed_fetch::PartitionFetchInfo;
-    use crate::internals::settings::IsolationLevel;
+    use crate::config::IsolationLevel;
     use crate::records::{NewRecord, RecordBatchBuilder};
 
     fn tp(p: i32) -> TopicPartition {

@@ -3,6 +3,7 @@
 //! The configuration layer (property names, validation, files) converts into this struct; the
 //! internals read nothing else.
 
+use crate::config::IsolationLevel;
 use crate::network::NetworkConfig;
 
 /// `auto.offset.reset`: where to start when a partition has no valid position.
@@ -31,25 +32,6 @@ impl OffsetResetStrategy {
 pub(crate) const EARLIEST_TIMESTAMP: i64 = -2;
 /// ListOffsets timestamp for the log end offset (or the last stable offset in read_committed).
 pub(crate) const LATEST_TIMESTAMP: i64 = -1;
-
-/// `isolation.level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IsolationLevel {
-    /// Every record, including those of open and aborted transactions (Java's default).
-    ReadUncommitted,
-    /// Only committed transactional records, up to the last stable offset.
-    ReadCommitted,
-}
-
-impl IsolationLevel {
-    /// The wire value in Fetch and ListOffsets.
-    pub(crate) fn wire(self) -> i8 {
-        match self {
-            Self::ReadUncommitted => 0,
-            Self::ReadCommitted => 1,
-        }
-    }
-}
 
 /// Resolved consumer settings, named after the Kafka configs they implement; defaults are
 /// Java's.
