@@ -21,7 +21,7 @@ async fn main() {
 
 #[cfg(not(madsim))]
 mod real {
-    use kafka_consumer::{Consumer, ConsumerRecord, ConsumerSettings, OffsetResetStrategy};
+    use kafka_consumer::{Consumer, ConsumerRecord, ConsumerSettings, AutoOffsetReset};
     use tokio::time::Duration;
 
     const TIMEOUT: Duration = Duration::from_secs(30);
@@ -103,9 +103,9 @@ mod real {
             group_id: args.group.clone(),
             client_id: "consume-example".to_owned(),
             auto_offset_reset: if args.from_beginning {
-                OffsetResetStrategy::Earliest
+                AutoOffsetReset::Earliest
             } else {
-                OffsetResetStrategy::Latest
+                AutoOffsetReset::Latest
             },
             ..ConsumerSettings::new([args.bootstrap.clone()])
         };

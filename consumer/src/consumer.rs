@@ -17,7 +17,8 @@ use crate::internals::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
 use crate::internals::network_thread::{self, Channels};
-use crate::internals::settings::{ConsumerSettings, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::internals::settings::ConsumerSettings;
 use crate::internals::PartitionProgress;
 use crate::rt::{Duration, Instant};
 use crate::types::{

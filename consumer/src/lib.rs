@@ -29,6 +29,6 @@ pub mod types;
 
 pub use consumer::{Consumer, WakeupHandle};
 pub use error::{Error, Result};
-pub use config::IsolationLevel;
-pub use internals::{ConsumerSettings, OffsetResetStrategy};
+pub use config::{AutoOffsetReset, IsolationLevel};
+pub use internals::ConsumerSettings;
 pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};

@@ -10,7 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use kafka_consumer::{
-    Consumer, ConsumerSettings, Error, OffsetAndMetadata, OffsetResetStrategy, TopicPartition,
+    Consumer, ConsumerSettings, Error, OffsetAndMetadata, AutoOffsetReset, TopicPartition,
 };
 use kafka_protocol::messages::ApiKey;
 use support::fake_broker::FakeBroker;
@@ -20,7 +20,7 @@ fn settings(addr: std::net::SocketAddr, group: Option<&str>) -> ConsumerSettings
     ConsumerSettings {
         group_id: group.map(str::to_owned),
         enable_auto_commit: false,
-        auto_offset_reset: OffsetResetStrategy::Earliest,
+        auto_offset_reset: AutoOffsetReset::Earliest,
         retry_backoff_ms: 100,
         retry_backoff_max_ms: 1_000,
         ..ConsumerSettings::new([addr.to_string()])

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{
-    Consumer, ConsumerRecord, ConsumerSettings, Error, OffsetAndMetadata, OffsetResetStrategy,
+    Consumer, ConsumerRecord, ConsumerSettings, Error, OffsetAndMetadata, AutoOffsetReset,
     TopicPartition,
 };
 use rand::RngCore;
@@ -69,7 +69,7 @@ fn settings(bootstrap: &str, group: Option<&str>) -> ConsumerSettings {
     ConsumerSettings {
         group_id: group.map(str::to_owned),
         enable_auto_commit: false,
-        auto_offset_reset: OffsetResetStrategy::Earliest,
+        auto_offset_reset: AutoOffsetReset::Earliest,
         client_id: "assign-real-kafka".to_owned(),
         ..ConsumerSettings::new([bootstrap])
     }
@@ -276,7 +276,7 @@ async fn reset_policy_none_reports_the_partitions_until_a_seek() {
     produce(&bootstrap, &topic, &keyed_lines(0..10));
 
     let mut consumer = Consumer::new(ConsumerSettings {
-        auto_offset_reset: OffsetResetStrategy::None,
+        auto_offset_reset: AutoOffsetReset::None,
         ..settings(&bootstrap, Some(&unique("group")))
     })
     .unwrap();

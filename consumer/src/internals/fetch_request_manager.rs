@@ -18,7 +18,7 @@ use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchI
 use super::context::ManagerContext;
 use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
 use super::requests::{select_version_in, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use super::settings::OffsetResetStrategy;
+use crate::config::AutoOffsetReset;
 use super::subscription_state::FetchState;
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
@@ -313,7 +313,7 @@ impl FetchRequestManager {
         }
         let policy = ctx.settings.auto_offset_reset;
         tracing::info!(partition = %tp, fetch_offset, ?policy, "fetch offset out of range");
-        if policy == OffsetResetStrategy::None {
+        if policy == AutoOffsetReset::None {
             ctx.report(Error::OffsetOutOfRange {
                 offsets: vec![(tp.clone(), fetch_offset)],
             });

@@ -30,4 +30,4 @@ pub(crate) mod topic_metadata_request_manager;
 pub(crate) mod test_support;
 
 pub use fetch_buffer::PartitionProgress;
-pub use settings::{ConsumerSettings, OffsetResetStrategy};
+pub use settings::ConsumerSettings;

@@ -3,35 +3,8 @@
 //! The configuration layer (property names, validation, files) converts into this struct; the
 //! internals read nothing else.
 
-use crate::config::IsolationLevel;
+use crate::config::{AutoOffsetReset, IsolationLevel};
 use crate::network::NetworkConfig;
-
-/// `auto.offset.reset`: where to start when a partition has no valid position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetResetStrategy {
-    /// The log start offset.
-    Earliest,
-    /// The log end offset (Java's default).
-    Latest,
-    /// No automatic reset: the application gets an error and must seek.
-    None,
-}
-
-impl OffsetResetStrategy {
-    /// The ListOffsets timestamp the strategy stands for (`None` has none).
-    pub(crate) fn list_offsets_timestamp(self) -> Option<i64> {
-        match self {
-            Self::Earliest => Some(EARLIEST_TIMESTAMP),
-            Self::Latest => Some(LATEST_TIMESTAMP),
-            Self::None => None,
-        }
-    }
-}
-
-/// ListOffsets timestamp for the log start offset.
-pub(crate) const EARLIEST_TIMESTAMP: i64 = -2;
-/// ListOffsets timestamp for the log end offset (or the last stable offset in read_committed).
-pub(crate) const LATEST_TIMESTAMP: i64 = -1;
 
 /// Resolved consumer settings, named after the Kafka configs they implement; defaults are
 /// Java's.
@@ -46,7 +19,7 @@ pub struct ConsumerSettings {
     /// `group.instance.id`: static membership.
     pub group_instance_id: Option<String>,
     /// `auto.offset.reset`.
-    pub auto_offset_reset: OffsetResetStrategy,
+    pub auto_offset_reset: AutoOffsetReset,
     /// `enable.auto.commit` (only effective with a `group.id`).
     pub enable_auto_commit: bool,
     /// `auto.commit.interval.ms`.
@@ -92,7 +65,7 @@ impl Default for ConsumerSettings {
             client_id: "kafka-consumer-rs".to_owned(),
             group_id: None,
             group_instance_id: None,
-            auto_offset_reset: OffsetResetStrategy::Latest,
+            auto_offset_reset: AutoOffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval_ms: 5_000,
             max_poll_records: 500,
