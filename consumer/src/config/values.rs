@@ -455,8 +455,14 @@ mod tests {
     #[test]
     fn reset_strategies_map_to_list_offsets_timestamps() {
         let now = 1_700_000_000_000;
-        assert_eq!(AutoOffsetReset::Earliest.list_offsets_timestamp(now), Some(-2));
-        assert_eq!(AutoOffsetReset::Latest.list_offsets_timestamp(now), Some(-1));
+        assert_eq!(
+            AutoOffsetReset::Earliest.list_offsets_timestamp(now),
+            Some(-2)
+        );
+        assert_eq!(
+            AutoOffsetReset::Latest.list_offsets_timestamp(now),
+            Some(-1)
+        );
         assert_eq!(AutoOffsetReset::None.list_offsets_timestamp(now), None);
         let hour = AutoOffsetReset::ByDuration(Duration::from_secs(3_600));
         assert_eq!(hour.list_offsets_timestamp(now), Some(now - 3_600_000));

@@ -18,8 +18,8 @@ use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchI
 use super::context::ManagerContext;
 use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
 use super::requests::{select_version_in, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use crate::config::AutoOffsetReset;
 use super::subscription_state::FetchState;
+use crate::config::AutoOffsetReset;
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;

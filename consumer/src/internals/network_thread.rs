@@ -33,9 +33,9 @@ use super::requests::{
     earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
 };
 use super::settings::ConsumerSettings;
-use crate::config::AutoOffsetReset;
 use super::subscription_state::{FetchState, SubscriptionState};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+use crate::config::AutoOffsetReset;
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};

@@ -162,10 +162,7 @@ mod tests {
 
         s.set_fetch_state(&tp(0), FetchState::Fetching);
         s.set_fetch_state(&tp(1), FetchState::Fetching);
-        s.set_fetch_state(
-            &tp(2),
-            FetchState::AwaitingReset(AutoOffsetReset::Earliest),
-        );
+        s.set_fetch_state(&tp(2), FetchState::AwaitingReset(AutoOffsetReset::Earliest));
         s.set_paused(&tp(1), true);
         assert_eq!(s.fetchable_partitions(), [tp(0)]);
         assert_eq!(s.paused(), [tp(1)].into_iter().collect());

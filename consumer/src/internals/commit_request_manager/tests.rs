@@ -6,9 +6,9 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 
 use super::*;
+use crate::config::AutoOffsetReset;
 use crate::internals::completion::CompletionReceiver;
 use crate::internals::context::testing::Parts;
-use crate::config::AutoOffsetReset;
 use crate::internals::settings::ConsumerSettings;
 use crate::internals::test_support::{all_versions, metadata};
 
