@@ -16,15 +16,16 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     BrokerId, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, TopicName,
+    OffsetForLeaderEpochResponse,
 };
-use kafka_protocol::protocol::StrBytes;
 
 use super::completion::Completion;
 use super::context::ManagerContext;
 use super::events::ListedOffsets;
 use super::fetch_buffer::FetchPosition;
-use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
+use super::requests::{
+    group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+};
 use super::subscription_state::FetchState;
 use crate::config::{AutoOffsetReset, LATEST_TIMESTAMP};
 use crate::error::Error;
@@ -233,21 +234,20 @@ impl OffsetsRequestManager {
             }
         }
         for (leader, partitions) in Self::by_leader(ctx, due) {
-            let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
-            for (tp, position, epoch) in &partitions {
+            let topics = group_runs(partitions.iter().map(|(tp, position, epoch)| {
                 let partition = OffsetForLeaderPartition::default()
                     .with_partition(tp.partition)
                     .with_current_leader_epoch(*epoch)
                     .with_leader_epoch(position.offset_epoch.unwrap_or(-1));
-                match topics.last_mut() {
-                    Some(t) if t.topic.0.as_str() == &*tp.topic => t.partitions.push(partition),
-                    _ => topics.push(
-                        OffsetForLeaderTopic::default()
-                            .with_topic(topic_name(&tp.topic))
-                            .with_partitions(vec![partition]),
-                    ),
-                }
-            }
+                (&tp.topic, partition)
+            }))
+            .into_iter()
+            .map(|(topic, partitions)| {
+                OffsetForLeaderTopic::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(partitions)
+            })
+            .collect();
             let entries: Vec<_> = partitions.into_iter().map(|(tp, p, _)| (tp, p)).collect();
             tracing::debug!(leader, partitions = entries.len(), "validating positions");
             self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
@@ -545,29 +545,24 @@ pub(crate) fn no_offset_error(ctx: &ManagerContext<'_>) -> Option<Error> {
     (!partitions.is_empty()).then_some(Error::NoOffsetForPartition { partitions })
 }
 
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_owned()))
-}
-
 fn list_offsets_request(
     ctx: &ManagerContext<'_>,
     partitions: &[(TopicPartition, i64, i32)],
 ) -> ListOffsetsRequest {
-    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
-    for (tp, timestamp, epoch) in partitions {
+    let topics = group_runs(partitions.iter().map(|(tp, timestamp, epoch)| {
         let partition = ListOffsetsPartition::default()
             .with_partition_index(tp.partition)
             .with_current_leader_epoch(*epoch)
             .with_timestamp(*timestamp);
-        match topics.last_mut() {
-            Some(t) if t.name.0.as_str() == &*tp.topic => t.partitions.push(partition),
-            _ => topics.push(
-                ListOffsetsTopic::default()
-                    .with_name(topic_name(&tp.topic))
-                    .with_partitions(vec![partition]),
-            ),
-        }
-    }
+        (&tp.topic, partition)
+    }))
+    .into_iter()
+    .map(|(topic, partitions)| {
+        ListOffsetsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(partitions)
+    })
+    .collect();
     ListOffsetsRequest::default()
         .with_replica_id(BrokerId(CONSUMER_REPLICA_ID))
         .with_isolation_level(ctx.settings.isolation_level.wire())
