@@ -188,6 +188,35 @@ async fn consumes_everything_commits_and_a_new_consumer_resumes() {
 }
 
 #[tokio::test]
+async fn by_duration_resets_by_time_and_falls_back_to_the_end() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let topic = unique("assign-by-duration");
+    create_topic(&mut admin, &topic, 1).await;
+    produce(&bootstrap, &topic, &keyed_lines(0..10));
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    let position = |reset: &'static str| {
+        let (bootstrap, tp) = (bootstrap.clone(), tp.clone());
+        async move {
+            let config = config(&bootstrap, None)
+                .set("auto.offset.reset", reset)
+                .build()
+                .unwrap();
+            let mut consumer = Consumer::new(config).unwrap();
+            consumer.assign([tp.clone()]).await.unwrap();
+            let position = consumer.position(&tp, TIMEOUT).await.unwrap();
+            consumer.close(TIMEOUT).await.unwrap();
+            position
+        }
+    };
+    // Every record is younger than a day: the reset finds the first one.
+    assert_eq!(position("by_duration:P1D").await, 0);
+    // None is younger than zero: no offset by time, so Java's fallback, the log end.
+    assert_eq!(position("by_duration:PT0S").await, 10);
+    delete_topic(&mut admin, &topic).await;
+}
+
+#[tokio::test]
 async fn seek_position_pause_and_offset_lookups() {
     let Some(bootstrap) = bootstrap() else { return };
     let mut admin = client(bootstrap.clone());
