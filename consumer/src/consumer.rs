@@ -163,7 +163,7 @@ impl Consumer {
     }
 
     /// Starts a consumer from resolved settings, checking what the internals rely on.
-    pub(crate) fn with_settings(settings: ConsumerSettings) -> Result<Self> {
+    fn with_settings(settings: ConsumerSettings) -> Result<Self> {
         if settings.bootstrap_servers.is_empty() {
             return Err(Error::InvalidArgument(
                 "bootstrap.servers is empty".to_owned(),
