@@ -21,7 +21,7 @@ async fn main() {
 
 #[cfg(not(madsim))]
 mod real {
-    use kafka_consumer::{Consumer, ConsumerRecord, ConsumerSettings, OffsetResetStrategy};
+    use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord};
     use tokio::time::Duration;
 
     const TIMEOUT: Duration = Duration::from_secs(30);
@@ -99,17 +99,18 @@ mod real {
 
     pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
         let args = parse_args()?;
-        let settings = ConsumerSettings {
-            group_id: args.group.clone(),
-            client_id: "consume-example".to_owned(),
-            auto_offset_reset: if args.from_beginning {
-                OffsetResetStrategy::Earliest
+        let mut config = ConsumerConfig::builder()
+            .bootstrap_servers([&args.bootstrap])
+            .client_id("consume-example")
+            .auto_offset_reset(if args.from_beginning {
+                AutoOffsetReset::Earliest
             } else {
-                OffsetResetStrategy::Latest
-            },
-            ..ConsumerSettings::new([args.bootstrap.clone()])
-        };
-        let mut consumer = Consumer::new(settings)?;
+                AutoOffsetReset::Latest
+            });
+        if let Some(group) = &args.group {
+            config = config.group_id(group);
+        }
+        let mut consumer = Consumer::new(config.build()?)?;
         let mut partitions = Vec::new();
         for topic in &args.topics {
             let found = consumer.partitions_for(topic, TIMEOUT).await?;

@@ -11,13 +11,15 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Notify};
 
+use crate::config::ConsumerConfig;
+use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
 use crate::internals::completion::{self, Completion, CompletionReceiver};
 use crate::internals::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
 use crate::internals::network_thread::{self, Channels};
-use crate::internals::settings::{ConsumerSettings, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::internals::settings::ConsumerSettings;
 use crate::internals::PartitionProgress;
 use crate::rt::{Duration, Instant};
 use crate::types::{
@@ -138,9 +140,30 @@ impl std::fmt::Debug for Consumer {
 }
 
 impl Consumer {
-    /// Starts a consumer: validates the settings and starts the background task (in real mode
-    /// on its own thread; under madsim on the current simulated node). Connects lazily.
-    pub fn new(settings: ConsumerSettings) -> Result<Self> {
+    /// Starts a consumer from a checked configuration: starts the background task (in real
+    /// mode on its own thread; under madsim on the current simulated node). Connects lazily.
+    /// An empty `client.id` is generated as Java does (`consumer-<group.id>-<n>`).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig};
+    ///
+    /// let config = ConsumerConfig::builder()
+    ///     .bootstrap_servers(["localhost:9092"])
+    ///     .group_id("orders")
+    ///     .auto_offset_reset(AutoOffsetReset::Earliest)
+    ///     .build()?;
+    /// let consumer = Consumer::new(config)?;
+    /// # drop(consumer);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(config: ConsumerConfig) -> Result<Self> {
+        Self::with_settings(ConsumerSettings::from_config(&config))
+    }
+
+    /// Starts a consumer from resolved settings, checking what the internals rely on.
+    fn with_settings(settings: ConsumerSettings) -> Result<Self> {
         if settings.bootstrap_servers.is_empty() {
             return Err(Error::InvalidArgument(
                 "bootstrap.servers is empty".to_owned(),

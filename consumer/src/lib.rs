@@ -27,7 +27,7 @@ pub mod records;
 pub mod rt;
 pub mod types;
 
+pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};
 pub use error::{Error, Result};
-pub use internals::{ConsumerSettings, IsolationLevel, OffsetResetStrategy};
 pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};

@@ -21,6 +21,33 @@ pub fn wall_clock_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The next number for a generated `client.id` (`consumer-<group.id>-<n>`), counting from 1
+/// like Java's `ConsumerConfig.CONSUMER_CLIENT_ID_SEQUENCE`.
+///
+/// Real mode: one process-wide counter, as Java's static. Under madsim: a counter per
+/// simulation thread (madsim runs each seed on a fresh thread), so a run's client ids depend
+/// only on that run, whatever else the process ran before, and no randomness is drawn (a draw
+/// would shift every later random choice of the seed).
+pub fn next_client_id_sequence() -> u64 {
+    #[cfg(not(madsim))]
+    {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SEQUENCE: AtomicU64 = AtomicU64::new(1);
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    }
+    #[cfg(madsim)]
+    {
+        thread_local! {
+            static SEQUENCE: std::cell::Cell<u64> = const { std::cell::Cell::new(1) };
+        }
+        SEQUENCE.with(|next| {
+            let n = next.get();
+            next.set(n + 1);
+            n
+        })
+    }
+}
+
 /// The one source of randomness (backoff jitter, member ids, buggify decisions).
 ///
 /// Seeded from the simulator's seed under madsim and from OS entropy in real mode; tests can

@@ -10,21 +10,25 @@ mod support;
 use std::collections::BTreeMap;
 
 use kafka_consumer::{
-    Consumer, ConsumerSettings, Error, OffsetAndMetadata, OffsetResetStrategy, TopicPartition,
+    AutoOffsetReset, Consumer, ConsumerConfig, Error, OffsetAndMetadata, TopicPartition,
 };
 use kafka_protocol::messages::ApiKey;
 use support::fake_broker::FakeBroker;
 use tokio::time::{sleep, Duration, Instant};
 
-fn settings(addr: std::net::SocketAddr, group: Option<&str>) -> ConsumerSettings {
-    ConsumerSettings {
-        group_id: group.map(str::to_owned),
-        enable_auto_commit: false,
-        auto_offset_reset: OffsetResetStrategy::Earliest,
-        retry_backoff_ms: 100,
-        retry_backoff_max_ms: 1_000,
-        ..ConsumerSettings::new([addr.to_string()])
+fn settings(addr: std::net::SocketAddr, group: Option<&str>) -> ConsumerConfig {
+    let builder = ConsumerConfig::builder()
+        .bootstrap_servers([addr.to_string()])
+        .enable_auto_commit(false)
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .retry_backoff_ms(100)
+        .retry_backoff_max_ms(1_000);
+    match group {
+        Some(group) => builder.group_id(group),
+        None => builder,
     }
+    .build()
+    .unwrap()
 }
 
 fn find_coordinator_attempts(broker: &FakeBroker) -> usize {

@@ -11,9 +11,10 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use kafka_consumer::config::ConsumerConfigBuilder;
 use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{
-    Consumer, ConsumerRecord, ConsumerSettings, Error, OffsetAndMetadata, OffsetResetStrategy,
+    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, Error, OffsetAndMetadata,
     TopicPartition,
 };
 use rand::RngCore;
@@ -65,14 +66,21 @@ fn keyed_lines(range: std::ops::Range<usize>) -> Vec<String> {
         .collect()
 }
 
-fn settings(bootstrap: &str, group: Option<&str>) -> ConsumerSettings {
-    ConsumerSettings {
-        group_id: group.map(str::to_owned),
-        enable_auto_commit: false,
-        auto_offset_reset: OffsetResetStrategy::Earliest,
-        client_id: "assign-real-kafka".to_owned(),
-        ..ConsumerSettings::new([bootstrap])
+/// The tests' configuration, still open for more settings.
+fn config(bootstrap: &str, group: Option<&str>) -> ConsumerConfigBuilder {
+    let builder = ConsumerConfig::builder()
+        .bootstrap_servers([bootstrap])
+        .enable_auto_commit(false)
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .client_id("assign-real-kafka");
+    match group {
+        Some(group) => builder.group_id(group),
+        None => builder,
     }
+}
+
+fn settings(bootstrap: &str, group: Option<&str>) -> ConsumerConfig {
+    config(bootstrap, group).build().unwrap()
 }
 
 fn partitions(topic: &str, count: i32) -> Vec<TopicPartition> {
@@ -180,6 +188,35 @@ async fn consumes_everything_commits_and_a_new_consumer_resumes() {
 }
 
 #[tokio::test]
+async fn by_duration_resets_by_time_and_falls_back_to_the_end() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let topic = unique("assign-by-duration");
+    create_topic(&mut admin, &topic, 1).await;
+    produce(&bootstrap, &topic, &keyed_lines(0..10));
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    let position = |reset: &'static str| {
+        let (bootstrap, tp) = (bootstrap.clone(), tp.clone());
+        async move {
+            let config = config(&bootstrap, None)
+                .set("auto.offset.reset", reset)
+                .build()
+                .unwrap();
+            let mut consumer = Consumer::new(config).unwrap();
+            consumer.assign([tp.clone()]).await.unwrap();
+            let position = consumer.position(&tp, TIMEOUT).await.unwrap();
+            consumer.close(TIMEOUT).await.unwrap();
+            position
+        }
+    };
+    // Every record is younger than a day: the reset finds the first one.
+    assert_eq!(position("by_duration:P1D").await, 0);
+    // None is younger than zero: no offset by time, so Java's fallback, the log end.
+    assert_eq!(position("by_duration:PT0S").await, 10);
+    delete_topic(&mut admin, &topic).await;
+}
+
+#[tokio::test]
 async fn seek_position_pause_and_offset_lookups() {
     let Some(bootstrap) = bootstrap() else { return };
     let mut admin = client(bootstrap.clone());
@@ -275,10 +312,12 @@ async fn reset_policy_none_reports_the_partitions_until_a_seek() {
     create_topic(&mut admin, &topic, 2).await;
     produce(&bootstrap, &topic, &keyed_lines(0..10));
 
-    let mut consumer = Consumer::new(ConsumerSettings {
-        auto_offset_reset: OffsetResetStrategy::None,
-        ..settings(&bootstrap, Some(&unique("group")))
-    })
+    let mut consumer = Consumer::new(
+        config(&bootstrap, Some(&unique("group")))
+            .auto_offset_reset(AutoOffsetReset::None)
+            .build()
+            .unwrap(),
+    )
     .unwrap();
     consumer.assign(partitions(&topic, 2)).await.unwrap();
     let deadline = Instant::now() + TIMEOUT;
@@ -318,11 +357,13 @@ async fn async_commit_callbacks_run_in_order_and_close_auto_commits() {
     produce(&bootstrap, &topic, &keyed_lines(0..10));
     let tp = TopicPartition::new(topic.as_str(), 0);
 
-    let mut consumer = Consumer::new(ConsumerSettings {
-        enable_auto_commit: true,
-        auto_commit_interval_ms: 600_000,
-        ..settings(&bootstrap, Some(&group))
-    })
+    let mut consumer = Consumer::new(
+        config(&bootstrap, Some(&group))
+            .enable_auto_commit(true)
+            .auto_commit_interval_ms(600_000)
+            .build()
+            .unwrap(),
+    )
     .unwrap();
     consumer.assign([tp.clone()]).await.unwrap();
     consume_exactly(&mut consumer, 10).await;

@@ -131,7 +131,7 @@ fn previous_ownership(
         let mut seen = HashSet::new();
         for tp in data.partitions {
             let exists = topics
-                .get(&tp.topic)
+                .get(&*tp.topic)
                 .is_some_and(|racks| usize::try_from(tp.partition).is_ok_and(|p| p < racks.len()));
             if !exists || !seen.insert(tp.clone()) {
                 continue;
@@ -212,7 +212,7 @@ impl<'a> RackInfo<'a> {
         if self.consumer_racks.is_empty() {
             return None;
         }
-        let racks: &'a [BTreeSet<String>] = self.topics.get(&tp.topic)?;
+        let racks: &'a [BTreeSet<String>] = self.topics.get(&*tp.topic)?;
         racks.get(usize::try_from(tp.partition).ok()?)
     }
 
@@ -233,7 +233,7 @@ impl<'a> RackInfo<'a> {
         partitions.sort_by_cached_key(|tp| {
             let racks = self
                 .topics
-                .get(&tp.topic)
+                .get(&*tp.topic)
                 .and_then(|r| usize::try_from(tp.partition).ok().and_then(|p| r.get(p)));
             racks.map_or(0, |racks| {
                 racks
@@ -586,7 +586,7 @@ struct PartitionMovements {
 impl PartitionMovements {
     fn remove_record(&mut self, tp: &TopicPartition) -> Option<ConsumerPair> {
         let pair = self.movements.remove(tp)?;
-        if let Some(by_pair) = self.movements_by_topic.get_mut(&tp.topic) {
+        if let Some(by_pair) = self.movements_by_topic.get_mut(&*tp.topic) {
             if let Some(set) = by_pair.get_mut(&pair) {
                 set.remove(tp);
                 if set.is_empty() {
@@ -594,7 +594,7 @@ impl PartitionMovements {
                 }
             }
             if by_pair.is_empty() {
-                self.movements_by_topic.remove(&tp.topic);
+                self.movements_by_topic.remove(&*tp.topic);
             }
         }
         Some(pair)
@@ -602,7 +602,7 @@ impl PartitionMovements {
 
     fn add_record(&mut self, tp: TopicPartition, pair: ConsumerPair) {
         self.movements_by_topic
-            .entry(tp.topic.clone())
+            .entry(tp.topic.to_string())
             .or_default()
             .entry(pair.clone())
             .or_default()
@@ -628,7 +628,7 @@ impl PartitionMovements {
         old: &str,
         new: &str,
     ) -> TopicPartition {
-        let Some(by_pair) = self.movements_by_topic.get(&tp.topic) else {
+        let Some(by_pair) = self.movements_by_topic.get(&*tp.topic) else {
             return tp.clone();
         };
         let old = self.movements.get(tp).map_or(old, |(src, _)| src.as_str());
@@ -739,7 +739,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
                 continue;
             };
             partitions.retain(|tp| {
-                if !subscription.topics.contains(&tp.topic)
+                if !subscription.topics.iter().any(|t| **t == *tp.topic)
                     || self.rack_info.racks_mismatch(consumer, tp)
                 {
                     self.current_partition_consumer.remove(tp);
@@ -846,7 +846,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
             .iter()
             .map(|(_, c)| c)
             .find(|c| {
-                self.consumer2_all_potential_topics[c.as_str()].contains(&tp.topic)
+                self.consumer2_all_potential_topics[c.as_str()].contains(&*tp.topic)
                     && !(rack_aware && self.rack_info.racks_mismatch(c, tp))
             })
             .cloned();
@@ -867,7 +867,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
     ) {
         let mut kept = Vec::with_capacity(partitions.len());
         for tp in partitions.drain(..) {
-            let has_consumers = !self.topic2_all_potential_consumers[&tp.topic].is_empty();
+            let has_consumers = !self.topic2_all_potential_consumers[&*tp.topic].is_empty();
             let assigned = has_consumers && self.maybe_assign_partition(&tp, rack_aware);
             if !(assigned && remove_assigned) {
                 kept.push(tp);
@@ -918,8 +918,8 @@ impl<'a> GeneralAssignmentBuilder<'a> {
             .cloned()
             .collect();
         self.sorted_all_partitions
-            .retain(|tp| !fixed_topics.contains(&tp.topic));
-        unassigned.retain(|tp| !fixed_topics.contains(&tp.topic));
+            .retain(|tp| !fixed_topics.contains(&*tp.topic));
+        unassigned.retain(|tp| !fixed_topics.contains(&*tp.topic));
         let mut fixed_assignments = BTreeMap::new();
         let consumers: Vec<String> = self
             .consumer2_all_potential_topics
@@ -989,7 +989,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
                         continue;
                     }
                 }
-                let others = self.topic2_all_potential_consumers[&tp.topic].clone();
+                let others = self.topic2_all_potential_consumers[&*tp.topic].clone();
                 let more_than_one_above =
                     |b: &Self, other: &str| b.size(other).is_some_and(|o| size > o + 1);
                 // Prefer a better-suited member on a rack holding a replica.
@@ -1035,7 +1035,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
             .sorted_current_subscriptions
             .iter()
             .map(|(_, c)| c)
-            .find(|c| self.consumer2_all_potential_topics[c.as_str()].contains(&tp.topic))
+            .find(|c| self.consumer2_all_potential_topics[c.as_str()].contains(&*tp.topic))
             .cloned()
             .ok_or_else(|| AssignorError::InvariantViolated {
                 assignor: self.assignor,

@@ -45,32 +45,10 @@ pub const DEFAULT_GENERATION: i32 = -1;
 /// single rolling bounce.
 pub const DEFAULT_PARTITION_ASSIGNMENT_STRATEGY: &[&str] = &["range", "cooperative-sticky"];
 
-/// One partition of one topic. Ordered by topic, then partition, like Java's
-/// `TopicPartitionComparator`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// The topic name.
-    pub topic: String,
-    /// The partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// A partition of `topic`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    /// Java's `TopicPartition.toString`: `topic-partition`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
+/// One partition of one topic: the crate's [`crate::TopicPartition`]. Its ordering (topic,
+/// then partition) is Java's `TopicPartitionComparator`, which the assignors rely on, and it
+/// displays as Java's `TopicPartition.toString`, `topic-partition`.
+pub use crate::types::TopicPartition;
 
 /// How an assignor moves partitions between members (Java's `RebalanceProtocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

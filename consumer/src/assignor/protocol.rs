@@ -114,7 +114,7 @@ pub fn encode_assignment(
     let version = check_version(message, version)?;
     let mut grouped: Vec<AssignmentTopicPartition> = Vec::new();
     for tp in &assignment.partitions {
-        match grouped.iter_mut().find(|g| **g.topic == tp.topic) {
+        match grouped.iter_mut().find(|g| **g.topic == *tp.topic) {
             Some(group) => group.partitions.push(tp.partition),
             None => grouped.push(
                 AssignmentTopicPartition::default()

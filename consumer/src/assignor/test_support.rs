@@ -103,7 +103,7 @@ pub fn assert_valid(
         for p in partitions {
             assert!(seen.insert(p.clone()), "{p} assigned twice");
             assert!(
-                subscriptions[member].topics.contains(&p.topic),
+                subscriptions[member].topics.iter().any(|t| **t == *p.topic),
                 "{p} given to non-subscriber {member}"
             );
             let count = cluster.partition_count(&p.topic).expect("known topic");

@@ -32,6 +32,7 @@ pub use builder::ConsumerConfigBuilder;
 pub use error::{ConfigError, ConfigWarning};
 pub use properties::parse_properties;
 pub use values::{Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel};
+pub(crate) use values::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 
 use keys::{Role, KEYS};
 use parse::Resolver;

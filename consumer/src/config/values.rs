@@ -71,6 +71,14 @@ impl IsolationLevel {
             Self::ReadCommitted => "read_committed",
         }
     }
+
+    /// The wire value in Fetch and ListOffsets.
+    pub(crate) fn wire(self) -> i8 {
+        match self {
+            Self::ReadUncommitted => 0,
+            Self::ReadCommitted => 1,
+        }
+    }
 }
 
 /// `auto.offset.reset`: where to start without a valid committed offset.
@@ -102,7 +110,28 @@ impl AutoOffsetReset {
                 .map(Self::ByDuration),
         }
     }
+
+    /// The ListOffsets timestamp this strategy asks for when `now_ms` is the wall-clock time
+    /// (Java's `AutoOffsetResetStrategy.timestamp()`): the earliest/latest sentinels, or
+    /// `now - duration` for [`AutoOffsetReset::ByDuration`]. `None` asks for nothing.
+    pub(crate) fn list_offsets_timestamp(self, now_ms: i64) -> Option<i64> {
+        match self {
+            Self::Earliest => Some(EARLIEST_TIMESTAMP),
+            Self::Latest => Some(LATEST_TIMESTAMP),
+            Self::None => None,
+            Self::ByDuration(duration) => {
+                let millis = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+                // Never below 0: negative timestamps are the ListOffsets sentinels.
+                Some(now_ms.saturating_sub(millis).max(0))
+            }
+        }
+    }
 }
+
+/// ListOffsets timestamp for the log start offset.
+pub(crate) const EARLIEST_TIMESTAMP: i64 = -2;
+/// ListOffsets timestamp for the log end offset (or the last stable offset in read_committed).
+pub(crate) const LATEST_TIMESTAMP: i64 = -1;
 
 impl fmt::Display for AutoOffsetReset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -421,6 +450,24 @@ mod tests {
         );
         assert_eq!(reset.to_string(), "by_duration:PT86400.25S");
         assert_eq!(AutoOffsetReset::parse(&reset.to_string()), Some(reset));
+    }
+
+    #[test]
+    fn reset_strategies_map_to_list_offsets_timestamps() {
+        let now = 1_700_000_000_000;
+        assert_eq!(
+            AutoOffsetReset::Earliest.list_offsets_timestamp(now),
+            Some(-2)
+        );
+        assert_eq!(
+            AutoOffsetReset::Latest.list_offsets_timestamp(now),
+            Some(-1)
+        );
+        assert_eq!(AutoOffsetReset::None.list_offsets_timestamp(now), None);
+        let hour = AutoOffsetReset::ByDuration(Duration::from_secs(3_600));
+        assert_eq!(hour.list_offsets_timestamp(now), Some(now - 3_600_000));
+        let forever = AutoOffsetReset::ByDuration(Duration::MAX);
+        assert_eq!(forever.list_offsets_timestamp(now), Some(0));
     }
 
     #[test]

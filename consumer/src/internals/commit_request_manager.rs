@@ -20,7 +20,6 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::{
     GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -29,9 +28,11 @@ use super::context::ManagerContext;
 use super::events::CommittedOffsets;
 use super::fetch_buffer::FetchPosition;
 use super::request_state::RequestState;
-use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use super::settings::IsolationLevel;
+use super::requests::{
+    group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+};
 use super::subscription_state::FetchState;
+use crate::config::IsolationLevel;
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
@@ -527,22 +528,21 @@ fn commit_request(
     group_id: &str,
     offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
 ) -> OffsetCommitRequest {
-    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
-    for (tp, offset) in offsets {
+    let topics = group_runs(offsets.iter().map(|(tp, offset)| {
         let partition = OffsetCommitRequestPartition::default()
             .with_partition_index(tp.partition)
             .with_committed_offset(offset.offset)
             .with_committed_leader_epoch(offset.leader_epoch.unwrap_or(-1))
             .with_committed_metadata(Some(StrBytes::from_string(offset.metadata.clone())));
-        match topics.last_mut() {
-            Some(t) if t.name.0.as_str() == &*tp.topic => t.partitions.push(partition),
-            _ => topics.push(
-                OffsetCommitRequestTopic::default()
-                    .with_name(topic_name(&tp.topic))
-                    .with_partitions(vec![partition]),
-            ),
-        }
-    }
+        (&tp.topic, partition)
+    }))
+    .into_iter()
+    .map(|(topic, partitions)| {
+        OffsetCommitRequestTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(partitions)
+    })
+    .collect();
     OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group_id.to_owned())))
         .with_generation_id_or_member_epoch(NO_GENERATION)
@@ -590,10 +590,6 @@ fn offset_fetch_request(
             .collect();
         request.with_group_id(group).with_topics(Some(topics))
     }
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_owned()))
 }
 
 /// Maps a network failure of coordinator traffic: a disconnect or timeout means the

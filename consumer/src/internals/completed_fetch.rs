@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::settings::IsolationLevel;
+use crate::config::IsolationLevel;
 use crate::error::Error;
 use crate::records::{
     ControlRecord, FetchedRecords, ReadOptions, Record, RecordBatch, Records, TimestampType,

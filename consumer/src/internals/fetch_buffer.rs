@@ -286,8 +286,8 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::config::IsolationLevel;
     use crate::internals::completed_fetch::PartitionFetchInfo;
-    use crate::internals::settings::IsolationLevel;
     use crate::records::{NewRecord, RecordBatchBuilder};
 
     fn tp(p: i32) -> TopicPartition {

@@ -11,15 +11,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchInfo};
 use super::context::ManagerContext;
 use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
-use super::requests::{select_version_in, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use super::settings::OffsetResetStrategy;
+use super::requests::{
+    group_runs, select_version_in, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+};
 use super::subscription_state::FetchState;
+use crate::config::AutoOffsetReset;
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
@@ -313,7 +315,7 @@ impl FetchRequestManager {
         }
         let policy = ctx.settings.auto_offset_reset;
         tracing::info!(partition = %tp, fetch_offset, ?policy, "fetch offset out of range");
-        if policy == OffsetResetStrategy::None {
+        if policy == AutoOffsetReset::None {
             ctx.report(Error::OffsetOutOfRange {
                 offsets: vec![(tp.clone(), fetch_offset)],
             });
@@ -329,54 +331,41 @@ fn fetch_request(
     version: i16,
 ) -> FetchRequest {
     let by_id = version >= TOPIC_ID_VERSION;
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for (tp, d) in &data.to_send {
+    // Within a session a topic's name and id go together, so runs of either are the same.
+    let topics = group_runs(data.to_send.iter().map(|(tp, d)| {
         let partition = FetchPartition::default()
             .with_partition(tp.partition)
             .with_current_leader_epoch(d.current_leader_epoch)
             .with_fetch_offset(d.fetch_offset)
             .with_log_start_offset(-1)
             .with_partition_max_bytes(d.max_bytes);
-        let same = |t: &FetchTopic| {
-            if by_id {
-                t.topic_id == d.topic_id
-            } else {
-                t.topic.0.as_str() == &*tp.topic
-            }
+        ((&tp.topic, d.topic_id), partition)
+    }))
+    .into_iter()
+    .map(|((name, topic_id), partitions)| {
+        let topic = if by_id {
+            FetchTopic::default().with_topic_id(topic_id)
+        } else {
+            FetchTopic::default().with_topic(topic_name(name))
         };
-        match topics.last_mut() {
-            Some(t) if same(t) => t.partitions.push(partition),
-            _ => {
-                let topic = if by_id {
-                    FetchTopic::default().with_topic_id(d.topic_id)
-                } else {
-                    FetchTopic::default().with_topic(topic_name(&tp.topic))
-                };
-                topics.push(topic.with_partitions(vec![partition]));
-            }
-        }
-    }
-    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
-    for (tp, topic_id) in &data.to_forget {
-        let same = |t: &ForgottenTopic| {
-            if by_id {
-                t.topic_id == *topic_id
-            } else {
-                t.topic.0.as_str() == &*tp.topic
-            }
+        topic.with_partitions(partitions)
+    })
+    .collect();
+    let forgotten = group_runs(
+        data.to_forget
+            .iter()
+            .map(|(tp, topic_id)| ((&tp.topic, *topic_id), tp.partition)),
+    )
+    .into_iter()
+    .map(|((name, topic_id), partitions)| {
+        let topic = if by_id {
+            ForgottenTopic::default().with_topic_id(topic_id)
+        } else {
+            ForgottenTopic::default().with_topic(topic_name(name))
         };
-        match forgotten.last_mut() {
-            Some(t) if same(t) => t.partitions.push(tp.partition),
-            _ => {
-                let topic = if by_id {
-                    ForgottenTopic::default().with_topic_id(*topic_id)
-                } else {
-                    ForgottenTopic::default().with_topic(topic_name(&tp.topic))
-                };
-                forgotten.push(topic.with_partitions(vec![tp.partition]));
-            }
-        }
-    }
+        topic.with_partitions(partitions)
+    })
+    .collect();
     let settings = ctx.settings;
     FetchRequest::default()
         .with_max_wait_ms(settings.fetch_max_wait_ms)
@@ -392,10 +381,6 @@ fn fetch_request(
         } else {
             StrBytes::default()
         })
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_owned()))
 }
 
 #[cfg(test)]

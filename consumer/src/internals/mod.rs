@@ -7,8 +7,6 @@
 //! next_poll_at }` and `on_response(ctx, token, result)`. They never sleep or touch a socket,
 //! so their tests drive them with a fake clock.
 
-pub mod settings;
-
 pub(crate) mod commit_request_manager;
 pub(crate) mod completed_fetch;
 pub(crate) mod completion;
@@ -23,6 +21,7 @@ pub(crate) mod network_thread;
 pub(crate) mod offsets_request_manager;
 pub(crate) mod request_state;
 pub(crate) mod requests;
+pub(crate) mod settings;
 pub(crate) mod subscription_state;
 pub(crate) mod topic_metadata_request_manager;
 
@@ -30,4 +29,3 @@ pub(crate) mod topic_metadata_request_manager;
 pub(crate) mod test_support;
 
 pub use fetch_buffer::PartitionProgress;
-pub use settings::{ConsumerSettings, IsolationLevel, OffsetResetStrategy};

@@ -32,9 +32,10 @@ use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
     earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
 };
-use super::settings::{ConsumerSettings, OffsetResetStrategy};
+use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+use crate::config::AutoOffsetReset;
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
@@ -349,9 +350,9 @@ impl ConsumerNetworkThread {
                 }
                 SeekTarget::Beginning | SeekTarget::End => {
                     let strategy = if *target == SeekTarget::Beginning {
-                        OffsetResetStrategy::Earliest
+                        AutoOffsetReset::Earliest
                     } else {
-                        OffsetResetStrategy::Latest
+                        AutoOffsetReset::Latest
                     };
                     tracing::info!(partition = %tp, ?strategy, "seek to reset");
                     self.channels.buffer.drop_buffered(tp);
@@ -456,7 +457,7 @@ impl ConsumerNetworkThread {
                                 None => true,
                             }
                         }
-                        Some(FetchState::AwaitingReset(OffsetResetStrategy::None)) => {
+                        Some(FetchState::AwaitingReset(AutoOffsetReset::None)) => {
                             let error = no_offset_error(ctx).unwrap_or_else(|| {
                                 Error::NoOffsetForPartition {
                                     partitions: vec![tp.clone()],

@@ -1,8 +1,8 @@
 //! The position pipeline and offset lookups (Java's `OffsetsRequestManager`).
 //!
 //! Level-triggered on [`SubscriptionState`](super::subscription_state::SubscriptionState):
-//! every poll, partitions awaiting a reset get a ListOffsets to their leader (earliest/latest by
-//! `auto.offset.reset`, or a `seek_to_*`), and partitions awaiting validation get an
+//! every poll, partitions awaiting a reset get a ListOffsets to their leader (earliest, latest or
+//! `now - duration` by `auto.offset.reset`, or a `seek_to_*`), and partitions awaiting validation get an
 //! OffsetForLeaderEpoch (KIP-320) that detects log truncation below the position. Without a
 //! `group.id` new partitions go straight to a reset; with one, the commit manager first looks
 //! for committed offsets. The same ListOffsets machinery answers `beginning_offsets`,
@@ -16,21 +16,22 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     BrokerId, ListOffsetsRequest, ListOffsetsResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, TopicName,
+    OffsetForLeaderEpochResponse,
 };
-use kafka_protocol::protocol::StrBytes;
 
 use super::completion::Completion;
 use super::context::ManagerContext;
 use super::events::ListedOffsets;
 use super::fetch_buffer::FetchPosition;
-use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
-use super::settings::OffsetResetStrategy;
+use super::requests::{
+    group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+};
 use super::subscription_state::FetchState;
+use crate::config::{AutoOffsetReset, LATEST_TIMESTAMP};
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
-use crate::rt::{Duration, Instant};
+use crate::rt::{wall_clock_ms, Duration, Instant};
 use crate::types::{OffsetAndTimestamp, TopicPartition};
 
 /// A consumer's replica id in ListOffsets.
@@ -68,6 +69,9 @@ pub(crate) struct OffsetsRequestManager {
     in_flight: HashMap<u64, InFlight>,
     busy: BTreeSet<TopicPartition>,
     backoff_until: BTreeMap<TopicPartition, Instant>,
+    /// Partitions whose `by_duration` reset found no record that recent, with the strategy it
+    /// was for: their next reset asks for the latest offset instead, as Java does (KIP-1106).
+    reset_to_latest: BTreeMap<TopicPartition, AutoOffsetReset>,
     user: Vec<UserListOffsets>,
     next_user_id: u64,
 }
@@ -81,6 +85,7 @@ impl OffsetsRequestManager {
             in_flight: HashMap::new(),
             busy: BTreeSet::new(),
             backoff_until: BTreeMap::new(),
+            reset_to_latest: BTreeMap::new(),
             user: Vec::new(),
             next_user_id: 0,
         }
@@ -175,12 +180,20 @@ impl OffsetsRequestManager {
     }
 
     fn send_resets(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
+        let now_ms = wall_clock_ms();
         let due: Vec<(TopicPartition, i64)> = ctx
             .subscriptions
             .partitions_awaiting_reset()
             .into_iter()
             .filter(|(tp, _)| self.ready(tp))
-            .filter_map(|(tp, s)| Some((tp, s.list_offsets_timestamp()?)))
+            .filter_map(|(tp, strategy)| {
+                let timestamp = if self.reset_to_latest.get(&tp) == Some(&strategy) {
+                    LATEST_TIMESTAMP
+                } else {
+                    strategy.list_offsets_timestamp(now_ms)?
+                };
+                Some((tp, timestamp))
+            })
             .collect();
         for (leader, partitions) in Self::by_leader(ctx, due) {
             let request = list_offsets_request(ctx, &partitions);
@@ -221,21 +234,20 @@ impl OffsetsRequestManager {
             }
         }
         for (leader, partitions) in Self::by_leader(ctx, due) {
-            let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
-            for (tp, position, epoch) in &partitions {
+            let topics = group_runs(partitions.iter().map(|(tp, position, epoch)| {
                 let partition = OffsetForLeaderPartition::default()
                     .with_partition(tp.partition)
                     .with_current_leader_epoch(*epoch)
                     .with_leader_epoch(position.offset_epoch.unwrap_or(-1));
-                match topics.last_mut() {
-                    Some(t) if t.topic.0.as_str() == &*tp.topic => t.partitions.push(partition),
-                    _ => topics.push(
-                        OffsetForLeaderTopic::default()
-                            .with_topic(topic_name(&tp.topic))
-                            .with_partitions(vec![partition]),
-                    ),
-                }
-            }
+                (&tp.topic, partition)
+            }))
+            .into_iter()
+            .map(|(topic, partitions)| {
+                OffsetForLeaderTopic::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(partitions)
+            })
+            .collect();
             let entries: Vec<_> = partitions.into_iter().map(|(tp, p, _)| (tp, p)).collect();
             tracing::debug!(leader, partitions = entries.len(), "validating positions");
             self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
@@ -334,8 +346,8 @@ impl OffsetsRequestManager {
                         BTreeMap::new()
                     }
                 };
-                for (tp, _) in entries {
-                    self.apply_reset(ctx, &tp, answers.get(&tp));
+                for (tp, timestamp) in entries {
+                    self.apply_reset(ctx, &tp, timestamp, answers.get(&tp));
                 }
             }
             InFlight::Validate(entries) => {
@@ -377,13 +389,15 @@ impl OffsetsRequestManager {
         &mut self,
         ctx: &mut ManagerContext<'_>,
         tp: &TopicPartition,
+        timestamp: i64,
         answer: Option<&ListOutcome>,
     ) {
-        if !matches!(
-            ctx.subscriptions.fetch_state(tp),
-            Some(FetchState::AwaitingReset(_))
-        ) {
+        let Some(FetchState::AwaitingReset(strategy)) = ctx.subscriptions.fetch_state(tp) else {
+            self.reset_to_latest.remove(tp);
             return; // seeked or unassigned meanwhile
+        };
+        if let Some(ListOutcome::Found(Some(_))) = answer {
+            self.reset_to_latest.remove(tp);
         }
         match answer {
             Some(ListOutcome::Found(Some(found))) => {
@@ -399,6 +413,11 @@ impl OffsetsRequestManager {
             Some(ListOutcome::Fail(error)) => {
                 ctx.report(error.clone());
                 self.back_off(ctx, tp);
+            }
+            // No record at or after `now - duration`: Java resets to the latest offset then.
+            Some(ListOutcome::Found(None)) if timestamp >= 0 => {
+                tracing::debug!(partition = %tp, timestamp, "no offset by time: resetting to latest");
+                self.reset_to_latest.insert(tp.clone(), strategy);
             }
             Some(ListOutcome::Found(None)) | Some(ListOutcome::Retry) | None => {
                 self.back_off(ctx, tp);
@@ -447,14 +466,14 @@ impl OffsetsRequestManager {
         let policy = ctx.settings.auto_offset_reset;
         let undefined = answer.end_offset < 0 || answer.leader_epoch < 0;
         if undefined || answer.end_offset < validated.offset {
-            if policy == OffsetResetStrategy::None {
+            if policy == AutoOffsetReset::None {
                 tracing::warn!(partition = %tp, position = validated.offset,
                     end_offset = answer.end_offset, "log truncation detected");
                 ctx.report(Error::LogTruncation {
                     divergent_offsets: vec![(tp.clone(), answer.end_offset)],
                 });
                 ctx.subscriptions
-                    .set_fetch_state(tp, FetchState::AwaitingReset(OffsetResetStrategy::None));
+                    .set_fetch_state(tp, FetchState::AwaitingReset(AutoOffsetReset::None));
             } else if undefined {
                 tracing::info!(partition = %tp, "truncation detected, no common epoch: resetting");
                 ctx.subscriptions
@@ -520,35 +539,30 @@ pub(crate) fn no_offset_error(ctx: &ManagerContext<'_>) -> Option<Error> {
         .subscriptions
         .partitions_awaiting_reset()
         .into_iter()
-        .filter(|(_, s)| *s == OffsetResetStrategy::None)
+        .filter(|(_, s)| *s == AutoOffsetReset::None)
         .map(|(tp, _)| tp)
         .collect();
     (!partitions.is_empty()).then_some(Error::NoOffsetForPartition { partitions })
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_owned()))
 }
 
 fn list_offsets_request(
     ctx: &ManagerContext<'_>,
     partitions: &[(TopicPartition, i64, i32)],
 ) -> ListOffsetsRequest {
-    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
-    for (tp, timestamp, epoch) in partitions {
+    let topics = group_runs(partitions.iter().map(|(tp, timestamp, epoch)| {
         let partition = ListOffsetsPartition::default()
             .with_partition_index(tp.partition)
             .with_current_leader_epoch(*epoch)
             .with_timestamp(*timestamp);
-        match topics.last_mut() {
-            Some(t) if t.name.0.as_str() == &*tp.topic => t.partitions.push(partition),
-            _ => topics.push(
-                ListOffsetsTopic::default()
-                    .with_name(topic_name(&tp.topic))
-                    .with_partitions(vec![partition]),
-            ),
-        }
-    }
+        (&tp.topic, partition)
+    }))
+    .into_iter()
+    .map(|(topic, partitions)| {
+        ListOffsetsTopic::default()
+            .with_name(topic_name(topic))
+            .with_partitions(partitions)
+    })
+    .collect();
     ListOffsetsRequest::default()
         .with_replica_id(BrokerId(CONSUMER_REPLICA_ID))
         .with_isolation_level(ctx.settings.isolation_level.wire())

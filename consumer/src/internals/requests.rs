@@ -5,13 +5,34 @@ use kafka_protocol::messages::{
     FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
-use kafka_protocol::protocol::{Request, VersionRange};
+use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 use crate::network::{NetworkError, Target};
 use crate::protocol::{Api, ApiVersionsTable};
 use crate::rt::Instant;
+
+/// A topic name as requests carry it.
+pub(crate) fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+/// Groups entries into runs of equal keys, in order, one `(key, values)` per run. Request
+/// builders put the partitions of one topic under one topic entry with it: their input is
+/// sorted by topic, so each topic is one run.
+pub(crate) fn group_runs<K: PartialEq, V>(
+    entries: impl IntoIterator<Item = (K, V)>,
+) -> Vec<(K, Vec<V>)> {
+    let mut runs: Vec<(K, Vec<V>)> = Vec::new();
+    for (key, value) in entries {
+        match runs.last_mut() {
+            Some((last, values)) if *last == key => values.push(value),
+            _ => runs.push((key, vec![value])),
+        }
+    }
+    runs
+}
 
 /// The request managers, in the fixed order the loop polls them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,4 +140,16 @@ pub(crate) fn select_version_in<R: Request>(
     ours: VersionRange,
 ) -> Option<i16> {
     versions?.select(Api(R::KEY), ours).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_runs_keeps_order_and_merges_adjacent_keys_only() {
+        let runs = group_runs([("a", 0), ("a", 1), ("b", 0), ("a", 2)]);
+        assert_eq!(runs, [("a", vec![0, 1]), ("b", vec![0]), ("a", vec![2])]);
+        assert!(group_runs(Vec::<(u8, u8)>::new()).is_empty());
+    }
 }

@@ -1,60 +1,17 @@
 //! The consumer's resolved settings: typed, defaulted like Java's `ConsumerConfig`.
 //!
-//! The configuration layer (property names, validation, files) converts into this struct; the
-//! internals read nothing else.
+//! The user-facing, validated [`ConsumerConfig`] converts into this struct
+//! ([`ConsumerSettings::from_config`]); the internals read nothing else. It is crate-internal:
+//! `ConsumerConfig` is the one public way to configure a consumer.
 
+use crate::config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 use crate::network::NetworkConfig;
-
-/// `auto.offset.reset`: where to start when a partition has no valid position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetResetStrategy {
-    /// The log start offset.
-    Earliest,
-    /// The log end offset (Java's default).
-    Latest,
-    /// No automatic reset: the application gets an error and must seek.
-    None,
-}
-
-impl OffsetResetStrategy {
-    /// The ListOffsets timestamp the strategy stands for (`None` has none).
-    pub(crate) fn list_offsets_timestamp(self) -> Option<i64> {
-        match self {
-            Self::Earliest => Some(EARLIEST_TIMESTAMP),
-            Self::Latest => Some(LATEST_TIMESTAMP),
-            Self::None => None,
-        }
-    }
-}
-
-/// ListOffsets timestamp for the log start offset.
-pub(crate) const EARLIEST_TIMESTAMP: i64 = -2;
-/// ListOffsets timestamp for the log end offset (or the last stable offset in read_committed).
-pub(crate) const LATEST_TIMESTAMP: i64 = -1;
-
-/// `isolation.level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IsolationLevel {
-    /// Every record, including those of open and aborted transactions (Java's default).
-    ReadUncommitted,
-    /// Only committed transactional records, up to the last stable offset.
-    ReadCommitted,
-}
-
-impl IsolationLevel {
-    /// The wire value in Fetch and ListOffsets.
-    pub(crate) fn wire(self) -> i8 {
-        match self {
-            Self::ReadUncommitted => 0,
-            Self::ReadCommitted => 1,
-        }
-    }
-}
+use crate::rt::next_client_id_sequence;
 
 /// Resolved consumer settings, named after the Kafka configs they implement; defaults are
 /// Java's.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ConsumerSettings {
+pub(crate) struct ConsumerSettings {
     /// `bootstrap.servers`.
     pub bootstrap_servers: Vec<String>,
     /// `client.id`.
@@ -64,7 +21,7 @@ pub struct ConsumerSettings {
     /// `group.instance.id`: static membership.
     pub group_instance_id: Option<String>,
     /// `auto.offset.reset`.
-    pub auto_offset_reset: OffsetResetStrategy,
+    pub auto_offset_reset: AutoOffsetReset,
     /// `enable.auto.commit` (only effective with a `group.id`).
     pub enable_auto_commit: bool,
     /// `auto.commit.interval.ms`.
@@ -110,7 +67,7 @@ impl Default for ConsumerSettings {
             client_id: "kafka-consumer-rs".to_owned(),
             group_id: None,
             group_instance_id: None,
-            auto_offset_reset: OffsetResetStrategy::Latest,
+            auto_offset_reset: AutoOffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval_ms: 5_000,
             max_poll_records: 500,
@@ -133,8 +90,61 @@ impl Default for ConsumerSettings {
     }
 }
 
+impl From<&ConsumerConfig> for ConsumerSettings {
+    fn from(config: &ConsumerConfig) -> Self {
+        Self::from_config(config)
+    }
+}
+
 impl ConsumerSettings {
+    /// The settings a validated configuration stands for. An empty `client.id` becomes Java's
+    /// generated one: `consumer-<group.id>-<group.instance.id>` for a static member, else
+    /// `consumer-<group.id>-<n>` with `n` from [`next_client_id_sequence`] (`group.id` printed
+    /// as `null` when unset, as Java does).
+    pub fn from_config(config: &ConsumerConfig) -> Self {
+        let client_id = if config.client_id().is_empty() {
+            let member = config
+                .group_instance_id()
+                .map_or_else(|| next_client_id_sequence().to_string(), str::to_owned);
+            format!("consumer-{}-{member}", config.group_id().unwrap_or("null"))
+        } else {
+            config.client_id().to_owned()
+        };
+        // The config's integer ranges are Java's (`int`, non-negative where Java checks it),
+        // so these conversions only saturate values Java would refuse too.
+        let int = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
+        Self {
+            bootstrap_servers: config.bootstrap_servers().to_vec(),
+            client_id,
+            group_id: config.group_id().map(str::to_owned),
+            group_instance_id: config.group_instance_id().map(str::to_owned),
+            auto_offset_reset: config.auto_offset_reset(),
+            enable_auto_commit: config.enable_auto_commit(),
+            auto_commit_interval_ms: config.auto_commit_interval_ms().into(),
+            max_poll_records: usize::try_from(config.max_poll_records()).unwrap_or(usize::MAX),
+            fetch_min_bytes: int(config.fetch_min_bytes()),
+            fetch_max_bytes: int(config.fetch_max_bytes()),
+            max_partition_fetch_bytes: int(config.max_partition_fetch_bytes()),
+            fetch_max_wait_ms: int(config.fetch_max_wait_ms()),
+            isolation_level: config.isolation_level(),
+            request_timeout_ms: config.request_timeout_ms().into(),
+            default_api_timeout_ms: config.default_api_timeout_ms().into(),
+            retry_backoff_ms: config.retry_backoff_ms(),
+            retry_backoff_max_ms: config.retry_backoff_max_ms(),
+            reconnect_backoff_ms: config.reconnect_backoff_ms(),
+            reconnect_backoff_max_ms: config.reconnect_backoff_max_ms(),
+            socket_connection_setup_timeout_ms: u64::try_from(
+                config.socket_connection_setup_timeout_ms(),
+            )
+            .unwrap_or(0),
+            metadata_max_age_ms: config.metadata_max_age_ms(),
+            check_crcs: config.check_crcs(),
+            client_rack: config.client_rack().to_owned(),
+        }
+    }
+
     /// Settings for `bootstrap_servers`, everything else default.
+    #[cfg(test)]
     pub fn new(bootstrap_servers: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             bootstrap_servers: bootstrap_servers.into_iter().map(Into::into).collect(),
@@ -158,5 +168,174 @@ impl ConsumerSettings {
             reconnect_backoff_max_ms: self.reconnect_backoff_max_ms,
             ..NetworkConfig::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key ConsumerSettings reads, set away from its default in a properties text, and
+    /// what the settings must then hold.
+    #[test]
+    fn properties_text_to_settings_carries_every_value() {
+        #[allow(clippy::type_complexity)]
+        let table: &[(&str, &str, &str, fn(&ConsumerSettings) -> String)] = &[
+            (
+                "bootstrap.servers",
+                "b1:9092,PLAINTEXT://b2:9093",
+                "b1:9092,b2:9093",
+                |s| s.bootstrap_servers.join(","),
+            ),
+            ("client.id", "client-7", "client-7", |s| s.client_id.clone()),
+            ("group.id", "orders", "Some(\"orders\")", |s| {
+                format!("{:?}", s.group_id)
+            }),
+            ("group.instance.id", "i-1", "Some(\"i-1\")", |s| {
+                format!("{:?}", s.group_instance_id)
+            }),
+            (
+                "auto.offset.reset",
+                "by_duration:PT1H",
+                "by_duration:PT3600S",
+                |s| s.auto_offset_reset.to_string(),
+            ),
+            ("enable.auto.commit", "false", "false", |s| {
+                s.enable_auto_commit.to_string()
+            }),
+            ("auto.commit.interval.ms", "1234", "1234", |s| {
+                s.auto_commit_interval_ms.to_string()
+            }),
+            ("max.poll.records", "77", "77", |s| {
+                s.max_poll_records.to_string()
+            }),
+            ("fetch.min.bytes", "10", "10", |s| {
+                s.fetch_min_bytes.to_string()
+            }),
+            ("fetch.max.bytes", "1000000", "1000000", |s| {
+                s.fetch_max_bytes.to_string()
+            }),
+            ("max.partition.fetch.bytes", "2000", "2000", |s| {
+                s.max_partition_fetch_bytes.to_string()
+            }),
+            ("fetch.max.wait.ms", "250", "250", |s| {
+                s.fetch_max_wait_ms.to_string()
+            }),
+            ("isolation.level", "read_committed", "read_committed", |s| {
+                s.isolation_level.as_str().to_owned()
+            }),
+            ("request.timeout.ms", "31000", "31000", |s| {
+                s.request_timeout_ms.to_string()
+            }),
+            ("default.api.timeout.ms", "61000", "61000", |s| {
+                s.default_api_timeout_ms.to_string()
+            }),
+            ("retry.backoff.ms", "150", "150", |s| {
+                s.retry_backoff_ms.to_string()
+            }),
+            ("retry.backoff.max.ms", "1500", "1500", |s| {
+                s.retry_backoff_max_ms.to_string()
+            }),
+            ("reconnect.backoff.ms", "60", "60", |s| {
+                s.reconnect_backoff_ms.to_string()
+            }),
+            ("reconnect.backoff.max.ms", "1600", "1600", |s| {
+                s.reconnect_backoff_max_ms.to_string()
+            }),
+            (
+                "socket.connection.setup.timeout.ms",
+                "11000",
+                "11000",
+                |s| s.socket_connection_setup_timeout_ms.to_string(),
+            ),
+            ("metadata.max.age.ms", "200000", "200000", |s| {
+                s.metadata_max_age_ms.to_string()
+            }),
+            ("check.crcs", "false", "false", |s| s.check_crcs.to_string()),
+            ("client.rack", "rack-a", "rack-a", |s| s.client_rack.clone()),
+        ];
+        let text: String = table
+            .iter()
+            .map(|(key, value, _, _)| format!("{key} = {value}\n"))
+            .collect();
+        let config = ConsumerConfig::from_properties_str(&text).unwrap();
+        let settings = ConsumerSettings::from(&config);
+        let defaults = ConsumerSettings::default();
+        for (key, _, expected, get) in table {
+            assert_eq!(get(&settings), *expected, "{key}");
+            assert_ne!(
+                get(&defaults),
+                *expected,
+                "{key} must differ from its default"
+            );
+        }
+        // Every field is in the table: a new field fails to compile here until it is added.
+        let ConsumerSettings {
+            bootstrap_servers: _,
+            client_id: _,
+            group_id: _,
+            group_instance_id: _,
+            auto_offset_reset: _,
+            enable_auto_commit: _,
+            auto_commit_interval_ms: _,
+            max_poll_records: _,
+            fetch_min_bytes: _,
+            fetch_max_bytes: _,
+            max_partition_fetch_bytes: _,
+            fetch_max_wait_ms: _,
+            isolation_level: _,
+            request_timeout_ms: _,
+            default_api_timeout_ms: _,
+            retry_backoff_ms: _,
+            retry_backoff_max_ms: _,
+            reconnect_backoff_ms: _,
+            reconnect_backoff_max_ms: _,
+            socket_connection_setup_timeout_ms: _,
+            metadata_max_age_ms: _,
+            check_crcs: _,
+            client_rack: _,
+        } = settings;
+        assert_eq!(table.len(), 23);
+    }
+
+    #[test]
+    fn defaults_match_an_empty_config_but_the_generated_client_id() {
+        let config = ConsumerConfig::from_pairs([("bootstrap.servers", "b:1")]).unwrap();
+        let settings = ConsumerSettings::from_config(&config);
+        assert!(settings.client_id.starts_with("consumer-null-"));
+        assert_eq!(
+            settings,
+            ConsumerSettings {
+                client_id: settings.client_id.clone(),
+                // Java forces auto-commit off without a group.id.
+                enable_auto_commit: false,
+                ..ConsumerSettings::new(["b:1"])
+            }
+        );
+    }
+
+    #[test]
+    fn empty_client_id_is_generated_like_java() {
+        let settings = |pairs: &[(&str, &str)]| {
+            let config = ConsumerConfig::from_pairs(
+                [("bootstrap.servers", "b:1")].iter().chain(pairs).copied(),
+            )
+            .unwrap();
+            ConsumerSettings::from_config(&config).client_id
+        };
+        let number =
+            |id: String, prefix: &str| -> u64 { id.strip_prefix(prefix).unwrap().parse().unwrap() };
+        let first = number(settings(&[("group.id", "g")]), "consumer-g-");
+        let second = number(settings(&[("group.id", "g")]), "consumer-g-");
+        assert!(
+            second > first,
+            "a process-wide sequence: {first} then {second}"
+        );
+        assert!(number(settings(&[]), "consumer-null-") > second);
+        assert_eq!(
+            settings(&[("group.id", "g"), ("group.instance.id", "static-1")]),
+            "consumer-g-static-1"
+        );
+        assert_eq!(settings(&[("client.id", "mine")]), "mine");
     }
 }

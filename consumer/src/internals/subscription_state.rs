@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::settings::OffsetResetStrategy;
+use crate::config::AutoOffsetReset;
 use crate::types::TopicPartition;
 
 /// A partition's fetch state (Java's `FetchStates`).
@@ -13,7 +13,7 @@ pub(crate) enum FetchState {
     /// Just assigned: the committed offset (if there is a group) or a reset decides the position.
     Initializing,
     /// Needs a reset with this strategy (no committed offset, out of range, `seek_to_*`).
-    AwaitingReset(OffsetResetStrategy),
+    AwaitingReset(AutoOffsetReset),
     /// Has a position whose log may have been truncated since (KIP-320): OffsetForLeaderEpoch
     /// must confirm it before fetching.
     AwaitingValidation,
@@ -100,7 +100,7 @@ impl SubscriptionState {
     }
 
     /// Partitions awaiting a reset, with their strategies.
-    pub fn partitions_awaiting_reset(&self) -> Vec<(TopicPartition, OffsetResetStrategy)> {
+    pub fn partitions_awaiting_reset(&self) -> Vec<(TopicPartition, AutoOffsetReset)> {
         self.assignment
             .iter()
             .filter_map(|(tp, s)| match s.fetch_state {
@@ -162,16 +162,13 @@ mod tests {
 
         s.set_fetch_state(&tp(0), FetchState::Fetching);
         s.set_fetch_state(&tp(1), FetchState::Fetching);
-        s.set_fetch_state(
-            &tp(2),
-            FetchState::AwaitingReset(OffsetResetStrategy::Earliest),
-        );
+        s.set_fetch_state(&tp(2), FetchState::AwaitingReset(AutoOffsetReset::Earliest));
         s.set_paused(&tp(1), true);
         assert_eq!(s.fetchable_partitions(), [tp(0)]);
         assert_eq!(s.paused(), [tp(1)].into_iter().collect());
         assert_eq!(
             s.partitions_awaiting_reset(),
-            [(tp(2), OffsetResetStrategy::Earliest)]
+            [(tp(2), AutoOffsetReset::Earliest)]
         );
 
         let (added, removed) = s.assign_from_user(&[tp(1), tp(3)].into_iter().collect());

@@ -6,9 +6,10 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 
 use super::*;
+use crate::config::AutoOffsetReset;
 use crate::internals::completion::CompletionReceiver;
 use crate::internals::context::testing::Parts;
-use crate::internals::settings::{ConsumerSettings, OffsetResetStrategy};
+use crate::internals::settings::ConsumerSettings;
 use crate::internals::test_support::{all_versions, metadata};
 
 const COORDINATOR: i32 = i32::MAX - 1;
@@ -22,7 +23,7 @@ fn settings(auto_commit: bool) -> ConsumerSettings {
         group_id: Some("g".into()),
         enable_auto_commit: auto_commit,
         auto_commit_interval_ms: 1_000,
-        auto_offset_reset: OffsetResetStrategy::Earliest,
+        auto_offset_reset: AutoOffsetReset::Earliest,
         ..ConsumerSettings::default()
     }
 }
@@ -371,7 +372,7 @@ fn positions_start_from_committed_offsets_or_await_reset() {
     assert_eq!(p.buffer.position(&tp(1)).unwrap().0.offset_epoch, Some(5));
     assert_eq!(
         p.subscriptions.fetch_state(&tp(2)),
-        Some(FetchState::AwaitingReset(OffsetResetStrategy::Earliest))
+        Some(FetchState::AwaitingReset(AutoOffsetReset::Earliest))
     );
 }
 

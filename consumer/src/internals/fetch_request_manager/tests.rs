@@ -16,7 +16,7 @@ fn tp(p: i32) -> TopicPartition {
 }
 
 /// Partitions 0 and 1 led by broker 1, partition 2 by broker 2; all fetching from offset 0.
-fn parts(policy: OffsetResetStrategy) -> Parts {
+fn parts(policy: AutoOffsetReset) -> Parts {
     let mut p = Parts::new(ConsumerSettings {
         auto_offset_reset: policy,
         ..ConsumerSettings::default()
@@ -93,7 +93,7 @@ fn response(
 
 #[test]
 fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     p.subscriptions.set_paused(&tp(1), true);
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
@@ -132,7 +132,7 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
 
 #[test]
 fn old_brokers_are_fetched_by_topic_name() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     p.versions = Some(versions_capped(12, 4));
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
@@ -146,7 +146,7 @@ fn old_brokers_are_fetched_by_topic_name() {
 
 #[test]
 fn out_of_range_resets_by_policy_or_reports_without_one() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     let code = ResponseError::OffsetOutOfRange.code();
@@ -157,11 +157,11 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
     );
     assert_eq!(
         p.subscriptions.fetch_state(&tp(0)),
-        Some(FetchState::AwaitingReset(OffsetResetStrategy::Earliest))
+        Some(FetchState::AwaitingReset(AutoOffsetReset::Earliest))
     );
     assert!(p.effects.errors.is_empty());
 
-    let mut p = parts(OffsetResetStrategy::None);
+    let mut p = parts(AutoOffsetReset::None);
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     m.on_response(
@@ -177,7 +177,7 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
 
 #[test]
 fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     // The application seeks p0 while the fetch is in flight.
@@ -197,7 +197,7 @@ fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
 
 #[test]
 fn failed_fetch_backs_off_and_restarts_the_session() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     let mut m = FetchRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, response(9, vec![]));

@@ -15,7 +15,7 @@ fn tp(p: i32) -> TopicPartition {
     TopicPartition::new("t", p)
 }
 
-fn parts(policy: OffsetResetStrategy) -> Parts {
+fn parts(policy: AutoOffsetReset) -> Parts {
     let mut p = Parts::new(ConsumerSettings {
         auto_offset_reset: policy,
         ..ConsumerSettings::default()
@@ -62,7 +62,7 @@ fn requested(r: &UnsentRequest) -> Vec<(i32, i64, i32)> {
 
 #[test]
 fn without_group_new_partitions_reset_by_policy_to_each_leader() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     let mut m = OffsetsRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests.len(), 2, "one ListOffsets per leader");
@@ -103,13 +103,67 @@ fn without_group_new_partitions_reset_by_policy_to_each_leader() {
 }
 
 #[test]
+fn by_duration_lists_offsets_by_time_and_falls_back_to_latest() {
+    let hour = Duration::from_secs(3_600);
+    let mut p = parts(AutoOffsetReset::ByDuration(hour));
+    let mut m = OffsetsRequestManager::new(100);
+    let before = crate::rt::wall_clock_ms();
+    let r = m.poll(&mut p.ctx());
+    let after = crate::rt::wall_clock_ms();
+    assert_eq!(r.requests.len(), 2);
+    let [(0, timestamp, 5)] = requested(&r.requests[0])[..] else {
+        panic!("{:?}", requested(&r.requests[0]))
+    };
+    assert!((before - 3_600_000..=after - 3_600_000).contains(&timestamp));
+
+    // p0 has a record that recent: it starts there.
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        list_response(&[(0, 0, 40, 5)]),
+    );
+    assert_eq!(p.buffer.position(&tp(0)).unwrap().0.offset, 40);
+    // p1 has none (offset -1): the next poll asks for its latest offset, without a backoff.
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[1].token,
+        list_response(&[(1, 0, -1, -1)]),
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(1)),
+        Some(FetchState::AwaitingReset(AutoOffsetReset::ByDuration(hour)))
+    );
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(requested(&r.requests[0]), [(1, -1, 7)]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        list_response(&[(1, 0, 99, 7)]),
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(1)),
+        Some(FetchState::Fetching)
+    );
+    assert_eq!(p.buffer.position(&tp(1)).unwrap().0.offset, 99);
+
+    // A later reset of p1 by duration asks by time again.
+    p.subscriptions.set_fetch_state(
+        &tp(1),
+        FetchState::AwaitingReset(AutoOffsetReset::ByDuration(hour)),
+    );
+    let r = m.poll(&mut p.ctx());
+    assert!(requested(&r.requests[0])[0].1 > 0);
+}
+
+#[test]
 fn latest_policy_and_no_policy_error_on_poll() {
-    let mut p = parts(OffsetResetStrategy::Latest);
+    let mut p = parts(AutoOffsetReset::Latest);
     let mut m = OffsetsRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
     assert_eq!(requested(&r.requests[0]), [(0, -1, 5)]);
 
-    let mut p = parts(OffsetResetStrategy::None);
+    let mut p = parts(AutoOffsetReset::None);
     let mut m = OffsetsRequestManager::new(100);
     assert!(
         m.poll(&mut p.ctx()).requests.is_empty(),
@@ -151,7 +205,7 @@ fn awaiting_validation(p: &mut Parts, offset: i64, offset_epoch: i32) {
 
 #[test]
 fn validation_detects_truncation_and_moves_to_the_divergence_point() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     awaiting_validation(&mut p, 100, 3);
     let mut m = OffsetsRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
@@ -171,7 +225,7 @@ fn validation_detects_truncation_and_moves_to_the_divergence_point() {
 
 #[test]
 fn validation_without_truncation_keeps_the_position_and_none_policy_reports_truncation() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     awaiting_validation(&mut p, 100, 3);
     let mut m = OffsetsRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
@@ -186,7 +240,7 @@ fn validation_without_truncation_keeps_the_position_and_none_policy_reports_trun
         Some(FetchState::Fetching)
     );
 
-    let mut p = parts(OffsetResetStrategy::None);
+    let mut p = parts(AutoOffsetReset::None);
     awaiting_validation(&mut p, 100, 3);
     let mut m = OffsetsRequestManager::new(100);
     let r = m.poll(&mut p.ctx());
@@ -199,7 +253,7 @@ fn validation_without_truncation_keeps_the_position_and_none_policy_reports_trun
 
 #[test]
 fn leader_epoch_change_triggers_validation() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     p.buffer.set_position(
         &tp(0),
         FetchPosition {
@@ -220,7 +274,7 @@ fn leader_epoch_change_triggers_validation() {
 
 #[test]
 fn user_lookups_complete_when_every_partition_answered() {
-    let mut p = parts(OffsetResetStrategy::Earliest);
+    let mut p = parts(AutoOffsetReset::Earliest);
     p.subscriptions
         .set_fetch_state(&tp(0), FetchState::Fetching);
     p.subscriptions
