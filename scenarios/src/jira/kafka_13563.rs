@@ -69,7 +69,7 @@ pub fn scenario() -> Scenario {
 
 /// The two coordinator losses at seeded times.
 fn plan(seed: u64) -> PlannedFaults {
-    let mut rng = SeededRng::seed_from_u64(seed ^ 0x1356_3);
+    let mut rng = SeededRng::seed_from_u64(seed ^ 0x0001_3563);
     let coordinator = 1 + rng.below_inclusive(BROKERS as u64 - 1) as i32;
     let restart_ms = 3_000 + rng.below_inclusive(3_000);
     let move_ms = restart_ms + 4_000 + rng.below_inclusive(3_000);

@@ -185,10 +185,9 @@ impl ConsumerNetworkClient {
             return Vec::new();
         }
         let wait = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(wait, self.ready(true)).await {
-            Ok(done) => done,
-            Err(_) => Vec::new(),
-        }
+        tokio::time::timeout(wait, self.ready(true))
+            .await
+            .unwrap_or_default()
     }
 
     /// `pollNoWakeup()`: the completions that are ready now, without waiting.
