@@ -19,8 +19,9 @@
 //!
 //! Simplifications, none on the coordinator path: one connection per broker (Java opens a
 //! separate one to the coordinator, id `MAX_VALUE - nodeId`); `client.isUnavailable` is not
-//! probed (disconnects arrive as failed requests); `auto.offset.reset` is `earliest` = 0;
-//! fetches are sessionless.
+//! probed (disconnects arrive as failed requests); `markCoordinatorUnknown` does not
+//! `disconnectAsync` the old coordinator, so requests already in flight to it still get their
+//! responses; `auto.offset.reset` is `earliest` = 0; fetches are sessionless.
 
 mod consumer;
 mod coordinator;
