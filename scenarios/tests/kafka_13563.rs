@@ -78,9 +78,10 @@ fn legacy_fails_with_the_upstream_symptom_on_fixed_seeds() {
 /// Set by [`same_seed_same_history`] in the child processes it starts.
 const DUMP_ENV: &str = "SCENARIOS_DETERMINISM_DUMP";
 
-/// Same seed, two fresh processes ⇒ byte-identical histories. Fresh processes, because madsim
-/// seeds std's `RandomState` only for the first runtime of a process: a second run in the same
-/// process may iterate the sim's and the network client's `HashMap`s differently.
+/// Same seed, two fresh processes ⇒ byte-identical histories. Fresh processes, because a second
+/// run in one process diverges: `tokio::select!` (unbiased, in the sim's brokers and the network
+/// client's connection task) draws branch order from a thread RNG that tokio seeds from a
+/// process-global counter (`tokio/src/loom/std/mod.rs`, `seed()`), not from madsim's seed.
 #[test]
 fn same_seed_same_history() {
     if let Ok(path) = std::env::var(DUMP_ENV) {

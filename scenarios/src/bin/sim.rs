@@ -174,9 +174,9 @@ mod cli {
         Fail(String),
     }
 
-    /// Runs one seed as `sim run` in a child process: madsim seeds std's `RandomState` only for
-    /// the first runtime of a process, so a seed run after another in the same process may not
-    /// replay under its own repro line. A fresh process per seed keeps every repro exact.
+    /// Runs one seed as `sim run` in a child process. In one process, a seed run after another
+    /// may not replay under its own repro line: unbiased `tokio::select!` draws from an RNG tokio
+    /// seeds with a process-global counter. A fresh process per seed keeps every repro exact.
     fn run_seed_in_child(
         scenario: &str,
         seed: u64,

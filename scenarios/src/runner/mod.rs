@@ -184,7 +184,8 @@ pub async fn run(
 }
 
 /// Runs `scenario` with `seed` in a fresh madsim runtime seeded with `seed`, on a thread of its
-/// own (madsim keeps per-thread state; one runtime per thread keeps seeds independent).
+/// own (madsim keeps per-thread state). Exactly reproducible only as the first run of a process
+/// until every `tokio::select!` the simulation runs is `biased` (see `cargo sim explore`).
 pub fn run_in_runtime(
     scenario: fn() -> Scenario,
     seed: u64,
