@@ -1,12 +1,12 @@
 //! KAFKA-13563 on the legacy model, in simulation mode: it fails on every seed with the
-//! upstream symptom, deterministically, and one curated seed's coordinator trace is golden.
+//! upstream symptom, and deterministically (the golden trace is in `golden_kafka_13563.rs`).
 #![cfg(madsim)]
 
 use scenarios::jira::kafka_13563;
 use scenarios::runner::{run_in_runtime, RunError, RunResult};
 use scenarios::subject::SubjectKind;
 use sim::check::ViolationKind;
-use sim::history::{Entry, Event};
+use sim::history::Event;
 
 fn legacy(seed: u64) -> RunResult {
     run_in_runtime(kafka_13563::scenario, seed, SubjectKind::Legacy).unwrap()
@@ -116,28 +116,4 @@ fn the_consumer_subject_is_not_available_yet() {
     let e = run_in_runtime(kafka_13563::scenario, 1, SubjectKind::Consumer).unwrap_err();
     assert_eq!(e, RunError::SubjectUnavailable(SubjectKind::Consumer));
     assert_eq!(e.to_string(), "subject `consumer` is not available yet");
-}
-
-/// The coordinator path of seed 1: faults, discovery, coordinator requests, failed commits —
-/// up to 300 ms after the second loss. No deliveries, no fetches, no ports or task ids.
-#[test]
-fn golden_coordinator_trace_seed_1() {
-    let result = legacy(1);
-    let until = result.plan.last().unwrap().0 + 300;
-    let coordinator_path = |e: &Entry| {
-        e.at_ms <= until
-            && match &e.event {
-                Event::Request { api, .. } => api == "FindCoordinator" || api == "OffsetFetch",
-                Event::Response { api, error, .. } => {
-                    api == "FindCoordinator"
-                        || api == "OffsetFetch"
-                        || (api == "OffsetCommit" && error.is_some())
-                }
-                Event::CommitCompleted { error, .. } => error.is_some(),
-                Event::Fault { .. } | Event::Healed | Event::Note { .. } => true,
-                Event::MemberStart { .. } | Event::ManualAssign { .. } => true,
-                _ => false,
-            }
-    };
-    insta::assert_snapshot!(result.history.render_filtered(coordinator_path));
 }
