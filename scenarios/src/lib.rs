@@ -1,17 +1,37 @@
 //! The scenario library: each scenario is a cluster, subjects, producers, a fault plan and the
-//! checkers it asserts. Scenarios arrive with the scenario-library issue; [`registry`] is the
-//! list the `cargo sim` CLI reads.
+//! checkers it asserts ([`scenario::Scenario`]). Subjects are driven through
+//! [`subject::Subject`]: the legacy model of Kafka 3.1's classic consumer ([`legacy`]) today,
+//! our consumer later. The runner ([`runner`]) exists in simulation mode only.
+
+pub mod app;
+pub mod checks;
+pub mod jira;
+pub mod legacy;
+#[cfg(madsim)]
+pub mod runner;
+pub mod scenario;
+pub mod subject;
+
+use scenario::Scenario;
 
 /// One registered scenario, as the CLI lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ScenarioInfo {
     /// The name used on the command line, e.g. `kafka-13563`.
     pub name: &'static str,
-    /// One line: the race it replays and the invariant it checks.
-    pub summary: &'static str,
+    /// Builds the scenario.
+    pub build: fn() -> Scenario,
 }
 
 /// Every scenario the library knows, in CLI order.
 pub fn registry() -> &'static [ScenarioInfo] {
-    &[]
+    &[ScenarioInfo {
+        name: jira::kafka_13563::NAME,
+        build: jira::kafka_13563::scenario,
+    }]
+}
+
+/// The scenario registered as `name`.
+pub fn find(name: &str) -> Option<&'static ScenarioInfo> {
+    registry().iter().find(|s| s.name == name)
 }

@@ -1,27 +1,247 @@
-//! `cargo sim …`: the scenarios CLI. Only `list` exists until the scenario library lands.
+//! `cargo sim list | run | explore`: the scenarios CLI. It runs in simulation mode only (the
+//! `cargo sim` alias builds with `--cfg madsim`).
 
 use std::process::ExitCode;
 
+#[cfg(not(madsim))]
+fn main() -> ExitCode {
+    eprintln!("the scenarios CLI runs in simulation mode: use `cargo sim list|run|explore`");
+    ExitCode::from(2)
+}
+
+#[cfg(madsim)]
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("list") => {
-            let scenarios = scenarios::registry();
-            if scenarios.is_empty() {
-                println!("no scenarios registered yet");
+    match cli::main(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("{message}");
+            eprintln!("{}", cli::USAGE);
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(madsim)]
+mod cli {
+    use std::process::ExitCode;
+
+    use scenarios::runner::{repro_line, run_in_runtime, RunError, RunResult};
+    use scenarios::subject::SubjectKind;
+
+    pub const USAGE: &str = "usage:
+  cargo sim list
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history]
+  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]";
+
+    /// `--name value` options and bare flags after the positional arguments.
+    struct Options<'a> {
+        positional: Vec<&'a str>,
+        named: Vec<(&'a str, Option<&'a str>)>,
+    }
+
+    impl<'a> Options<'a> {
+        fn parse(args: &'a [String]) -> Self {
+            let mut positional = Vec::new();
+            let mut named = Vec::new();
+            let mut i = 0;
+            while i < args.len() {
+                let arg = args[i].as_str();
+                if let Some(name) = arg.strip_prefix("--") {
+                    let value = args
+                        .get(i + 1)
+                        .map(String::as_str)
+                        .filter(|v| !v.starts_with("--"));
+                    i += 1 + usize::from(value.is_some());
+                    named.push((name, value));
+                } else {
+                    positional.push(arg);
+                    i += 1;
+                }
             }
-            for s in scenarios {
-                println!("{:<16} {}", s.name, s.summary);
+            Self { positional, named }
+        }
+
+        fn flag(&self, name: &str) -> bool {
+            self.named.iter().any(|(n, _)| *n == name)
+        }
+
+        fn value<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, String> {
+            match self.named.iter().find(|(n, _)| *n == name) {
+                None => Ok(None),
+                Some((_, None)) => Err(format!("--{name} needs a value")),
+                Some((_, Some(v))) => v
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("invalid --{name} `{v}`")),
             }
+        }
+
+        fn subject(&self) -> Result<SubjectKind, String> {
+            Ok(self
+                .value::<SubjectKind>("subject")?
+                .unwrap_or(SubjectKind::Legacy))
+        }
+    }
+
+    pub fn main(args: &[String]) -> Result<ExitCode, String> {
+        let options = Options::parse(args);
+        match options.positional.first().copied() {
+            Some("list") => {
+                for info in scenarios::registry() {
+                    println!("{:<14} {}", info.name, (info.build)().summary);
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Some("run") => run(&options),
+            Some("explore") => explore(&options),
+            Some(other) => Err(format!("unknown command `{other}`")),
+            None => Err("no command".to_owned()),
+        }
+    }
+
+    fn scenario(options: &Options<'_>) -> Result<&'static scenarios::ScenarioInfo, String> {
+        let name = options
+            .positional
+            .get(1)
+            .ok_or_else(|| "which scenario? (cargo sim list)".to_owned())?;
+        scenarios::find(name).ok_or_else(|| format!("no scenario `{name}` (cargo sim list)"))
+    }
+
+    fn run(options: &Options<'_>) -> Result<ExitCode, String> {
+        let info = scenario(options)?;
+        let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
+        let subject = options.subject()?;
+        let result = match run_in_runtime(info.build, seed, subject) {
+            Ok(result) => result,
+            Err(e @ RunError::SubjectUnavailable(_)) => {
+                eprintln!("{e}");
+                return Ok(ExitCode::from(2));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        println!("scenario {}  seed {seed}  subject {subject}", info.name);
+        println!("fault plan:");
+        for (at_ms, fault) in &result.plan {
+            println!("  {at_ms:>7}ms {fault:?}");
+        }
+        if options.flag("history") {
+            print!("{}", result.history.render());
+        }
+        print!("{}", result.report);
+        print_verdict(&result);
+        Ok(if result.report.is_ok() {
             ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
+
+    fn print_verdict(result: &RunResult) {
+        match result.report.first_violation() {
+            None => println!("verdict: PASS"),
+            Some((checker, violation)) => {
+                let failed: Vec<&str> = result
+                    .report
+                    .verdicts
+                    .iter()
+                    .filter(|v| !v.is_ok())
+                    .map(|v| v.checker)
+                    .collect();
+                println!("verdict: FAIL ({})", failed.join(", "));
+                println!("first violation [{checker}]: {violation}");
+            }
         }
-        Some(other) => {
-            eprintln!("unknown command `{other}`; available: list");
-            ExitCode::from(2)
+        println!("repro: {}", result.repro());
+    }
+
+    /// `--shard I/N`: this shard takes the seeds with `seed % N == I`.
+    fn shard(options: &Options<'_>) -> Result<(u64, u64), String> {
+        let Some(text) = options.value::<String>("shard")? else {
+            return Ok((0, 1));
+        };
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)))
+            .filter(|(i, n): &(u64, u64)| *n > 0 && i < n);
+        parsed.ok_or_else(|| format!("invalid --shard `{text}`: expected I/N with I < N"))
+    }
+
+    /// What one seed of `explore` concluded.
+    enum Outcome {
+        Pass,
+        /// The first violation's line.
+        Fail(String),
+    }
+
+    /// Runs one seed as `sim run` in a child process. In one process, a seed run after another
+    /// may not replay under its own repro line: unbiased `tokio::select!` draws from an RNG tokio
+    /// seeds with a process-global counter. A fresh process per seed keeps every repro exact.
+    fn run_seed_in_child(
+        scenario: &str,
+        seed: u64,
+        subject: SubjectKind,
+    ) -> Result<Outcome, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let output = std::process::Command::new(exe)
+            .args(["run", scenario, "--seed", &seed.to_string(), "--subject"])
+            .arg(subject.name())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        match output.status.code() {
+            Some(0) => Ok(Outcome::Pass),
+            Some(1) => Ok(Outcome::Fail(
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("first violation "))
+                    .unwrap_or("(no violation line)")
+                    .to_owned(),
+            )),
+            _ => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
         }
-        None => {
-            eprintln!("usage: cargo sim list");
-            ExitCode::from(2)
+    }
+
+    fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
+        let info = scenario(options)?;
+        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
+        let start: u64 = options.value("start")?.unwrap_or(0);
+        let subject = options.subject()?;
+        let (index, count) = shard(options)?;
+        #[allow(clippy::disallowed_methods)] // wall-clock throughput of the explorer itself
+        let began = std::time::Instant::now();
+        let mut runs = 0u64;
+        let mut failures = Vec::new();
+        for seed in (start..start + seeds).filter(|s| s % count == index) {
+            match run_seed_in_child(info.name, seed, subject) {
+                Ok(Outcome::Pass) => {}
+                Ok(Outcome::Fail(first)) => failures.push((seed, first)),
+                Err(e) if runs == 0 => return Err(e),
+                Err(e) => failures.push((seed, format!("error: {e}"))),
+            }
+            runs += 1;
         }
+        let minutes = began.elapsed().as_secs_f64() / 60.0;
+        println!(
+            "{:<14} {:>8} {:>6} {:>9} {:>12}",
+            "scenario", "subject", "seeds", "failures", "seeds/minute"
+        );
+        println!(
+            "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
+            info.name,
+            subject.name(),
+            runs,
+            failures.len(),
+            runs as f64 / minutes.max(1e-9)
+        );
+        for (seed, first) in &failures {
+            println!("seed {seed}: {first}");
+            println!("  {}", repro_line(info.name, *seed, subject));
+        }
+        Ok(if failures.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
     }
 }

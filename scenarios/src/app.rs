@@ -1,0 +1,35 @@
+//! What the application around a subject does: how long it polls, how long it spends on each
+//! record, and how it commits. The races in the Jira catalogue depend on exactly these choices
+//! (KAFKA-13563 needs `commitAsync` after every poll; KAFKA-13310 a slow callback).
+
+/// How the application commits what it consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitPolicy {
+    /// `commitAsync(offsets of the records just processed)` after every poll that returned
+    /// records: Flink's and many hand-written loops' pattern.
+    AsyncEachPoll,
+}
+
+/// The application loop: `poll(poll_timeout_ms)`, process each record, commit, repeat; the
+/// per-seed jitter is drawn by the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppBehaviour {
+    /// The `poll(Duration)` argument.
+    pub poll_timeout_ms: u64,
+    /// Virtual time spent on each record; the runner adds up to the same again per seed.
+    pub processing_ms_per_record: u64,
+    pub commit: CommitPolicy,
+    /// The `close(Duration)` argument at the end of the run.
+    pub close_timeout_ms: u64,
+}
+
+impl Default for AppBehaviour {
+    fn default() -> Self {
+        Self {
+            poll_timeout_ms: 100,
+            processing_ms_per_record: 1,
+            commit: CommitPolicy::AsyncEachPoll,
+            close_timeout_ms: 5_000,
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Scenarios replaying Jira issues of the Kafka consumer, one file per issue or family
+//! (`/work/shared/reference/jira-catalog.md`).
+
+pub mod kafka_13563;

@@ -1,0 +1,414 @@
+//! `AbstractCoordinator` + `ConsumerCoordinator` state of Kafka 3.1.0, reduced to what manual
+//! assignment with a `group.id` uses: the coordinator node, `findCoordinatorFuture` and the
+//! async-commit machinery. The blocking loops (`ensureCoordinatorReady`,
+//! `fetchCommittedOffsets`) live in `super::consumer`, which owns the network client they
+//! poll; this file holds the synchronous steps and the response handlers (the Java listeners).
+//!
+//! Line references are to `clients/src/main/java/org/apache/kafka/clients/consumer/internals/`
+//! at tag 3.1.0.
+
+use std::collections::VecDeque;
+
+use kafka_consumer::network::NetworkError;
+use sim::history::{Event, Tp};
+
+use super::network::{
+    error_name, network_error_name, node_name, Body, ConsumerNetworkClient, Handler,
+};
+use super::requests;
+use crate::subject::CommitCompletion;
+
+/// A failed `RequestFuture`: the error and whether it is a `RetriableException`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FutureError {
+    pub error: String,
+    pub retriable: bool,
+}
+
+/// A `commitAsync` chained on the coordinator lookup (`lookupCoordinator().addListener(..)`,
+/// ConsumerCoordinator.java:957).
+#[derive(Debug, Clone)]
+struct ChainedCommit {
+    id: u64,
+    offsets: Vec<(Tp, i64)>,
+}
+
+/// `findCoordinatorFuture`: a `RequestFuture<Void>` and its listeners. Once completed it stays
+/// completed; only `clearFindCoordinatorFuture()` removes it (AbstractCoordinator.java:292).
+#[derive(Debug)]
+struct FindCoordinatorFuture {
+    id: u64,
+    outcome: Option<Result<(), FutureError>>,
+    listeners: Vec<ChainedCommit>,
+}
+
+/// What `lookupCoordinator()` returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// `findCoordinatorFuture` (new or the one already set).
+    Current,
+    /// `RequestFuture.noBrokersAvailable()`: not stored.
+    NoBrokersAvailable,
+}
+
+/// The committed offsets `fetchCommittedOffsets` waits for (`pendingCommittedOffsetRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum OffsetFetchState {
+    Idle,
+    InFlight,
+    Done(Result<Vec<(Tp, i64)>, FutureError>),
+}
+
+pub(super) struct ConsumerCoordinator {
+    group_id: String,
+    /// `AbstractCoordinator.coordinator`.
+    coordinator: Option<i32>,
+    find_coordinator_future: Option<FindCoordinatorFuture>,
+    next_lookup_id: u64,
+    /// `completedOffsetCommits`: finished commits whose callbacks have not run yet.
+    completed_offset_commits: VecDeque<CommitCompletion>,
+    /// Callbacks that ran, for the application to observe.
+    invoked: Vec<CommitCompletion>,
+    /// `pendingAsyncCommits`: commits chained on a lookup that has not completed.
+    pub pending_async_commits: usize,
+    pub offset_fetch: OffsetFetchState,
+}
+
+fn retriable(error: &str) -> bool {
+    !matches!(
+        error,
+        "GROUP_AUTHORIZATION_FAILED" | "INVALID_GROUP_ID" | "INVALID_REQUEST"
+    )
+}
+
+impl ConsumerCoordinator {
+    pub fn new(group_id: String) -> Self {
+        Self {
+            group_id,
+            coordinator: None,
+            find_coordinator_future: None,
+            next_lookup_id: 0,
+            completed_offset_commits: VecDeque::new(),
+            invoked: Vec::new(),
+            pending_async_commits: 0,
+            offset_fetch: OffsetFetchState::Idle,
+        }
+    }
+
+    /// `coordinatorUnknown()` = `checkAndGetCoordinator() == null` (AbstractCoordinator.java:883).
+    /// Its `client.isUnavailable(coordinator)` probe is not modelled: our network client
+    /// reconnects lazily, so a lost connection reaches the coordinator the other way Kafka has,
+    /// through the failed in-flight request (`CoordinatorResponseHandler.onFailure`).
+    pub fn coordinator_unknown(&self) -> bool {
+        self.coordinator.is_none()
+    }
+
+    /// `markCoordinatorUnknown(cause)` (AbstractCoordinator.java:914). It forgets the node and
+    /// nothing else: `findCoordinatorFuture` is left as it is.
+    pub fn mark_coordinator_unknown(&mut self, client: &ConsumerNetworkClient, cause: &str) {
+        if let Some(old) = self.coordinator.take() {
+            client.ctx().record(Event::Note {
+                text: format!(
+                    "coordinator {} unavailable or invalid: {cause}",
+                    node_name(old)
+                ),
+            });
+        }
+    }
+
+    /// `lookupCoordinator()` (AbstractCoordinator.java:278): sends FindCoordinator only when no
+    /// future is set, and returns the future either way.
+    pub fn lookup_coordinator(&mut self, client: &mut ConsumerNetworkClient) -> Lookup {
+        if self.find_coordinator_future.is_none() {
+            let Some(node) = client.least_loaded_node() else {
+                return Lookup::NoBrokersAvailable;
+            };
+            let id = self.next_lookup_id;
+            self.next_lookup_id += 1;
+            client.send(
+                node,
+                requests::find_coordinator(&self.group_id),
+                requests::FIND_COORDINATOR_VERSION,
+                Handler::FindCoordinator { lookup: id },
+                Body::FindCoordinator,
+            );
+            self.find_coordinator_future = Some(FindCoordinatorFuture {
+                id,
+                outcome: None,
+                listeners: Vec::new(),
+            });
+        }
+        Lookup::Current
+    }
+
+    /// The outcome of `findCoordinatorFuture`, if it is set and done.
+    pub fn lookup_outcome(&self) -> Option<Result<(), FutureError>> {
+        self.find_coordinator_future
+            .as_ref()
+            .and_then(|f| f.outcome.clone())
+    }
+
+    /// `clearFindCoordinatorFuture()`: called only from `ensureCoordinatorReady` in 3.1.0 (and
+    /// from the heartbeat thread, which manual assignment never starts).
+    pub fn clear_find_coordinator_future(&mut self) {
+        self.find_coordinator_future = None;
+    }
+
+    /// `invokeCompletedOffsetCommitCallbacks()` (ConsumerCoordinator.java:929).
+    pub fn invoke_completed_offset_commit_callbacks(&mut self) {
+        self.invoked.extend(self.completed_offset_commits.drain(..));
+    }
+
+    /// The callbacks that ran since the last call.
+    pub fn take_invoked(&mut self) -> Vec<CommitCompletion> {
+        std::mem::take(&mut self.invoked)
+    }
+
+    /// `commitOffsetsAsync(offsets, callback)` (ConsumerCoordinator.java:944), up to its final
+    /// `client.pollNoWakeup()`, which the caller performs.
+    pub fn commit_offsets_async(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        id: u64,
+        offsets: Vec<(Tp, i64)>,
+    ) {
+        self.invoke_completed_offset_commit_callbacks();
+        if !self.coordinator_unknown() {
+            self.do_commit_offsets_async(client, id, offsets);
+            return;
+        }
+        // "we don't know the current coordinator, so try to find it and then send the commit
+        // or fail": the commit is chained on whatever lookupCoordinator() returns — after the
+        // first rediscovery by a commit, that is a future nobody clears (KAFKA-13563).
+        self.pending_async_commits += 1;
+        let chained = ChainedCommit { id, offsets };
+        match self.lookup_coordinator(client) {
+            Lookup::NoBrokersAvailable => self.fire_lookup_listener(
+                client,
+                Err(FutureError {
+                    error: "NO_BROKERS_AVAILABLE".to_owned(),
+                    retriable: true,
+                }),
+                chained,
+            ),
+            Lookup::Current => {
+                let future = self
+                    .find_coordinator_future
+                    .as_mut()
+                    .expect("lookup_coordinator set the future");
+                match future.outcome.clone() {
+                    // RequestFuture.addListener on a completed future fires at once.
+                    Some(outcome) => self.fire_lookup_listener(client, outcome, chained),
+                    None => future.listeners.push(chained),
+                }
+            }
+        }
+    }
+
+    /// The listener of ConsumerCoordinator.java:957–971.
+    fn fire_lookup_listener(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        outcome: Result<(), FutureError>,
+        chained: ChainedCommit,
+    ) {
+        self.pending_async_commits -= 1;
+        match outcome {
+            Ok(()) => self.do_commit_offsets_async(client, chained.id, chained.offsets),
+            Err(e) => self.completed_offset_commits.push_back(CommitCompletion {
+                id: chained.id,
+                error: Some(e.error),
+            }),
+        }
+    }
+
+    /// `doCommitOffsetsAsync` → `sendOffsetCommitRequest` (ConsumerCoordinator.java:980,
+    /// 1122): with the coordinator unknown the future fails at once with
+    /// `COORDINATOR_NOT_AVAILABLE`, no request sent.
+    fn do_commit_offsets_async(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        id: u64,
+        offsets: Vec<(Tp, i64)>,
+    ) {
+        let Some(node) = self.coordinator else {
+            self.completed_offset_commits.push_back(CommitCompletion {
+                id,
+                error: Some("COORDINATOR_NOT_AVAILABLE".to_owned()),
+            });
+            return;
+        };
+        client.send(
+            node,
+            requests::offset_commit(&self.group_id, &offsets),
+            requests::OFFSET_COMMIT_VERSION,
+            Handler::OffsetCommit {
+                commit: id,
+                offsets,
+            },
+            Body::OffsetCommit,
+        );
+    }
+
+    /// Sends OffsetFetch for `partitions` to the known coordinator.
+    pub fn send_offset_fetch(&mut self, client: &mut ConsumerNetworkClient, partitions: &[Tp]) {
+        let Some(node) = self.coordinator else {
+            self.offset_fetch = OffsetFetchState::Done(Err(FutureError {
+                error: "COORDINATOR_NOT_AVAILABLE".to_owned(),
+                retriable: true,
+            }));
+            return;
+        };
+        client.send(
+            node,
+            requests::offset_fetch(&self.group_id, partitions),
+            requests::OFFSET_FETCH_VERSION,
+            Handler::OffsetFetch,
+            Body::OffsetFetch,
+        );
+        self.offset_fetch = OffsetFetchState::InFlight;
+    }
+
+    /// Runs the response handler of a coordinator request.
+    pub fn handle(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        handler: Handler,
+        result: Result<Body, NetworkError>,
+    ) {
+        match (handler, result) {
+            (Handler::FindCoordinator { lookup }, result) => {
+                self.on_find_coordinator(client, lookup, result)
+            }
+            (Handler::OffsetCommit { commit, .. }, result) => {
+                let error = self.coordinator_error(client, result, |body| match body {
+                    Body::OffsetCommit(r) => r
+                        .topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .find_map(|p| error_name(p.error_code)),
+                    _ => None,
+                });
+                self.completed_offset_commits
+                    .push_back(CommitCompletion { id: commit, error });
+            }
+            (Handler::OffsetFetch, Ok(Body::OffsetFetch(r))) => {
+                let ok = Ok(Body::OffsetFetch(r.clone()));
+                self.offset_fetch = match self.coordinator_error(client, ok, |_| {
+                    error_name(r.error_code).or_else(|| {
+                        r.topics
+                            .iter()
+                            .flat_map(|t| &t.partitions)
+                            .find_map(|p| error_name(p.error_code))
+                    })
+                }) {
+                    Some(error) => OffsetFetchState::Done(Err(FutureError {
+                        retriable: retriable(&error),
+                        error,
+                    })),
+                    None => OffsetFetchState::Done(Ok(r
+                        .topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partitions.iter().map(|p| {
+                                (
+                                    Tp::new(t.name.0.to_string(), p.partition_index),
+                                    p.committed_offset,
+                                )
+                            })
+                        })
+                        .collect())),
+                };
+            }
+            (Handler::OffsetFetch, result) => {
+                let error = self
+                    .coordinator_error(client, result, |_| None)
+                    .unwrap_or_else(|| "UNEXPECTED_RESPONSE".to_owned());
+                self.offset_fetch = OffsetFetchState::Done(Err(FutureError {
+                    retriable: retriable(&error),
+                    error,
+                }));
+            }
+            (Handler::Fetch { .. } | Handler::Metadata, _) => {
+                unreachable!("fetch and metadata responses go to the fetcher")
+            }
+        }
+    }
+
+    /// The error of a coordinator response, marking the coordinator unknown where Kafka does:
+    /// a disconnect (`CoordinatorResponseHandler.onFailure`, AbstractCoordinator.java:1183) or
+    /// `COORDINATOR_NOT_AVAILABLE` / `NOT_COORDINATOR` / `REQUEST_TIMED_OUT` in the body
+    /// (`OffsetCommitResponseHandler`, `OffsetFetchResponseHandler`).
+    fn coordinator_error(
+        &mut self,
+        client: &ConsumerNetworkClient,
+        result: Result<Body, NetworkError>,
+        body_error: impl FnOnce(&Body) -> Option<String>,
+    ) -> Option<String> {
+        match result {
+            Err(e) => {
+                let error = network_error_name(&e);
+                if error == "DISCONNECTED" {
+                    self.mark_coordinator_unknown(client, &e.to_string());
+                }
+                Some(error)
+            }
+            Ok(body) => {
+                let error = body_error(&body)?;
+                if matches!(
+                    error.as_str(),
+                    "COORDINATOR_NOT_AVAILABLE" | "NOT_COORDINATOR" | "REQUEST_TIMED_OUT"
+                ) {
+                    self.mark_coordinator_unknown(client, &format!("error response {error}"));
+                }
+                Some(error)
+            }
+        }
+    }
+
+    /// `FindCoordinatorResponseHandler` (AbstractCoordinator.java:830): sets the coordinator
+    /// and completes the future, then its listeners run in the order they were added. It does
+    /// not clear the future (since KAFKA-10793's fix, 2.8.0).
+    fn on_find_coordinator(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        lookup: u64,
+        result: Result<Body, NetworkError>,
+    ) {
+        let outcome = match result {
+            Ok(Body::FindCoordinator(r)) => match error_name(r.error_code) {
+                None => {
+                    self.coordinator = Some(r.node_id.0);
+                    client.ctx().record(Event::Note {
+                        text: format!("discovered group coordinator {}", node_name(r.node_id.0)),
+                    });
+                    Ok(())
+                }
+                Some(error) => Err(FutureError {
+                    retriable: retriable(&error),
+                    error,
+                }),
+            },
+            Ok(_) => Err(FutureError {
+                error: "UNEXPECTED_RESPONSE".to_owned(),
+                retriable: false,
+            }),
+            Err(e) => Err(FutureError {
+                error: network_error_name(&e),
+                retriable: true,
+            }),
+        };
+        let Some(future) = self
+            .find_coordinator_future
+            .as_mut()
+            .filter(|f| f.id == lookup && f.outcome.is_none())
+        else {
+            return;
+        };
+        future.outcome = Some(outcome.clone());
+        let listeners = std::mem::take(&mut future.listeners);
+        for chained in listeners {
+            self.fire_lookup_listener(client, outcome.clone(), chained);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The application loop around a subject: poll, process, commit, and finally close. It records
+//! what the application sees; the subject records its own requests and responses.
+
+use std::collections::BTreeMap;
+
+use sim::history::{CommitMode, Event, Tp};
+use tokio::time::{Duration, Instant};
+
+use crate::app::{AppBehaviour, CommitPolicy};
+use crate::subject::{Subject, SubjectContext};
+
+/// Runs `app` against `subject` until `end`, then closes it. `extra_ms_per_record` is the
+/// seed's processing jitter.
+pub(super) async fn drive<S: Subject>(
+    mut subject: S,
+    ctx: SubjectContext,
+    assign: Vec<Tp>,
+    app: AppBehaviour,
+    extra_ms_per_record: u64,
+    end: Instant,
+) {
+    subject.assign(assign).await;
+    let mut next_commit_id = 0;
+    while Instant::now() < end {
+        ctx.record(Event::PollStart {
+            timeout_ms: app.poll_timeout_ms,
+        });
+        let polled = subject
+            .poll(Duration::from_millis(app.poll_timeout_ms))
+            .await;
+        let records = match polled {
+            Ok(records) => records,
+            Err(e) => {
+                ctx.record(Event::PollEnd {
+                    records: 0,
+                    error: Some(e.0),
+                });
+                continue;
+            }
+        };
+        ctx.record(Event::PollEnd {
+            records: records.len() as u64,
+            error: None,
+        });
+        record_completions(&mut subject, &ctx).await;
+        let mut offsets: BTreeMap<Tp, i64> = BTreeMap::new();
+        for r in &records {
+            ctx.record(Event::Delivered {
+                tp: r.tp.clone(),
+                offset: r.offset,
+                value: r.value.clone(),
+            });
+            offsets.insert(r.tp.clone(), r.offset + 1);
+        }
+        let per_record = app.processing_ms_per_record + extra_ms_per_record;
+        tokio::time::sleep(Duration::from_millis(per_record * records.len() as u64)).await;
+        if offsets.is_empty() {
+            continue;
+        }
+        match app.commit {
+            CommitPolicy::AsyncEachPoll => {
+                let offsets: Vec<(Tp, i64)> = offsets.into_iter().collect();
+                ctx.record(Event::CommitRequested {
+                    id: next_commit_id,
+                    mode: CommitMode::Async,
+                    generation: None,
+                    offsets: offsets.clone(),
+                });
+                subject.commit_async(next_commit_id, offsets).await;
+                next_commit_id += 1;
+            }
+        }
+        record_completions(&mut subject, &ctx).await;
+    }
+    ctx.record(Event::CloseStart {
+        timeout_ms: app.close_timeout_ms,
+    });
+    let closed = subject
+        .close(Duration::from_millis(app.close_timeout_ms))
+        .await;
+    record_completions(&mut subject, &ctx).await;
+    ctx.record(Event::CloseEnd {
+        error: closed.err().map(|e| e.0),
+    });
+}
+
+async fn record_completions<S: Subject>(subject: &mut S, ctx: &SubjectContext) {
+    for c in subject.take_completed_commits().await {
+        ctx.record(Event::CommitCompleted {
+            id: c.id,
+            error: c.error,
+        });
+    }
+}

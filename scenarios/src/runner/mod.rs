@@ -1,0 +1,208 @@
+//! Runs a scenario inside madsim: cluster, client nodes, producers, subjects, the fault plan,
+//! then the checkers. Same seed and same plan ⇒ the same history, byte for byte.
+
+mod app;
+mod producer;
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use kafka_consumer::config::ConsumerConfig;
+use kafka_consumer::rt::SeededRng;
+use madsim::runtime::Handle;
+use sim::check::Report;
+use sim::cluster::Cluster;
+use sim::fault::FaultPlan;
+use sim::group::shard::GroupCoordinatorFactory;
+use sim::history::{Event, History, Recorder};
+use tokio::time::{Duration, Instant};
+
+use crate::legacy::LegacyConsumer;
+use crate::scenario::Scenario;
+use crate::subject::{SubjectContext, SubjectKind};
+
+/// Everything one run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub scenario: &'static str,
+    pub seed: u64,
+    pub subject: SubjectKind,
+    pub plan: FaultPlan,
+    pub history: History,
+    /// One verdict per checker.
+    pub report: Report,
+}
+
+impl RunResult {
+    /// The line that replays this run.
+    pub fn repro(&self) -> String {
+        repro_line(self.scenario, self.seed, self.subject)
+    }
+}
+
+/// `cargo sim run <scenario> --seed <seed> --subject <subject>`.
+pub fn repro_line(scenario: &str, seed: u64, subject: SubjectKind) -> String {
+    format!("cargo sim run {scenario} --seed {seed} --subject {subject}")
+}
+
+/// Why a run could not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The subject kind has no implementation yet.
+    SubjectUnavailable(SubjectKind),
+    /// A subject could not be built from its spec.
+    Subject(String),
+    /// The simulation thread panicked.
+    Panicked(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::SubjectUnavailable(kind) => {
+                write!(f, "subject `{kind}` is not available yet")
+            }
+            RunError::Subject(e) => write!(f, "cannot build the subject: {e}"),
+            RunError::Panicked(e) => write!(f, "the simulation panicked: {e}"),
+        }
+    }
+}
+
+/// Client node `i`'s address: 10.0.2.(i+1), apart from the brokers' 10.0.1.x.
+fn client_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 2, (i + 1) as u8))
+}
+
+/// Runs `scenario` with `seed` inside the current madsim runtime, whose seed should be
+/// `seed` too ([`run_in_runtime`] arranges that).
+pub async fn run(
+    scenario: &Scenario,
+    seed: u64,
+    subject: SubjectKind,
+) -> Result<RunResult, RunError> {
+    let planned = scenario.plan(seed);
+    let mut builder = Cluster::builder()
+        .brokers(scenario.cluster.brokers)
+        .offsets_partitions(scenario.cluster.offsets_partitions)
+        .group_shards(Arc::new(GroupCoordinatorFactory::default()));
+    for (topic, partitions) in &scenario.cluster.topics {
+        builder = builder.topic(topic, *partitions);
+    }
+    let cluster = builder.build().await;
+    let recorder = Recorder::new();
+    let started = Instant::now();
+    let end = started + Duration::from_millis(scenario.run_ms);
+    let handle = Handle::current();
+
+    let mut tasks = Vec::new();
+    for spec in &scenario.producers {
+        let partitions = scenario
+            .cluster
+            .topics
+            .iter()
+            .find(|(t, _)| *t == spec.topic)
+            .map_or(1, |(_, n)| *n);
+        tasks.push(tokio::spawn(producer::produce(
+            cluster.controller().clone(),
+            spec.clone(),
+            partitions,
+            recorder.subject(&spec.name),
+            started,
+        )));
+    }
+    for (i, spec) in scenario.subjects.iter().enumerate() {
+        let mut pairs = spec.properties.clone();
+        pairs.push((
+            "bootstrap.servers".to_owned(),
+            cluster.bootstrap_servers().join(","),
+        ));
+        let config =
+            ConsumerConfig::from_pairs(pairs).map_err(|e| RunError::Subject(e.to_string()))?;
+        let ctx = SubjectContext {
+            config,
+            recorder: recorder.subject(&spec.name),
+            started,
+        };
+        let mut rng = SeededRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9));
+        let jitter = rng.below_inclusive(spec.app.processing_ms_per_record);
+        let (assign, app) = (spec.assign.clone(), spec.app);
+        let node = handle
+            .create_node()
+            .name(spec.name.clone())
+            .ip(client_ip(i))
+            .build();
+        let task = match subject {
+            SubjectKind::Legacy => {
+                let legacy =
+                    LegacyConsumer::new(ctx.clone()).map_err(|e| RunError::Subject(e.0))?;
+                node.spawn(app::drive(legacy, ctx, assign, app, jitter, end))
+            }
+            SubjectKind::Consumer => return Err(RunError::SubjectUnavailable(subject)),
+        };
+        tasks.push(tokio::spawn(async move {
+            let _ = task.await;
+        }));
+    }
+
+    let faults = recorder.subject("faults");
+    let mut plan = planned.plan.clone();
+    plan.sort_by_key(|(at_ms, _)| *at_ms);
+    let mut healed = false;
+    for (at_ms, fault) in &plan {
+        if !healed && *at_ms > planned.healed_at_ms {
+            tokio::time::sleep_until(started + Duration::from_millis(planned.healed_at_ms)).await;
+            faults.record(planned.healed_at_ms, Event::Healed);
+            healed = true;
+        }
+        tokio::time::sleep_until(started + Duration::from_millis(*at_ms)).await;
+        faults.record(
+            *at_ms,
+            Event::Fault {
+                kind: format!("{fault:?}"),
+            },
+        );
+        cluster.apply(fault);
+    }
+    if !healed {
+        tokio::time::sleep_until(started + Duration::from_millis(planned.healed_at_ms)).await;
+        faults.record(planned.healed_at_ms, Event::Healed);
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+    let history = recorder.snapshot();
+    let report = (scenario.checks)().run(&history);
+    Ok(RunResult {
+        scenario: scenario.name,
+        seed,
+        subject,
+        plan: planned.plan,
+        history,
+        report,
+    })
+}
+
+/// Runs `scenario` with `seed` in a fresh madsim runtime seeded with `seed`, on a thread of its
+/// own (madsim keeps per-thread state). Exactly reproducible only as the first run of a process
+/// until every `tokio::select!` the simulation runs is `biased` (see `cargo sim explore`).
+pub fn run_in_runtime(
+    scenario: fn() -> Scenario,
+    seed: u64,
+    subject: SubjectKind,
+) -> Result<RunResult, RunError> {
+    #[allow(clippy::disallowed_methods)] // the simulator itself runs on this thread
+    let thread = std::thread::spawn(move || {
+        let runtime =
+            madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+        runtime.block_on(async move { run(&scenario(), seed, subject).await })
+    });
+    thread.join().unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        Err(RunError::Panicked(message))
+    })
+}

@@ -1,0 +1,122 @@
+//! The seam between the runner and a consumer under test.
+//!
+//! The runner's application loop drives a [`Subject`] through the calls a Kafka application
+//! makes (`assign`, `poll`, `commitAsync`, `close`) and records what the application sees
+//! (polls, deliveries, commit requests and completions). The subject records what only it can
+//! see (requests, responses) through the [`SubjectContext`] it was built with. Every method is
+//! a `Send` future so the same loop drives the legacy model and our async consumer.
+
+use std::fmt;
+use std::future::Future;
+use std::str::FromStr;
+
+use kafka_consumer::config::ConsumerConfig;
+use sim::history::{Event, SubjectRecorder, Tp};
+use tokio::time::{Duration, Instant};
+
+/// Which implementation plays the consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubjectKind {
+    /// `crate::legacy`: Kafka 3.1's classic consumer threading, bugs included.
+    Legacy,
+    /// `kafka_consumer::Consumer`, the production crate.
+    Consumer,
+}
+
+impl SubjectKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SubjectKind::Legacy => "legacy",
+            SubjectKind::Consumer => "consumer",
+        }
+    }
+}
+
+impl fmt::Display for SubjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for SubjectKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "legacy" => Ok(SubjectKind::Legacy),
+            "consumer" => Ok(SubjectKind::Consumer),
+            other => Err(format!(
+                "unknown subject `{other}`; expected legacy or consumer"
+            )),
+        }
+    }
+}
+
+/// One record handed to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    pub tp: Tp,
+    pub offset: i64,
+    pub value: String,
+}
+
+/// A finished commit, reported when the application's callback runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitCompletion {
+    /// The id the application gave `commit_async`.
+    pub id: u64,
+    /// `None` on success, else the error (Kafka error name or short text).
+    pub error: Option<String>,
+}
+
+/// An error a subject call returned to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectError(pub String);
+
+impl fmt::Display for SubjectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a subject is built from.
+#[derive(Debug, Clone)]
+pub struct SubjectContext {
+    pub config: ConsumerConfig,
+    /// Records as this subject.
+    pub recorder: SubjectRecorder,
+    /// Virtual time zero of the run: history times are `now - started`.
+    pub started: Instant,
+}
+
+impl SubjectContext {
+    /// Virtual milliseconds since the run started.
+    pub fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Records `event` now.
+    pub fn record(&self, event: Event) {
+        self.recorder.record(self.now_ms(), event);
+    }
+}
+
+/// A consumer the runner can drive. Methods mirror `KafkaConsumer`'s.
+pub trait Subject: Send {
+    /// `assign(partitions)`: manual assignment.
+    fn assign(&mut self, partitions: Vec<Tp>) -> impl Future<Output = ()> + Send;
+    /// `poll(timeout)`: the records of one poll.
+    fn poll(
+        &mut self,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<Delivered>, SubjectError>> + Send;
+    /// `commitAsync(offsets, callback)`; the completion is reported later by
+    /// [`Subject::take_completed_commits`], when the callback would run.
+    fn commit_async(&mut self, id: u64, offsets: Vec<(Tp, i64)>)
+        -> impl Future<Output = ()> + Send;
+    /// `close(timeout)`.
+    fn close(&mut self, timeout: Duration)
+        -> impl Future<Output = Result<(), SubjectError>> + Send;
+    /// Commit callbacks that ran since the last call, in the order they ran.
+    fn take_completed_commits(&mut self) -> impl Future<Output = Vec<CommitCompletion>> + Send;
+}
