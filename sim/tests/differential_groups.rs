@@ -108,7 +108,7 @@ fn assignment(side: &Side, partitions: &[i32]) -> Bytes {
     let partitions = partitions
         .iter()
         .map(|p| TopicPartition {
-            topic: side.topic.clone(),
+            topic: side.topic.as_str().into(),
             partition: *p,
         })
         .collect();

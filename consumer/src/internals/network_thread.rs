@@ -165,6 +165,7 @@ impl ConsumerNetworkThread {
             let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
             let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
             tokio::select! {
+                biased;
                 event = self.channels.app_events.recv() => match event {
                     Some(event) => self.process(event, Instant::now()),
                     // The consumer was dropped: shut down at once.

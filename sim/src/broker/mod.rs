@@ -87,6 +87,7 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
         let mut stop = stop.clone();
         tokio::spawn(async move {
             tokio::select! {
+                biased;
                 () = coordinator.run() => {}
                 () = stopped(&mut stop) => {}
             }
@@ -95,6 +96,7 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
     let mut stop = stop;
     loop {
         let accepted = tokio::select! {
+            biased;
             accepted = listener.accept() => accepted,
             () = stopped(&mut stop) => return,
         };
