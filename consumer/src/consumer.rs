@@ -244,7 +244,6 @@ impl Consumer {
         self.wakeup.check()?;
         let wakeup = self.wakeup.clone();
         tokio::select! {
-            biased;
             result = completion::wait(&mut receiver) => result,
             () = wakeup.woken() => Err(Error::Wakeup),
         }
@@ -430,7 +429,6 @@ impl Consumer {
                 Wakeup,
             }
             let woke = tokio::select! {
-                biased;
                 () = &mut notified => Woke::Data,
                 event = self.background_events.recv() => Woke::Event(event),
                 () = tokio::time::sleep_until(deadline) => Woke::Deadline,

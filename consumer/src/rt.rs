@@ -4,10 +4,6 @@
 //! madsim's virtual clock under `--cfg madsim`) and draws randomness from one seeded source, so a
 //! simulated run is a pure function of its seed. `clippy.toml` bans the escape hatches
 //! (`SystemTime::now`, `rand::thread_rng`, OS threads); the two sanctioned exits live here.
-//!
-//! Every `tokio::select!` in code the simulation runs is `biased;`: tokio draws an unbiased
-//! select's branch order from an RNG it seeds process-wide, not from madsim's seed, so a second
-//! run of the same seed in one process would take other branches and diverge.
 
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 

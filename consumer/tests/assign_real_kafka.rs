@@ -7,8 +7,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use kafka_consumer::config::ConsumerConfigBuilder;
@@ -18,45 +16,13 @@ use kafka_consumer::{
     TopicPartition,
 };
 use rand::RngCore;
-use support::real_broker::{bootstrap, client, create_topic, delete_topic};
+use support::real_broker::{bootstrap, client, create_topic, delete_topic, produce_with_java};
 use tokio::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn unique(prefix: &str) -> String {
     format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
-}
-
-/// Produces `HEADERS<TAB>KEY<TAB>VALUE` lines with Kafka's ConsoleProducer.
-fn produce(bootstrap: &str, topic: &str, lines: &[String]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run");
-    let mut child = Command::new("bash")
-        .args([
-            script,
-            "produce",
-            "--topic",
-            topic,
-            "--bootstrap",
-            bootstrap,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run testing/kafka/run produce");
-    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "ConsoleProducer failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// Keyed records `value-{i}` with header `i:{i}`, spread over partitions by key.
@@ -140,7 +106,7 @@ async fn consumes_everything_commits_and_a_new_consumer_resumes() {
     let topic = unique("assign-resume");
     let group = unique("group");
     create_topic(&mut admin, &topic, 3).await;
-    produce(&bootstrap, &topic, &keyed_lines(0..60));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..60));
 
     let mut first = Consumer::new(settings(&bootstrap, Some(&group))).unwrap();
     first.assign(partitions(&topic, 3)).await.unwrap();
@@ -174,7 +140,7 @@ async fn consumes_everything_commits_and_a_new_consumer_resumes() {
     assert!(metrics.partitions.values().all(|p| p.lag.unwrap_or(0) == 0));
     first.close(TIMEOUT).await.unwrap();
 
-    produce(&bootstrap, &topic, &keyed_lines(60..80));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(60..80));
     let mut second = Consumer::new(settings(&bootstrap, Some(&group))).unwrap();
     second.assign(partitions(&topic, 3)).await.unwrap();
     let records = consume_exactly(&mut second, 20).await;
@@ -193,7 +159,7 @@ async fn by_duration_resets_by_time_and_falls_back_to_the_end() {
     let mut admin = client(bootstrap.clone());
     let topic = unique("assign-by-duration");
     create_topic(&mut admin, &topic, 1).await;
-    produce(&bootstrap, &topic, &keyed_lines(0..10));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..10));
     let tp = TopicPartition::new(topic.as_str(), 0);
     let position = |reset: &'static str| {
         let (bootstrap, tp) = (bootstrap.clone(), tp.clone());
@@ -223,7 +189,7 @@ async fn seek_position_pause_and_offset_lookups() {
     let topic = unique("assign-seek");
     create_topic(&mut admin, &topic, 1).await;
     let before_ms = kafka_consumer::rt::wall_clock_ms() - 1_000;
-    produce(&bootstrap, &topic, &keyed_lines(0..30));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..30));
     let tp = TopicPartition::new(topic.as_str(), 0);
 
     // No group: positions come from auto.offset.reset alone.
@@ -310,7 +276,7 @@ async fn reset_policy_none_reports_the_partitions_until_a_seek() {
     let mut admin = client(bootstrap.clone());
     let topic = unique("assign-none");
     create_topic(&mut admin, &topic, 2).await;
-    produce(&bootstrap, &topic, &keyed_lines(0..10));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..10));
 
     let mut consumer = Consumer::new(
         config(&bootstrap, Some(&unique("group")))
@@ -354,7 +320,7 @@ async fn async_commit_callbacks_run_in_order_and_close_auto_commits() {
     let topic = unique("assign-async");
     let group = unique("group");
     create_topic(&mut admin, &topic, 1).await;
-    produce(&bootstrap, &topic, &keyed_lines(0..10));
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..10));
     let tp = TopicPartition::new(topic.as_str(), 0);
 
     let mut consumer = Consumer::new(

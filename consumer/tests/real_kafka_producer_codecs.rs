@@ -11,8 +11,6 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use kafka_consumer::network::{NetworkClient, Target};
@@ -22,7 +20,7 @@ use kafka_consumer::rt::SeededRng;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::FetchRequest;
 use rand::RngCore;
-use support::real_broker::{bootstrap, client, create_topic, delete_topic};
+use support::real_broker::{bootstrap, client, create_topic, delete_topic, produce_with_java};
 use tokio::time::{Duration, Instant};
 
 const RECORDS_PER_CODEC: usize = 300;
@@ -78,32 +76,7 @@ fn console_line(record: &Sent) -> String {
             .join(",")
     };
     let key = record.key.as_deref().unwrap_or("\\N");
-    format!("{headers}\t{key}\t{}\n", record.value)
-}
-
-fn produce_with_java(bootstrap: &str, topic: &str, codec: &str, records: &[Sent]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run");
-    let mut child = Command::new("bash")
-        .args([script, "produce", "--topic", topic, "--compression", codec])
-        .args(["--bootstrap", bootstrap])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run testing/kafka/run produce");
-    let input: String = records.iter().map(console_line).collect();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "Kafka's ConsoleProducer failed for {codec}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    format!("{headers}\t{key}\t{}", record.value)
 }
 
 /// Fetches partition 0 of `topic` from offset 0 until `expected` records arrived, decoding
@@ -197,7 +170,8 @@ async fn java_producer_batches_decode_with_every_codec() {
     ] {
         let topic = format!("codec-{codec_name}-{run_id:016x}");
         create_topic(&mut client, &topic, 1).await;
-        produce_with_java(&bootstrap, &topic, codec_name, &sent);
+        let lines: Vec<String> = sent.iter().map(console_line).collect();
+        produce_with_java(&bootstrap, &topic, codec_name, &lines);
         let (read, codecs) = fetch_all(&mut client, &topic, sent.len()).await;
         assert_eq!(read.len(), sent.len(), "{codec_name}: record count");
         for (i, (got, want)) in read.iter().zip(&sent).enumerate() {

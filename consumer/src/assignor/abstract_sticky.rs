@@ -20,7 +20,7 @@
 //! and members count as having equal subscriptions only if their topic *sets* are equal (Java
 //! lets a member with no topics match any other).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
     rack_of, subscribed_topics, use_rack_aware_assignment, AssignorError, ClusterMetadata,
@@ -114,7 +114,7 @@ fn previous_ownership(
     let mut max_generation = DEFAULT_GENERATION;
     let mut consumer_to_owned: BTreeMap<String, Vec<TopicPartition>> = BTreeMap::new();
     let mut multiple_owners = BTreeSet::new();
-    let mut owner_of: HashMap<TopicPartition, &str> = HashMap::new();
+    let mut owner_of: BTreeMap<TopicPartition, &str> = BTreeMap::new();
 
     for (consumer, subscription) in subscriptions {
         let member_topics: BTreeSet<&str> =
@@ -128,7 +128,7 @@ fn previous_ownership(
         max_generation = max_generation.max(generation);
 
         let mut owned = Vec::new();
-        let mut seen = HashSet::new();
+        let mut seen = BTreeSet::new();
         for tp in data.partitions {
             let exists = topics
                 .get(&*tp.topic)
@@ -288,7 +288,7 @@ struct ConstrainedAssignmentBuilder<'a> {
     rack_info: &'a RackInfo<'a>,
     partitions_with_multiple_previous_owners: &'a BTreeSet<TopicPartition>,
     partitions_transferring_ownership: &'a mut BTreeMap<TopicPartition, String>,
-    maybe_revoked_partitions: HashMap<TopicPartition, String>,
+    maybe_revoked_partitions: BTreeMap<TopicPartition, String>,
     unfilled_members_with_under_min_quota_partitions: Vec<String>,
     unfilled_members_with_exactly_min_quota_partitions: Vec<String>,
     min_quota: usize,
@@ -314,7 +314,7 @@ impl<'a> ConstrainedAssignmentBuilder<'a> {
             rack_info,
             partitions_with_multiple_previous_owners,
             partitions_transferring_ownership,
-            maybe_revoked_partitions: HashMap::new(),
+            maybe_revoked_partitions: BTreeMap::new(),
             unfilled_members_with_under_min_quota_partitions: Vec::new(),
             unfilled_members_with_exactly_min_quota_partitions: Vec::new(),
             min_quota: total / num_consumers,
@@ -353,8 +353,8 @@ impl<'a> ConstrainedAssignmentBuilder<'a> {
     fn assign_owned_partitions(
         &mut self,
         consumer_to_owned_partitions: BTreeMap<String, Vec<TopicPartition>>,
-    ) -> HashSet<TopicPartition> {
-        let mut assigned = HashSet::new();
+    ) -> BTreeSet<TopicPartition> {
+        let mut assigned = BTreeSet::new();
         for (consumer, owned) in consumer_to_owned_partitions {
             let mut owned: Vec<TopicPartition> = owned
                 .into_iter()
@@ -579,8 +579,8 @@ type ConsumerPair = (String, String);
 /// `PartitionMovements`).
 #[derive(Default)]
 struct PartitionMovements {
-    movements: HashMap<TopicPartition, ConsumerPair>,
-    movements_by_topic: HashMap<String, BTreeMap<ConsumerPair, BTreeSet<TopicPartition>>>,
+    movements: BTreeMap<TopicPartition, ConsumerPair>,
+    movements_by_topic: BTreeMap<String, BTreeMap<ConsumerPair, BTreeSet<TopicPartition>>>,
 }
 
 impl PartitionMovements {
@@ -649,7 +649,7 @@ struct GeneralAssignmentBuilder<'a> {
     topic2_all_potential_consumers: BTreeMap<String, Vec<String>>,
     consumer2_all_potential_topics: BTreeMap<String, BTreeSet<String>>,
     current_assignment: BTreeMap<String, Vec<TopicPartition>>,
-    current_partition_consumer: HashMap<TopicPartition, String>,
+    current_partition_consumer: BTreeMap<TopicPartition, String>,
     sorted_all_partitions: Vec<TopicPartition>,
     /// Members ascending by assigned count, then id (Java's `sortedCurrentSubscriptions`).
     sorted_current_subscriptions: BTreeSet<(usize, String)>,
@@ -732,8 +732,8 @@ impl<'a> GeneralAssignmentBuilder<'a> {
     fn assign_owned_partitions(
         &mut self,
         subscriptions: &GroupSubscription,
-    ) -> HashSet<TopicPartition> {
-        let mut assigned = HashSet::new();
+    ) -> BTreeSet<TopicPartition> {
+        let mut assigned = BTreeSet::new();
         for (consumer, partitions) in &mut self.current_assignment {
             let Some(subscription) = subscriptions.get(consumer) else {
                 continue;
@@ -894,7 +894,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
 
     fn balance(
         &mut self,
-        prev_assignment: &HashMap<TopicPartition, (String, i32)>,
+        prev_assignment: &BTreeMap<TopicPartition, (String, i32)>,
         mut unassigned: Vec<TopicPartition>,
     ) -> Result<(), AssignorError> {
         let initializing = self
@@ -962,7 +962,7 @@ impl<'a> GeneralAssignmentBuilder<'a> {
     fn perform_reassignments(
         &mut self,
         reassignable: &[TopicPartition],
-        prev_assignment: &HashMap<TopicPartition, (String, i32)>,
+        prev_assignment: &BTreeMap<TopicPartition, (String, i32)>,
     ) -> Result<bool, AssignorError> {
         let mut reassignment_performed = false;
         loop {
@@ -1068,8 +1068,8 @@ fn prepopulate_previous_assignment(
     subscriptions: &GroupSubscription,
     max_generation: i32,
     member_data: &impl Fn(&Subscription) -> MemberData,
-) -> HashMap<TopicPartition, (String, i32)> {
-    let mut prev: HashMap<TopicPartition, (String, i32)> = HashMap::new();
+) -> BTreeMap<TopicPartition, (String, i32)> {
+    let mut prev: BTreeMap<TopicPartition, (String, i32)> = BTreeMap::new();
     for (consumer, subscription) in subscriptions {
         let data = member_data(subscription);
         let generation = match data.generation {

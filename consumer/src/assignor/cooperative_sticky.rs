@@ -10,7 +10,7 @@
 //! Ownership comes from the subscription's owned partitions and generation (ConsumerProtocol
 //! v2+); for older members the generation is read from the user data, a single big-endian i32.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
@@ -107,13 +107,13 @@ fn partitions_transferring_ownership(
     assignment: &BTreeMap<String, Vec<TopicPartition>>,
 ) -> BTreeMap<TopicPartition, String> {
     let mut added = BTreeMap::new();
-    let mut revoked = HashSet::new();
+    let mut revoked = BTreeSet::new();
     for (consumer, assigned) in assignment {
         let owned: &[TopicPartition] = subscriptions
             .get(consumer)
             .map_or(&[], |s| s.owned_partitions.as_slice());
-        let owned_set: HashSet<&TopicPartition> = owned.iter().collect();
-        let assigned_set: HashSet<&TopicPartition> = assigned.iter().collect();
+        let owned_set: BTreeSet<&TopicPartition> = owned.iter().collect();
+        let assigned_set: BTreeSet<&TopicPartition> = assigned.iter().collect();
         for tp in assigned {
             if !owned_set.contains(tp) {
                 added.insert(tp.clone(), consumer.clone());

@@ -9,7 +9,7 @@
 //! ends it.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -67,7 +67,7 @@ pub(crate) struct CompletedFetch {
     last_epoch: Option<i32>,
     isolation_level: IsolationLevel,
     aborted_transactions: BinaryHeap<Reverse<(i64, i64)>>,
-    aborted_producer_ids: HashSet<i64>,
+    aborted_producer_ids: BTreeSet<i64>,
     pending_error: Option<Error>,
     exhausted: bool,
 }
@@ -110,7 +110,7 @@ impl CompletedFetch {
                 .iter()
                 .map(|a| Reverse((a.first_offset, a.producer_id)))
                 .collect(),
-            aborted_producer_ids: HashSet::new(),
+            aborted_producer_ids: BTreeSet::new(),
             pending_error: None,
             exhausted: false,
         }

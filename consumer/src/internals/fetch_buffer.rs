@@ -12,7 +12,7 @@
 //! side: the application snapshots it at the start of each `poll` and sends the snapshot in the
 //! poll event, so only records returned by earlier polls are ever committed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -55,7 +55,7 @@ struct BufferedPartition {
 
 #[derive(Default)]
 struct Inner {
-    partitions: HashMap<TopicPartition, BufferedPartition>,
+    partitions: BTreeMap<TopicPartition, BufferedPartition>,
     completed: VecDeque<CompletedFetch>,
     last_generation: u64,
     records_consumed: u64,

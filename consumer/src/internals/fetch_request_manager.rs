@@ -8,7 +8,7 @@
 //! that was since seeked, paused or unassigned is dropped by the buffer. Fetch sessions
 //! (KIP-227) keep requests small; topic ids are used from Fetch v13 on.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
@@ -40,16 +40,16 @@ const FETCH_VERSIONS_BY_NAME: VersionRange = VersionRange { min: 4, max: 12 };
 struct InFlightFetch {
     node: i32,
     /// Every partition of the session at the time: fetch offset and position generation.
-    partitions: HashMap<TopicPartition, (i64, u64)>,
+    partitions: BTreeMap<TopicPartition, (i64, u64)>,
 }
 
 /// The fetch manager.
 pub(crate) struct FetchRequestManager {
     retry_backoff: Duration,
-    sessions: HashMap<i32, FetchSessionHandler>,
-    in_flight: HashMap<u64, InFlightFetch>,
-    busy_nodes: HashSet<i32>,
-    node_backoff: HashMap<i32, Instant>,
+    sessions: BTreeMap<i32, FetchSessionHandler>,
+    in_flight: BTreeMap<u64, InFlightFetch>,
+    busy_nodes: BTreeSet<i32>,
+    node_backoff: BTreeMap<i32, Instant>,
     next_token: u64,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
@@ -60,10 +60,10 @@ impl FetchRequestManager {
     pub fn new(retry_backoff_ms: u64) -> Self {
         Self {
             retry_backoff: Duration::from_millis(retry_backoff_ms),
-            sessions: HashMap::new(),
-            in_flight: HashMap::new(),
-            busy_nodes: HashSet::new(),
-            node_backoff: HashMap::new(),
+            sessions: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            busy_nodes: BTreeSet::new(),
+            node_backoff: BTreeMap::new(),
             next_token: 0,
             responses_received: 0,
         }
@@ -157,7 +157,7 @@ impl FetchRequestManager {
         let Some(version) = select_version_in::<FetchRequest>(ctx.versions, FETCH_VERSIONS) else {
             return result;
         };
-        for (node, session) in self.sessions.drain() {
+        for (node, session) in std::mem::take(&mut self.sessions) {
             let Some(session_id) = session.session_to_close() else {
                 continue;
             };

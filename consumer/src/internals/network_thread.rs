@@ -15,7 +15,7 @@
 //! In real mode the task runs on an OS thread of its own with a current-thread runtime, so the
 //! application's runtime (or none) never matters; under madsim it is a spawned task.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -59,7 +59,7 @@ pub(crate) struct Channels {
 struct Closing {
     completion: Option<Completion<()>>,
     deadline: Instant,
-    session_close_tokens: HashSet<u64>,
+    session_close_tokens: BTreeSet<u64>,
 }
 
 /// The background task's state.
@@ -165,7 +165,6 @@ impl ConsumerNetworkThread {
             let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
             let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
             tokio::select! {
-                biased;
                 event = self.channels.app_events.recv() => match event {
                     Some(event) => self.process(event, Instant::now()),
                     // The consumer was dropped: shut down at once.
@@ -198,7 +197,7 @@ impl ConsumerNetworkThread {
             .unwrap_or(now);
         tracing::debug!("closing");
         self.commit.signal_close();
-        let mut tokens = HashSet::new();
+        let mut tokens = BTreeSet::new();
         let result = {
             let mut effects = Effects::default();
             let metadata = self.client.metadata();

@@ -8,7 +8,7 @@
 //! for committed offsets. The same ListOffsets machinery answers `beginning_offsets`,
 //! `end_offsets` and `offsets_for_times`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
@@ -66,7 +66,7 @@ enum ListOutcome {
 pub(crate) struct OffsetsRequestManager {
     retry_backoff: Duration,
     next_token: u64,
-    in_flight: HashMap<u64, InFlight>,
+    in_flight: BTreeMap<u64, InFlight>,
     busy: BTreeSet<TopicPartition>,
     backoff_until: BTreeMap<TopicPartition, Instant>,
     /// Partitions whose `by_duration` reset found no record that recent, with the strategy it
@@ -82,7 +82,7 @@ impl OffsetsRequestManager {
         Self {
             retry_backoff: Duration::from_millis(retry_backoff_ms),
             next_token: 0,
-            in_flight: HashMap::new(),
+            in_flight: BTreeMap::new(),
             busy: BTreeSet::new(),
             backoff_until: BTreeMap::new(),
             reset_to_latest: BTreeMap::new(),

@@ -3,7 +3,7 @@
 //! changes, unknown leaders, disconnects), when the assignment names a topic not yet known, and
 //! every `metadata.max.age.ms`; `partitions_for` and `list_topics` get requests of their own.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::MetadataResponse;
 
@@ -38,7 +38,7 @@ pub(crate) struct TopicMetadataRequestManager {
     state: RequestState,
     in_flight: Option<(u64, BTreeSet<String>)>,
     user: Vec<UserMetadata>,
-    scopes: HashMap<u64, MetadataScope>,
+    scopes: BTreeMap<u64, MetadataScope>,
     next_token: u64,
 }
 
@@ -57,7 +57,7 @@ impl TopicMetadataRequestManager {
             state: RequestState::new(retry_backoff_ms, retry_backoff_max_ms),
             in_flight: None,
             user: Vec::new(),
-            scopes: HashMap::new(),
+            scopes: BTreeMap::new(),
             next_token: 0,
         }
     }

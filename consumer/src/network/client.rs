@@ -5,7 +5,7 @@
 //! request into a `'static` [`ResponseFuture`] at once, without awaiting anything, so one loop
 //! can keep many requests to many brokers in flight.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -59,10 +59,10 @@ pub struct NetworkClient {
     settings: ConnectionSettings,
     bootstrap: Vec<(String, u16)>,
     metadata: Metadata,
-    nodes: HashMap<i32, NodeHandle>,
+    nodes: BTreeMap<i32, NodeHandle>,
     /// Nodes registered by address rather than known from Metadata (the group coordinator's
     /// own connection, under a synthetic id as Java does).
-    registered: HashMap<i32, (String, u16)>,
+    registered: BTreeMap<i32, (String, u16)>,
     rng: SeededRng,
 }
 
@@ -85,8 +85,8 @@ impl NetworkClient {
             settings,
             bootstrap,
             metadata: Metadata::default(),
-            nodes: HashMap::new(),
-            registered: HashMap::new(),
+            nodes: BTreeMap::new(),
+            registered: BTreeMap::new(),
             rng: SeededRng::from_runtime(),
         })
     }

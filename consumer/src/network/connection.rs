@@ -206,7 +206,6 @@ impl Connection {
             let deadline = self.in_flight.earliest_deadline();
             let accepting = commands_open && self.in_flight.len() < self.settings.max_in_flight;
             let step = tokio::select! {
-                biased;
                 written = poll_write(&mut self.writing), if self.writing.is_some() => {
                     let (writer, result) = written;
                     self.writing = None;

@@ -6,7 +6,7 @@
 //! never moves a partition's leader epoch backwards (Kafka's `Metadata.updatePartitionLeadership`
 //! rule): a partition whose cached epoch is newer keeps its cached state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
@@ -77,8 +77,8 @@ pub struct Metadata {
     brokers: BTreeMap<i32, Broker>,
     controller_id: Option<i32>,
     cluster_id: Option<String>,
-    topics: HashMap<String, TopicMetadata>,
-    names_by_id: HashMap<Uuid, String>,
+    topics: BTreeMap<String, TopicMetadata>,
+    names_by_id: BTreeMap<Uuid, String>,
 }
 
 impl Metadata {

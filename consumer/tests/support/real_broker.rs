@@ -4,6 +4,7 @@
 //! unless `REQUIRE_KAFKA=1` (set by CI), which turns the missing broker into a failure.
 
 use std::io::Write;
+use std::process::{Command, Stdio};
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
@@ -108,5 +109,40 @@ pub async fn delete_topic(client: &mut NetworkClient, name: &str) {
         None,
         "deleting {name}: {:?}",
         result.error_message
+    );
+}
+
+/// Runs Kafka's own Java producer (ConsoleProducer, via `testing/kafka/run produce`) with
+/// `compression`, feeding it `lines` (`HEADERS<TAB>KEY<TAB>VALUE`, `\N` for null; see
+/// `testing/kafka/run help`), and asserts it succeeded.
+pub fn produce_with_java(bootstrap: &str, topic: &str, compression: &str, lines: &[String]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run");
+    let mut child = Command::new("bash")
+        .args([
+            script,
+            "produce",
+            "--topic",
+            topic,
+            "--compression",
+            compression,
+        ])
+        .args(["--bootstrap", bootstrap])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run testing/kafka/run produce");
+    let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "Kafka's ConsoleProducer failed ({compression}): {}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }

@@ -46,7 +46,6 @@ async fn run(stream: TcpStream, peer: SocketAddr, broker: &Broker, tap: impl Fn(
             Ok(None) => {
                 buf.reserve(decoder.read_reservation(&buf));
                 let read = tokio::select! {
-                    biased;
                     read = reader.read_buf(&mut buf) => read,
                     _ = resets.changed() => return,
                     () = stopped(&mut stop) => return,
@@ -59,7 +58,6 @@ async fn run(stream: TcpStream, peer: SocketAddr, broker: &Broker, tap: impl Fn(
         };
         tap(WireKind::Request, &frame);
         let outcome = tokio::select! {
-            biased;
             outcome = dispatch::handle(broker, frame, &client) => outcome,
             _ = resets.changed() => return,
             () = stopped(&mut stop) => return,

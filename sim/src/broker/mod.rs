@@ -87,7 +87,6 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
         let mut stop = stop.clone();
         tokio::spawn(async move {
             tokio::select! {
-                biased;
                 () = coordinator.run() => {}
                 () = stopped(&mut stop) => {}
             }
@@ -96,7 +95,6 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
     let mut stop = stop;
     loop {
         let accepted = tokio::select! {
-            biased;
             accepted = listener.accept() => accepted,
             () = stopped(&mut stop) => return,
         };

@@ -173,7 +173,6 @@ async fn run_shard(
             Instant::now() + Duration::from_millis(wait_ms)
         });
         tokio::select! {
-            biased;
             command = commands.recv() => {
                 let Some(command) = command else { return };
                 let now_ms = controller.now_ms();

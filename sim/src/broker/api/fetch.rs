@@ -131,7 +131,6 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
             return respond(ctx, &context, reads);
         }
         tokio::select! {
-            biased;
             _ = changes.changed() => {}
             () = tokio::time::sleep_until(deadline) => {}
         }

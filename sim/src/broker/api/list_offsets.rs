@@ -4,7 +4,7 @@
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::*;
@@ -29,7 +29,7 @@ pub(crate) async fn handle(
     let state = ctx.broker.controller.read();
     // Kafka answers a partition named more than once with one INVALID_REQUEST entry: its
     // ReplicaManager.fetchOffset keys the answers by partition.
-    let mut occurrences: HashMap<(&str, i32), usize> = HashMap::new();
+    let mut occurrences: BTreeMap<(&str, i32), usize> = BTreeMap::new();
     for topic in &request.topics {
         for p in &topic.partitions {
             *occurrences
@@ -37,7 +37,7 @@ pub(crate) async fn handle(
                 .or_default() += 1;
         }
     }
-    let mut answered = HashSet::new();
+    let mut answered = BTreeSet::new();
     let topics = request
         .topics
         .iter()
