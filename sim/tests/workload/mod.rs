@@ -338,3 +338,32 @@ fn scan(records: Option<Bytes>, position: i64) -> (i64, u64) {
     }
     (next, count)
 }
+
+/// The determinism tests' load: produce/fetch with probabilistic NOT_LEADER_OR_FOLLOWER on
+/// Fetch, broker 2 killed at 500 ms and restarted at 1.2 s, every frame recorded.
+#[allow(dead_code)] // the speed bench includes this module for `run` only
+pub fn faulty_load() -> Load {
+    use kafka_protocol::error::ResponseError;
+    use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
+    Load {
+        brokers: 3,
+        partitions: 3,
+        clients: 2,
+        batch_records: 5,
+        duration_ms: 2_000,
+        plan: vec![
+            (
+                0,
+                Fault::Response(ResponseRule {
+                    api_key: 1,
+                    broker: None,
+                    trigger: Trigger::Probability(0.1),
+                    action: ResponseAction::Error(ResponseError::NotLeaderOrFollower.code()),
+                }),
+            ),
+            (500, Fault::KillBroker { broker: 2 }),
+            (1_200, Fault::RestartBroker { broker: 2 }),
+        ],
+        record_wire: true,
+    }
+}
