@@ -230,43 +230,14 @@ mod member {
 }
 
 #[cfg(madsim)]
+mod seeds;
+
+#[cfg(madsim)]
 fn main() {
-    let seeds: u64 = std::env::var("SIM_SPEED_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let (mut wall_total, mut virtual_total) = (0.0, 0.0);
-    println!("seed  virtual_s  wall_s  virtual/wall  generations  joins");
-    for seed in 1..=seeds {
-        // Outside the simulation: real time and a real thread are what is being measured.
-        #[allow(clippy::disallowed_methods)]
-        let started = std::time::Instant::now();
-        #[allow(clippy::disallowed_methods)]
-        let thread = std::thread::spawn(move || {
-            let runtime =
-                madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-            runtime.block_on(async {
-                let start = tokio::time::Instant::now();
-                let outcome = member::run(4, 60_000).await;
-                (outcome, start.elapsed().as_secs_f64())
-            })
-        });
-        let (outcome, virtual_s) = thread.join().expect("the workload panicked");
-        let wall_s = started.elapsed().as_secs_f64();
-        wall_total += wall_s;
-        virtual_total += virtual_s;
-        println!(
-            "{seed:>4}  {virtual_s:>9.1}  {wall_s:>6.3}  {:>12.0}  {:>11}  {:>5}",
-            virtual_s / wall_s,
-            outcome.generations.len(),
-            outcome.joins
-        );
-    }
-    println!(
-        "total: {seeds} seeds, {virtual_total:.1} virtual s in {wall_total:.2} wall s: \
-         {:.0} virtual s per wall s, {:.1} seeds per minute",
-        virtual_total / wall_total,
-        seeds as f64 * 60.0 / wall_total
+    seeds::measure(
+        "generations  joins",
+        || member::run(4, 60_000),
+        |outcome| format!("{:>11}  {:>5}", outcome.generations.len(), outcome.joins),
     );
 }
 
