@@ -75,13 +75,7 @@ pub fn decode_subscription(bytes: &Bytes) -> Result<Subscription, ConsumerProtoc
     let message = ConsumerProtocolMessage::Subscription;
     let (version, mut body) = split_version(message, bytes)?;
     Walker::new(message, version, &body).subscription()?;
-    let data = ConsumerProtocolSubscription::decode(&mut body, version).map_err(|e| {
-        ConsumerProtocolError::Malformed {
-            message,
-            version,
-            detail: format!("{e:#}"),
-        }
-    })?;
+    let data: ConsumerProtocolSubscription = decode_body(message, version, &mut body)?;
     Ok(Subscription {
         topics: data.topics.iter().map(|t| t.to_string()).collect(),
         user_data: data.user_data,
@@ -134,13 +128,7 @@ pub fn decode_assignment(bytes: &Bytes) -> Result<Assignment, ConsumerProtocolEr
     let message = ConsumerProtocolMessage::Assignment;
     let (version, mut body) = split_version(message, bytes)?;
     Walker::new(message, version, &body).assignment()?;
-    let data = ConsumerProtocolAssignment::decode(&mut body, version).map_err(|e| {
-        ConsumerProtocolError::Malformed {
-            message,
-            version,
-            detail: format!("{e:#}"),
-        }
-    })?;
+    let data: ConsumerProtocolAssignment = decode_body(message, version, &mut body)?;
     Ok(Assignment {
         partitions: data
             .assigned_partitions
@@ -185,6 +173,20 @@ fn split_version(
             len: bytes.len(),
         }),
     }
+}
+
+/// Decodes a body already validated by the [`Walker`]; the generated decoder's error, should it
+/// still find one, becomes `Malformed`.
+fn decode_body<M: Decodable>(
+    message: ConsumerProtocolMessage,
+    version: i16,
+    body: &mut Bytes,
+) -> Result<M, ConsumerProtocolError> {
+    M::decode(body, version).map_err(|e| ConsumerProtocolError::Malformed {
+        message,
+        version,
+        detail: format!("{e:#}"),
+    })
 }
 
 fn encode_body<M: Encodable>(
