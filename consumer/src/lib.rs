@@ -23,11 +23,15 @@ pub mod error;
 pub mod internals;
 pub mod network;
 pub mod protocol;
+pub mod rebalance;
 pub mod records;
 pub mod rt;
 pub mod types;
 
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};
+pub use rebalance::ConsumerRebalanceListener;
 pub use error::{Error, Result};
-pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};
+pub use types::{
+    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition,
+};
