@@ -30,8 +30,8 @@ use crate::rebalance::{
 };
 use crate::rt::{Duration, Instant};
 use crate::types::{
-    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata,
-    OffsetAndTimestamp, PartitionInfo, TopicPartition,
+    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
+    PartitionInfo, TopicPartition,
 };
 
 /// Offsets to commit, by partition.
@@ -1153,7 +1153,10 @@ impl Consumer {
             // until its session times out), within what is left of the timeout.
             let remaining = deadline.saturating_duration_since(Instant::now());
             let (completion, receiver) = Self::completion::<()>("leave group on close", remaining);
-            if self.send(ApplicationEvent::Unsubscribe { completion }).is_ok() {
+            if self
+                .send(ApplicationEvent::Unsubscribe { completion })
+                .is_ok()
+            {
                 if let Err(error) = self.wait_running_callbacks(receiver).await {
                     tracing::warn!(%error, "leaving the group on close did not complete");
                 }

@@ -30,8 +30,8 @@ pub mod types;
 
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};
-pub use rebalance::ConsumerRebalanceListener;
 pub use error::{Error, Result};
+pub use rebalance::ConsumerRebalanceListener;
 pub use types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition,
 };

@@ -182,7 +182,10 @@ impl Future for CatchUnwind<'_> {
 }
 
 /// The error a failed or panicking listener method surfaces as.
-pub(crate) fn callback_error(callback: &'static str, outcome: std::result::Result<Result<()>, String>) -> Result<()> {
+pub(crate) fn callback_error(
+    callback: &'static str,
+    outcome: std::result::Result<Result<()>, String>,
+) -> Result<()> {
     match outcome {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(Error::RebalanceCallback {

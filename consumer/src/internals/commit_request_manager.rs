@@ -174,10 +174,7 @@ impl CommitRequestManager {
         if offsets.is_empty() {
             return None;
         }
-        tracing::debug!(
-            partitions = offsets.len(),
-            "auto-commit before revocation"
-        );
+        tracing::debug!(partitions = offsets.len(), "auto-commit before revocation");
         let timeout_ms = u64::try_from((deadline - ctx.now).as_millis()).unwrap_or(u64::MAX);
         let (completion, receiver) =
             Completion::new("auto-commit before revocation", Some(deadline), timeout_ms);
@@ -456,7 +453,9 @@ impl CommitRequestManager {
     ) {
         let sent_generation = self.commits.get(index).and_then(|c| c.sent_generation);
         let outcome = match result {
-            Ok((ResponseBody::OffsetCommit(body), _)) => commit_outcome(ctx, &body, sent_generation),
+            Ok((ResponseBody::OffsetCommit(body), _)) => {
+                commit_outcome(ctx, &body, sent_generation)
+            }
             Ok(_) => Outcome::Fail(Error::Internal(
                 "unexpected response to OffsetCommit".into(),
             )),

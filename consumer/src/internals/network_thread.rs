@@ -642,7 +642,9 @@ impl ConsumerNetworkThread {
                 }
             });
             effects.errors.append(&mut nested.errors);
-            effects.background_events.append(&mut nested.background_events);
+            effects
+                .background_events
+                .append(&mut nested.background_events);
         }
         for error in effects.errors {
             let _ = self

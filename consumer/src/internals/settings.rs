@@ -345,8 +345,10 @@ mod tests {
             exclude_internal_topics: _,
         } = settings;
         assert_eq!(table.len(), 28);
-        let config = ConsumerConfig::from_properties_str("bootstrap.servers = b:1\ngroup.protocol = consumer")
-            .unwrap();
+        let config = ConsumerConfig::from_properties_str(
+            "bootstrap.servers = b:1\ngroup.protocol = consumer",
+        )
+        .unwrap();
         assert_eq!(
             ConsumerSettings::from(&config).group_protocol,
             GroupProtocol::Consumer

@@ -127,7 +127,7 @@ impl TopicMetadataRequestManager {
                 self.state.on_send();
                 self.refresh_requested = false;
                 result.requests.push(UnsentRequest {
-                timeout_ms: None,
+                    timeout_ms: None,
                     target: Target::LeastLoaded,
                     version: None,
                     body: RequestBody::Metadata(request),

@@ -107,12 +107,19 @@ mod tests {
     fn heartbeat_session_and_poll_timers_on_a_fake_clock() {
         let start = Instant::now();
         let mut t = HeartbeatTimers::new(start, 10_000, 3_000, 60_000, 100);
-        assert!(t.should_heartbeat(start), "the first heartbeat is due at once");
+        assert!(
+            t.should_heartbeat(start),
+            "the first heartbeat is due at once"
+        );
         t.sent_heartbeat(start);
         assert!(!t.should_heartbeat(start + ms(2_999)));
         assert!(t.should_heartbeat(start + ms(3_000)));
         t.fail_heartbeat(start + ms(3_000));
-        assert_eq!(t.next_heartbeat_at(), start + ms(3_100), "retry after backoff");
+        assert_eq!(
+            t.next_heartbeat_at(),
+            start + ms(3_100),
+            "retry after backoff"
+        );
 
         assert!(!t.session_expired(start + ms(9_999)));
         assert!(t.session_expired(start + ms(10_000)));

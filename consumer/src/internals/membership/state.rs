@@ -106,7 +106,9 @@ mod tests {
                     let error = result.expect_err("illegal transition accepted");
                     assert_eq!((error.from, error.to), (from, to));
                     assert_eq!(state, from, "a refused transition leaves the state alone");
-                    assert!(error.to_string().contains("invalid member state transition"));
+                    assert!(error
+                        .to_string()
+                        .contains("invalid member state transition"));
                 }
             }
         }

@@ -175,7 +175,8 @@ impl ClassicMembershipManager {
         // Eager always tells the listener a rebalance started (Java invokes
         // `onPartitionsRevoked` even with nothing to revoke); lost and cooperative only when
         // there is something.
-        let always = callback == RebalanceCallback::Revoked && self.protocol == RebalanceProtocol::Eager;
+        let always =
+            callback == RebalanceCallback::Revoked && self.protocol == RebalanceProtocol::Eager;
         let remaining: BTreeSet<TopicPartition> = owned.difference(&revoked).cloned().collect();
         if revoked.is_empty() && !always {
             Self::set_assignment(ctx, &remaining, &BTreeSet::new());
@@ -301,7 +302,12 @@ impl ClassicMembershipManager {
     ) {
         let body = match result {
             Ok((ResponseBody::JoinGroup(body), _)) => body,
-            Ok(_) => return self.fail(ctx, Error::Internal("unexpected response to JoinGroup".into())),
+            Ok(_) => {
+                return self.fail(
+                    ctx,
+                    Error::Internal("unexpected response to JoinGroup".into()),
+                )
+            }
             Err(error) => {
                 let reason = format!("JoinGroup failed: {error}");
                 if error.is_retriable() {
@@ -364,18 +370,16 @@ impl ClassicMembershipManager {
     }
 
     /// The leader: runs the group's assignor and sends the assignments in SyncGroup.
-    fn assign_and_sync(
-        &mut self,
-        ctx: &mut ManagerContext<'_>,
-        members: &[MemberSubscription],
-    ) {
+    fn assign_and_sync(&mut self, ctx: &mut ManagerContext<'_>, members: &[MemberSubscription]) {
         let protocol = self.generation.protocol_name.clone().unwrap_or_default();
         let Some(assignor) = self.assignors.iter().find(|a| a.name() == protocol) else {
             return self.fail(
                 ctx,
                 Error::Fatal {
                     code: Some(ResponseError::InconsistentGroupProtocol),
-                    message: format!("the group chose assignor {protocol:?}, which this member did not offer"),
+                    message: format!(
+                        "the group chose assignor {protocol:?}, which this member did not offer"
+                    ),
                 },
             );
         };
@@ -390,11 +394,18 @@ impl ClassicMembershipManager {
 
     fn send_sync(&mut self, ctx: &mut ManagerContext<'_>, assignments: Vec<(String, Bytes)>) {
         let Some(coordinator) = ctx.coordinator else {
-            return self.join_failed(ctx, Retry::Backoff, "the coordinator is unknown before SyncGroup");
+            return self.join_failed(
+                ctx,
+                Retry::Backoff,
+                "the coordinator is unknown before SyncGroup",
+            );
         };
         let token = self.token();
         let request = requests::sync_group(self, assignments);
-        tracing::debug!(generation = self.generation.generation_id, "sending SyncGroup");
+        tracing::debug!(
+            generation = self.generation.generation_id,
+            "sending SyncGroup"
+        );
         self.outbox.push(requests::unsent(
             coordinator,
             None,
@@ -412,7 +423,12 @@ impl ClassicMembershipManager {
     ) {
         let body = match result {
             Ok((ResponseBody::SyncGroup(body), _)) => body,
-            Ok(_) => return self.fail(ctx, Error::Internal("unexpected response to SyncGroup".into())),
+            Ok(_) => {
+                return self.fail(
+                    ctx,
+                    Error::Internal("unexpected response to SyncGroup".into()),
+                )
+            }
             Err(error) => {
                 let reason = format!("SyncGroup failed: {error}");
                 if error.is_retriable() {
@@ -458,7 +474,11 @@ impl ClassicMembershipManager {
 
     /// Java's `onJoinComplete`: revoke what moved away (cooperative; then rejoin so it can be
     /// assigned), then assign.
-    fn on_join_complete(&mut self, ctx: &mut ManagerContext<'_>, assigned: BTreeSet<TopicPartition>) {
+    fn on_join_complete(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        assigned: BTreeSet<TopicPartition>,
+    ) {
         let subscribed = ctx.subscriptions.subscribed_topics();
         if assigned.iter().any(|tp| !subscribed.contains(&*tp.topic)) {
             self.request_rejoin("the assignment has topics this member does not subscribe to");

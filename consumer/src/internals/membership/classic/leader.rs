@@ -8,10 +8,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 
-use crate::assignor::protocol::{decode_subscription, encode_assignment, CONSUMER_PROTOCOL_VERSION};
-use crate::assignor::{ClusterMetadata, ConsumerPartitionAssignor, GroupSubscription, Subscription};
+use crate::assignor::protocol::{
+    decode_subscription, encode_assignment, CONSUMER_PROTOCOL_VERSION,
+};
+use crate::assignor::{
+    ClusterMetadata, ConsumerPartitionAssignor, GroupSubscription, Subscription,
+};
 use crate::error::Error;
 use crate::internals::context::ManagerContext;
+
+/// Each member's encoded assignment, for SyncGroup.
+pub(crate) type EncodedAssignments = Vec<(String, Bytes)>;
+/// Partition counts by topic.
+pub(crate) type PartitionCounts = BTreeMap<String, usize>;
 
 /// One member's subscription as the leader received it.
 #[derive(Debug, Clone)]
@@ -32,7 +41,10 @@ pub(crate) fn decode_members(
         .map(|m| {
             let mut subscription = decode_subscription(&m.metadata).map_err(|e| Error::Fatal {
                 code: None,
-                message: format!("cannot read the subscription of member {}: {e}", m.member_id),
+                message: format!(
+                    "cannot read the subscription of member {}: {e}",
+                    m.member_id
+                ),
             })?;
             subscription.group_instance_id = m.group_instance_id.as_ref().map(ToString::to_string);
             Ok(MemberSubscription {
@@ -55,7 +67,7 @@ pub(crate) fn group_topics(members: &[MemberSubscription]) -> BTreeSet<String> {
 pub(crate) fn partition_counts<'a>(
     ctx: &ManagerContext<'_>,
     topics: impl IntoIterator<Item = &'a String>,
-) -> BTreeMap<String, usize> {
+) -> PartitionCounts {
     topics
         .into_iter()
         .filter_map(|t| {
@@ -94,7 +106,7 @@ pub(crate) fn assign(
     ctx: &ManagerContext<'_>,
     assignor: &dyn ConsumerPartitionAssignor,
     members: &[MemberSubscription],
-) -> Result<(Vec<(String, Bytes)>, BTreeMap<String, usize>), Error> {
+) -> Result<(EncodedAssignments, PartitionCounts), Error> {
     let topics = group_topics(members);
     let cluster = cluster_metadata(ctx, &topics);
     let subscriptions: GroupSubscription = members
@@ -110,9 +122,10 @@ pub(crate) fn assign(
     let mut encoded = Vec::with_capacity(assignment.len());
     for (member_id, member_assignment) in &assignment {
         tracing::info!(member_id, partitions = ?member_assignment.partitions, "leader assigned");
-        let bytes = encode_assignment(member_assignment, CONSUMER_PROTOCOL_VERSION).map_err(|e| {
-            Error::Internal(format!("cannot encode the assignment of {member_id}: {e}").into())
-        })?;
+        let bytes =
+            encode_assignment(member_assignment, CONSUMER_PROTOCOL_VERSION).map_err(|e| {
+                Error::Internal(format!("cannot encode the assignment of {member_id}: {e}").into())
+            })?;
         encoded.push((member_id.clone(), bytes));
     }
     Ok((encoded, partition_counts(ctx, topics.iter())))

@@ -44,7 +44,10 @@ impl ClassicMembershipManager {
         let token = self.token();
         self.heartbeat_in_flight = Some((token, self.generation.generation_id));
         self.timers.sent_heartbeat(ctx.now);
-        tracing::trace!(generation = self.generation.generation_id, "sending Heartbeat");
+        tracing::trace!(
+            generation = self.generation.generation_id,
+            "sending Heartbeat"
+        );
         result.requests.push(requests::unsent(
             coordinator,
             None,
@@ -167,7 +170,11 @@ impl ClassicMembershipManager {
             return None;
         }
         let version = requests::leave_group_version(ctx.versions)?;
-        tracing::info!(member_id = self.generation.member_id, reason, "sending LeaveGroup");
+        tracing::info!(
+            member_id = self.generation.member_id,
+            reason,
+            "sending LeaveGroup"
+        );
         let token = self.token();
         Some(requests::unsent(
             coordinator,
@@ -180,7 +187,8 @@ impl ClassicMembershipManager {
 
     /// `unsubscribe` / `close`: revoke (or lose) the partitions through the listener, send
     /// LeaveGroup (dynamic members), drop the subscription. A rebalance under way is
-    /// abandoned.
+    /// abandoned, except a listener call already out: it finishes first, so the application
+    /// never sees a partition revoked twice.
     pub fn leave(&mut self, completion: Option<Completion<()>>) {
         if self.leave.is_some() {
             if let Some(c) = completion {
@@ -188,7 +196,9 @@ impl ClassicMembershipManager {
             }
             return;
         }
-        self.step = Step::Idle;
+        if !self.awaiting_callback() {
+            self.step = Step::Idle;
+        }
         self.leave = Some(Leave {
             completion,
             stage: LeaveStage::Start,
@@ -203,7 +213,7 @@ impl ClassicMembershipManager {
             // The caller gave up (deadline): finish without waiting any longer.
             return self.finish_leave(ctx);
         }
-        if !matches!(leave.stage, LeaveStage::Start) {
+        if !matches!(leave.stage, LeaveStage::Start) || self.awaiting_callback() {
             return;
         }
         let owned = ctx.subscriptions.assigned();

@@ -202,7 +202,11 @@ impl ClassicMembershipManager {
         }
         let protocol = [RebalanceProtocol::Cooperative, RebalanceProtocol::Eager]
             .into_iter()
-            .find(|p| assignors.iter().all(|a| a.supported_protocols().contains(p)))
+            .find(|p| {
+                assignors
+                    .iter()
+                    .all(|a| a.supported_protocols().contains(p))
+            })
             .ok_or_else(|| {
                 Error::InvalidArgument(
                     "the assignors of partition.assignment.strategy share no rebalance protocol"
@@ -232,7 +236,10 @@ impl ClassicMembershipManager {
                 settings.retry_backoff_ms,
             ),
             step: Step::Idle,
-            join_backoff: RequestState::new(settings.retry_backoff_ms, settings.retry_backoff_max_ms),
+            join_backoff: RequestState::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             heartbeat_in_flight: None,
             leave: None,
             fatal: None,
@@ -274,6 +281,16 @@ impl ClassicMembershipManager {
                 MemberState::PreparingRebalance | MemberState::CompletingRebalance
             ),
         }
+    }
+
+    /// Whether the current step waits for a listener call.
+    fn awaiting_callback(&self) -> bool {
+        matches!(
+            self.step,
+            Step::PrepareCallback { .. }
+                | Step::RevokeCallback { .. }
+                | Step::AssignCallback { .. }
+        )
     }
 
     /// Whether a leave is under way.
@@ -346,7 +363,12 @@ impl ClassicMembershipManager {
 
     /// Forgets the generation (Java's `resetStateAndGeneration`): the member is out of the
     /// group until it rejoins; what it owns is lost, not revoked, at the next join prepare.
-    fn reset_generation(&mut self, ctx: &mut ManagerContext<'_>, keep_member_id: bool, reason: &str) {
+    fn reset_generation(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        keep_member_id: bool,
+        reason: &str,
+    ) {
         tracing::info!(
             reason,
             keep_member_id,
@@ -385,8 +407,11 @@ impl ClassicMembershipManager {
         if reset.generation_id == self.generation.generation_id && self.generation.is_valid() {
             self.reset_generation(ctx, reset.keep_member_id, &reset.reason);
         } else {
-            tracing::debug!(?reset, current = self.generation.generation_id,
-                "ignoring a reset for an older generation");
+            tracing::debug!(
+                ?reset,
+                current = self.generation.generation_id,
+                "ignoring a reset for an older generation"
+            );
         }
     }
 
@@ -498,7 +523,10 @@ impl ClassicMembershipManager {
             return;
         }
         match std::mem::replace(&mut self.step, Step::Idle) {
-            Step::PrepareCallback { id: waiting, remaining } if waiting == id => {
+            Step::PrepareCallback {
+                id: waiting,
+                remaining,
+            } if waiting == id => {
                 Self::set_assignment(ctx, &remaining, &BTreeSet::new());
             }
             Step::RevokeCallback {
@@ -508,7 +536,10 @@ impl ClassicMembershipManager {
             } if waiting == id => self.start_assign(ctx, assigned, added),
             Step::AssignCallback { id: waiting, added } if waiting == id => {
                 ctx.subscriptions.enable_awaiting_callback(&added);
-                tracing::info!(generation = self.generation.generation_id, "rebalance complete");
+                tracing::info!(
+                    generation = self.generation.generation_id,
+                    "rebalance complete"
+                );
             }
             other => {
                 tracing::debug!(id, "callback completion for an abandoned step");

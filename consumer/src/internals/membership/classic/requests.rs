@@ -92,7 +92,10 @@ pub(super) fn join_group(
             topics: subscribed.iter().cloned().collect(),
             user_data: assignor.subscription_user_data(subscribed),
             owned_partitions: owned.iter().cloned().collect(),
-            generation_id: m.generation.is_valid().then_some(m.generation.generation_id),
+            generation_id: m
+                .generation
+                .is_valid()
+                .then_some(m.generation.generation_id),
             rack_id: m.client_rack.clone(),
             group_instance_id: None,
         };
@@ -149,7 +152,11 @@ pub(super) fn heartbeat(m: &ClassicMembershipManager) -> HeartbeatRequest {
 }
 
 /// LeaveGroup for this member at `version` (a member list from v3).
-pub(super) fn leave_group(m: &ClassicMembershipManager, version: i16, reason: &str) -> LeaveGroupRequest {
+pub(super) fn leave_group(
+    m: &ClassicMembershipManager,
+    version: i16,
+    reason: &str,
+) -> LeaveGroupRequest {
     let request = LeaveGroupRequest::default().with_group_id(GroupId(str_bytes(&m.group_id)));
     if version >= LEAVE_GROUP_BATCH_VERSION {
         request.with_members(vec![MemberIdentity::default()

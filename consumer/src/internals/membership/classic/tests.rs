@@ -61,7 +61,8 @@ impl Harness {
         p.versions = Some(all_versions());
         p.coordinator = Some(COORDINATOR);
         p.metadata = metadata(&[(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1)]);
-        p.subscriptions.subscribe(["t".to_owned()].into_iter().collect());
+        p.subscriptions
+            .subscribe(["t".to_owned()].into_iter().collect());
         let m = ClassicMembershipManager::new(&p.settings, p.now)
             .expect("valid settings")
             .expect("a group");
@@ -124,12 +125,18 @@ impl Harness {
         self.app_polls();
         let (token, body) = self.one_request();
         assert!(matches!(body, RequestBody::JoinGroup(_)), "{body:?}");
-        self.respond(token, join_response(generation, "m-1", "leader-elsewhere", "range"));
+        self.respond(
+            token,
+            join_response(generation, "m-1", "leader-elsewhere", "range"),
+        );
         let (token, body) = self.one_request();
         let RequestBody::SyncGroup(sync) = body else {
             panic!("expected SyncGroup, got {body:?}");
         };
-        assert!(sync.assignments.is_empty(), "a follower sends no assignments");
+        assert!(
+            sync.assignments.is_empty(),
+            "a follower sends no assignments"
+        );
         assert_eq!(sync.generation_id, generation);
         self.respond(token, sync_response(assigned));
         let callbacks = self.callbacks();
@@ -208,7 +215,11 @@ fn member_id_required_rejoins_at_once_with_the_given_id() {
     let RequestBody::JoinGroup(join) = body else {
         panic!("expected JoinGroup, got {body:?}");
     };
-    assert_eq!(join.member_id.as_str(), "m-1", "KIP-394: rejoin with the id");
+    assert_eq!(
+        join.member_id.as_str(),
+        "m-1",
+        "KIP-394: rejoin with the id"
+    );
 }
 
 #[test]
@@ -218,7 +229,8 @@ fn follower_gets_partitions_fetchable_only_after_the_assigned_callback() {
     assert_eq!(h.m.state(), MemberState::Stable);
     assert_eq!(h.p.subscriptions.assigned(), set(&[0, 2]));
     for p in [0, 2] {
-        h.p.subscriptions.set_fetch_state(&tp(p), FetchState::Fetching);
+        h.p.subscriptions
+            .set_fetch_state(&tp(p), FetchState::Fetching);
     }
     assert!(
         h.p.subscriptions.fetchable_partitions().is_empty(),
@@ -227,7 +239,10 @@ fn follower_gets_partitions_fetchable_only_after_the_assigned_callback() {
     h.complete(id);
     assert_eq!(h.p.subscriptions.fetchable_partitions(), vec![tp(0), tp(2)]);
     let identity = h.m.identity();
-    assert_eq!((identity.generation_id, identity.member_id.as_str()), (1, "m-1"));
+    assert_eq!(
+        (identity.generation_id, identity.member_id.as_str()),
+        (1, "m-1")
+    );
     assert!(identity.stable && !identity.rebalancing);
 }
 
@@ -248,7 +263,10 @@ fn leader_assigns_every_member_with_the_chosen_assignor() {
     let ResponseBody::JoinGroup(response) = join_response(3, "m-1", "m-1", "range") else {
         unreachable!()
     };
-    h.respond(token, ResponseBody::JoinGroup(response.with_members(members)));
+    h.respond(
+        token,
+        ResponseBody::JoinGroup(response.with_members(members)),
+    );
     let (_, body) = h.one_request();
     let RequestBody::SyncGroup(sync) = body else {
         panic!("expected SyncGroup, got {body:?}");
@@ -288,9 +306,18 @@ fn leader_waits_for_metadata_of_topics_it_has_not_seen() {
     let members = vec![JoinGroupResponseMember::default()
         .with_member_id(s("m-1"))
         .with_metadata(other)];
-    h.respond(token, ResponseBody::JoinGroup(response.with_members(members)));
-    assert!(h.p.effects.metadata_refresh, "the leader asks for the topics' metadata");
-    assert!(h.poll().requests.is_empty(), "no SyncGroup before the refresh");
+    h.respond(
+        token,
+        ResponseBody::JoinGroup(response.with_members(members)),
+    );
+    assert!(
+        h.p.effects.metadata_refresh,
+        "the leader asks for the topics' metadata"
+    );
+    assert!(
+        h.poll().requests.is_empty(),
+        "no SyncGroup before the refresh"
+    );
     h.p.metadata_version += 1;
     let (_, body) = h.one_request();
     assert!(matches!(body, RequestBody::SyncGroup(_)), "{body:?}");
@@ -309,17 +336,33 @@ fn heartbeats_every_interval_and_rebalance_in_progress_revokes_then_rejoins() {
         panic!("expected Heartbeat, got {body:?}");
     };
     assert_eq!((hb.generation_id, hb.member_id.as_str()), (1, "m-1"));
-    h.respond(token, heartbeat_response(Some(ResponseError::RebalanceInProgress)));
+    h.respond(
+        token,
+        heartbeat_response(Some(ResponseError::RebalanceInProgress)),
+    );
 
     // Eager: everything is revoked (and stops fetching) before JoinGroup goes out.
-    assert!(h.poll().requests.is_empty(), "JoinGroup waits for the revoke callback");
+    assert!(
+        h.poll().requests.is_empty(),
+        "JoinGroup waits for the revoke callback"
+    );
     let callbacks = h.callbacks();
     assert_eq!(callbacks.len(), 1);
     let (revoke_id, kind, partitions) = callbacks[0].clone();
-    assert_eq!((kind, partitions), (RebalanceCallback::Revoked, set(&[0, 1])));
-    h.p.subscriptions.set_fetch_state(&tp(0), FetchState::Fetching);
-    assert!(h.p.subscriptions.fetchable_partitions().is_empty(), "revoking stops fetching");
-    assert_eq!(h.m.identity().stable, true, "commits still allowed inside the callback");
+    assert_eq!(
+        (kind, partitions),
+        (RebalanceCallback::Revoked, set(&[0, 1]))
+    );
+    h.p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::Fetching);
+    assert!(
+        h.p.subscriptions.fetchable_partitions().is_empty(),
+        "revoking stops fetching"
+    );
+    assert!(
+        h.m.identity().stable,
+        "commits still allowed inside the callback"
+    );
     h.complete(revoke_id);
     assert!(h.p.subscriptions.assigned().is_empty());
     let (_, body) = h.one_request();
@@ -338,7 +381,10 @@ fn a_stale_heartbeat_error_does_not_reset_a_newer_generation() {
     let (token, _) = h.one_request();
     // Meanwhile the member moved to generation 2 (simulated by answering a rejoin).
     h.m.generation.generation_id = 2;
-    h.respond(token, heartbeat_response(Some(ResponseError::IllegalGeneration)));
+    h.respond(
+        token,
+        heartbeat_response(Some(ResponseError::IllegalGeneration)),
+    );
     assert_eq!(h.m.generation().generation_id, 2, "KAFKA-9823");
     assert_eq!(h.m.state(), MemberState::Stable);
 }
@@ -350,7 +396,10 @@ fn unknown_member_resets_the_generation_and_the_partitions_are_lost() {
     h.complete(id);
     h.p.advance_ms(3_000);
     let (token, _) = h.one_request();
-    h.respond(token, heartbeat_response(Some(ResponseError::UnknownMemberId)));
+    h.respond(
+        token,
+        heartbeat_response(Some(ResponseError::UnknownMemberId)),
+    );
     assert_eq!(h.m.state(), MemberState::Unjoined);
     assert_eq!(h.m.generation(), &Generation::none());
     assert!(h.poll().requests.is_empty());
@@ -366,7 +415,11 @@ fn unknown_member_resets_the_generation_and_the_partitions_are_lost() {
     let RequestBody::JoinGroup(join) = body else {
         panic!("expected JoinGroup, got {body:?}");
     };
-    assert_eq!(join.member_id.as_str(), "", "UNKNOWN_MEMBER_ID drops the member id");
+    assert_eq!(
+        join.member_id.as_str(),
+        "",
+        "UNKNOWN_MEMBER_ID drops the member id"
+    );
 }
 
 #[test]
@@ -387,7 +440,11 @@ fn commit_reset_for_an_old_generation_is_ignored_and_for_the_current_one_applies
     };
     h.m.on_generation_reset(&mut h.p.ctx(), &current);
     assert_eq!(h.m.state(), MemberState::Unjoined);
-    assert_eq!(h.m.generation().member_id, "m-1", "ILLEGAL_GENERATION keeps the id");
+    assert_eq!(
+        h.m.generation().member_id,
+        "m-1",
+        "ILLEGAL_GENERATION keeps the id"
+    );
 }
 
 #[test]
@@ -450,17 +507,26 @@ fn cooperative_revokes_only_what_moved_then_rejoins() {
     let RequestBody::JoinGroup(join) = body else {
         panic!("expected JoinGroup, got {body:?}");
     };
-    assert!(h.callbacks().is_empty(), "cooperative keeps its partitions while joining");
+    assert!(
+        h.callbacks().is_empty(),
+        "cooperative keeps its partitions while joining"
+    );
     let metadata = crate::assignor::protocol::decode_subscription(&join.protocols[0].metadata)
         .expect("decodes");
     assert_eq!(metadata.owned_partitions, vec![tp(0), tp(1), tp(2)]);
     assert_eq!(metadata.generation_id, Some(1));
-    h.respond(token, join_response(2, "m-1", "other", "cooperative-sticky"));
+    h.respond(
+        token,
+        join_response(2, "m-1", "other", "cooperative-sticky"),
+    );
     let (token, _) = h.one_request();
     h.respond(token, sync_response(&[0, 1]));
     let callbacks = h.callbacks();
     assert_eq!(callbacks.len(), 1);
-    assert_eq!((callbacks[0].1, callbacks[0].2.clone()), (RebalanceCallback::Revoked, set(&[2])));
+    assert_eq!(
+        (callbacks[0].1, callbacks[0].2.clone()),
+        (RebalanceCallback::Revoked, set(&[2]))
+    );
     h.complete(callbacks[0].0);
     let callbacks = h.callbacks();
     assert_eq!(
@@ -471,7 +537,10 @@ fn cooperative_revokes_only_what_moved_then_rejoins() {
     h.complete(callbacks[0].0);
     assert_eq!(h.p.subscriptions.assigned(), set(&[0, 1]));
     let (_, body) = h.one_request();
-    assert!(matches!(body, RequestBody::JoinGroup(_)), "revocation triggers a rejoin");
+    assert!(
+        matches!(body, RequestBody::JoinGroup(_)),
+        "revocation triggers a rejoin"
+    );
 }
 
 #[test]
@@ -481,11 +550,16 @@ fn auto_commit_before_revocation_precedes_the_revoke_callback() {
     h.complete(id);
     h.commit.on_poll(
         h.p.now,
-        [(tp(0), crate::types::OffsetAndMetadata::new(42))].into_iter().collect(),
+        [(tp(0), crate::types::OffsetAndMetadata::new(42))]
+            .into_iter()
+            .collect(),
     );
     h.m.request_rejoin("test");
     h.poll();
-    assert!(h.callbacks().is_empty(), "the callback waits for the commit");
+    assert!(
+        h.callbacks().is_empty(),
+        "the callback waits for the commit"
+    );
     assert!(h.commit.has_pending_commits());
     // The commit manager sends it (stable member, generation 1).
     let mut ctx = h.p.ctx();
@@ -513,12 +587,21 @@ fn leave_revokes_then_sends_leave_group_then_completes() {
     h.m.leave(Some(completion));
     assert!(h.poll().requests.is_empty());
     let callbacks = h.callbacks();
-    assert_eq!((callbacks[0].1, callbacks[0].2.clone()), (RebalanceCallback::Revoked, set(&[0, 1])));
+    assert_eq!(
+        (callbacks[0].1, callbacks[0].2.clone()),
+        (RebalanceCallback::Revoked, set(&[0, 1]))
+    );
     h.complete(callbacks[0].0);
     let (token, body) = h.one_request();
     assert!(matches!(body, RequestBody::LeaveGroup(_)), "{body:?}");
-    assert!(receiver.borrow().is_none(), "done only when the leave is answered");
-    h.respond(token, ResponseBody::LeaveGroup(LeaveGroupResponse::default()));
+    assert!(
+        receiver.borrow().is_none(),
+        "done only when the leave is answered"
+    );
+    h.respond(
+        token,
+        ResponseBody::LeaveGroup(LeaveGroupResponse::default()),
+    );
     assert!(matches!(receiver.borrow().as_ref(), Some(Ok(()))));
     assert!(!h.p.subscriptions.has_auto_assigned_partitions());
     assert_eq!(h.m.generation(), &Generation::none());
@@ -552,11 +635,17 @@ fn fenced_instance_is_fatal_and_reported_on_every_poll() {
     h.app_polls();
     let (token, _) = h.one_request();
     h.respond(token, join_error(ResponseError::FencedInstanceId, ""));
-    assert!(matches!(h.p.effects.errors.as_slice(), [Error::Fenced { .. }]));
+    assert!(matches!(
+        h.p.effects.errors.as_slice(),
+        [Error::Fenced { .. }]
+    ));
     h.p.effects.errors.clear();
     assert!(h.poll().requests.is_empty(), "a fenced member stops");
     h.app_polls();
-    assert!(matches!(h.p.effects.errors.as_slice(), [Error::Fenced { .. }]));
+    assert!(matches!(
+        h.p.effects.errors.as_slice(),
+        [Error::Fenced { .. }]
+    ));
 }
 
 #[test]
