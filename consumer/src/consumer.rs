@@ -109,6 +109,10 @@ pub struct ConsumerMetrics {
     /// Iterations of the background loop so far (it wakes only for events, responses and
     /// deadlines; an idle consumer barely moves this).
     pub background_loop_iterations: u64,
+    /// Group rebalances this member completed.
+    pub rebalances: u64,
+    /// How long the last rebalance took, in ms (start to the end of `on_partitions_assigned`).
+    pub last_rebalance_ms: u64,
 }
 
 /// How partitions are chosen, as the application side tracks it (the modes exclude each
@@ -769,6 +773,21 @@ impl Consumer {
         }
     }
 
+    /// The records as a [`Stream`](futures_core::Stream): each item is what
+    /// [`recv`](Self::recv) returns; it ends once the consumer is closed. Dropping the stream
+    /// between items loses nothing.
+    pub fn stream(
+        &mut self,
+    ) -> impl futures_core::Stream<Item = Result<ConsumerRecord>> + Send + '_ {
+        futures_util::stream::unfold(self, |consumer| async move {
+            if consumer.closed {
+                return None;
+            }
+            let item = consumer.recv().await;
+            Some((item, consumer))
+        })
+    }
+
     // ----- commits -----
 
     fn check_commit(&self, offsets: &Offsets) -> Result<()> {
@@ -1128,6 +1147,8 @@ impl Consumer {
             fetch_responses: self.metrics.fetch_responses(),
             last_commit_latency_us: self.metrics.last_commit_latency_us(),
             background_loop_iterations: self.metrics.loop_iterations(),
+            rebalances: self.metrics.rebalances(),
+            last_rebalance_ms: self.metrics.last_rebalance_ms(),
         }
     }
 

@@ -17,6 +17,8 @@
 //! - [`consumer`]: the application-facing [`Consumer`].
 
 pub mod assignor;
+#[cfg(not(madsim))]
+pub mod blocking;
 pub mod config;
 pub mod consumer;
 pub mod error;

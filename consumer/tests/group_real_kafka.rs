@@ -431,6 +431,10 @@ async fn a_restarted_member_resumes_from_committed_offsets() {
             let extra = consumer.poll(Duration::from_millis(500)).await.unwrap();
             assert_eq!(extra.count(), 0, "nothing beyond what was produced");
             assert_eq!(consumer.assignment().len(), 3);
+            assert!(
+                consumer.metrics().rebalances >= 1,
+                "the join counts as a rebalance"
+            );
             let metadata = consumer.group_metadata().unwrap();
             assert!(metadata.generation_id > 0 && !metadata.member_id.is_empty());
             consumer.close(Duration::from_secs(30)).await.unwrap();

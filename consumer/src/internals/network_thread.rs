@@ -540,6 +540,10 @@ impl ConsumerNetworkThread {
             }
         }
         self.complete_position_waiters(now);
+        if let Some(membership) = &self.membership {
+            let (completed, last_ms) = membership.rebalance_stats();
+            self.channels.metrics.record_rebalances(completed, last_ms);
+        }
         self.channels.metrics.record(
             self.fetch.responses_received,
             self.commit

@@ -76,6 +76,7 @@ impl ClassicMembershipManager {
                 if !needed || !self.join_requested {
                     return;
                 }
+                self.rebalance_started_at.get_or_insert(ctx.now);
                 if self.needs_join_prepare {
                     self.start_join_prepare(ctx, commit);
                     if !matches!(self.step, Step::Idle) {
@@ -493,10 +494,11 @@ impl ClassicMembershipManager {
             self.request_rejoin("partitions were revoked; rejoining so they can be reassigned");
         }
         Self::stop_fetching(ctx, &revoked);
-        let remaining = owned.difference(&revoked).cloned().collect();
-        let id = self.request_callback(ctx, RebalanceCallback::Revoked, revoked, remaining);
+        let remaining: BTreeSet<TopicPartition> = owned.difference(&revoked).cloned().collect();
+        let id = self.request_callback(ctx, RebalanceCallback::Revoked, revoked, remaining.clone());
         self.step = Step::RevokeCallback {
             id,
+            remaining,
             assigned,
             added,
         };

@@ -100,9 +100,11 @@ pub(super) enum Step {
     },
     /// SyncGroup in flight.
     Syncing { token: u64 },
-    /// Join complete: cooperative `on_partitions_revoked`, then assign `assigned`.
+    /// Join complete: cooperative `on_partitions_revoked` (leaving `remaining`), then assign
+    /// `assigned` — unless the generation was reset meanwhile.
     RevokeCallback {
         id: u64,
+        remaining: BTreeSet<TopicPartition>,
         assigned: BTreeSet<TopicPartition>,
         added: BTreeSet<TopicPartition>,
     },
@@ -166,6 +168,10 @@ pub(crate) struct ClassicMembershipManager {
     /// Requests made while handling a response (SyncGroup after JoinGroup), sent at the next
     /// poll, which the loop runs right after every response.
     outbox: Vec<UnsentRequest>,
+    /// When the rebalance under way started.
+    rebalance_started_at: Option<Instant>,
+    /// Rebalances completed, and the duration of the last one in ms (for metrics).
+    rebalances: (u64, u64),
     next_token: u64,
     next_callback_id: u64,
 }
@@ -247,6 +253,8 @@ impl ClassicMembershipManager {
             assignment_snapshot: None,
             coordinator_known: false,
             outbox: Vec::new(),
+            rebalance_started_at: None,
+            rebalances: (0, 0),
             next_token: 0,
             next_callback_id: 0,
         }))
@@ -281,6 +289,11 @@ impl ClassicMembershipManager {
                 MemberState::PreparingRebalance | MemberState::CompletingRebalance
             ),
         }
+    }
+
+    /// Rebalances completed and the last one's duration in ms.
+    pub fn rebalance_stats(&self) -> (u64, u64) {
+        self.rebalances
     }
 
     /// Whether the current step waits for a listener call.
@@ -387,7 +400,12 @@ impl ClassicMembershipManager {
         self.transition(ctx, MemberState::Unjoined);
         self.needs_join_prepare = true;
         self.heartbeat_in_flight = None;
-        self.step = Step::Idle;
+        // A listener call already out is waited for: its partitions change hands in the
+        // application's view when it returns, and the next join prepare must start from there
+        // (otherwise the application is told about a partition twice).
+        if !self.awaiting_callback() {
+            self.step = Step::Idle;
+        }
         self.assignment_snapshot = None;
         ctx.subscriptions.set_group_subscription(BTreeSet::new());
         self.rejoin_reason = Some(reason.to_owned());
@@ -531,9 +549,17 @@ impl ClassicMembershipManager {
             }
             Step::RevokeCallback {
                 id: waiting,
+                remaining,
                 assigned,
                 added,
-            } if waiting == id => self.start_assign(ctx, assigned, added),
+            } if waiting == id => {
+                if self.state == MemberState::Stable {
+                    self.start_assign(ctx, assigned, added);
+                } else {
+                    // The generation was reset during the callback: its assignment is void.
+                    Self::set_assignment(ctx, &remaining, &BTreeSet::new());
+                }
+            }
             Step::AssignCallback { id: waiting, added } if waiting == id => {
                 ctx.subscriptions.enable_awaiting_callback(&added);
                 tracing::info!(
