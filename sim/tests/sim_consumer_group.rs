@@ -43,6 +43,8 @@ struct Journal {
     violations: Vec<String>,
     /// Errors `poll` returned, for the failure report (faults make some expected).
     errors: Vec<String>,
+    /// Each member's latest view: assignment, generation, member id, rebalances completed.
+    views: BTreeMap<usize, (BTreeSet<TopicPartition>, i32, String, u64)>,
     /// The longest a `poll` returned after its timeout, in virtual µs.
     max_poll_overshoot_us: u128,
     /// Per member: partitions owned (per the listener) and the last offset seen in each.
@@ -204,6 +206,16 @@ async fn member(
             }
         };
         record_deliveries(&journal, index, &records);
+        let view = (
+            consumer.assignment().clone(),
+            consumer.group_metadata().map_or(-1, |m| m.generation_id),
+            consumer
+                .group_metadata()
+                .map(|m| m.member_id)
+                .unwrap_or_default(),
+            consumer.metrics().rebalances,
+        );
+        journal.lock().unwrap().views.insert(index, view);
         // Processing time: consumption spans the whole fault window (~30 virtual s).
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -357,8 +369,24 @@ async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
         }
     }
     faults.await.unwrap();
-    // Let the group settle after the last fault before reading the final assignments.
-    tokio::time::sleep(Duration::from_secs(20)).await;
+    // Let the group settle after the last fault: every member in the same generation, every
+    // partition owned exactly once, for 3 s in a row (a member coming back from a network cut
+    // rejoins some seconds after the cut heals). Bounded: a group that never settles fails the
+    // check below.
+    let settle_deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    let mut stable_for = 0;
+    while stable_for < 3 && tokio::time::Instant::now() < settle_deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let j = journal.lock().unwrap();
+        let generations: BTreeSet<i32> = j.views.values().map(|v| v.1).collect();
+        let owned: usize = j.views.values().map(|v| v.0.len()).sum();
+        let union: BTreeSet<&TopicPartition> = j.views.values().flat_map(|v| v.0.iter()).collect();
+        let settled = j.views.len() == MEMBERS
+            && generations.len() == 1
+            && owned == PARTITIONS as usize
+            && union.len() == owned;
+        stable_for = if settled { stable_for + 1 } else { 0 };
+    }
     stop.store(true, Ordering::SeqCst);
     let mut assignments = Vec::new();
     for handle in handles {
@@ -382,8 +410,23 @@ fn simulate<F: std::future::Future<Output = Outcome> + 'static>(
 ) -> Outcome {
     #[allow(clippy::disallowed_methods)] // outside the simulation: one OS thread per runtime
     let thread = std::thread::spawn(move || {
-        madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default())
-            .block_on(simulation())
+        let runtime =
+            madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+        // SIM_GROUP_TRACE=N writes seed N's consumer and broker logs (virtual time) to
+        // target/sim-group-trace-N.log, for diagnosing a failure.
+        let traced = std::env::var("SIM_GROUP_TRACE").ok() == Some(seed.to_string());
+        if !traced {
+            return runtime.block_on(simulation());
+        }
+        let path = format!("{}/sim-group-trace-{seed}.log", env!("CARGO_TARGET_TMPDIR"));
+        let file = std::fs::File::create(&path).expect("trace file");
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("kafka_consumer=debug,sim=info")
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .finish();
+        eprintln!("tracing seed {seed} to {path}");
+        tracing::subscriber::with_default(subscriber, || runtime.block_on(simulation()))
     });
     thread.join().unwrap()
 }
@@ -421,10 +464,11 @@ fn check(seed: u64, outcome: &Outcome) -> Result<(), String> {
     }
     if union.len() != PARTITIONS as usize {
         return Err(format!(
-            "seed {seed}: {} of {PARTITIONS} partitions owned at the end: {:?}; poll errors {:?}; \
-             plan {:?}; repro: {repro}",
+            "seed {seed}: {} of {PARTITIONS} partitions owned at the end: {:?}; views {:?}; \
+             poll errors {:?}; plan {:?}; repro: {repro}",
             union.len(),
             outcome.assignments,
+            j.views,
             j.errors,
             outcome.plan
         ));

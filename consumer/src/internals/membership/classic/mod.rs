@@ -562,10 +562,21 @@ impl ClassicMembershipManager {
             }
             Step::AssignCallback { id: waiting, added } if waiting == id => {
                 ctx.subscriptions.enable_awaiting_callback(&added);
-                tracing::info!(
-                    generation = self.generation.generation_id,
-                    "rebalance complete"
-                );
+                if self.state == MemberState::Stable {
+                    let took_ms = self
+                        .rebalance_started_at
+                        .take()
+                        .map_or(0, |at| (ctx.now - at).as_millis());
+                    self.rebalances = (
+                        self.rebalances.0 + 1,
+                        u64::try_from(took_ms).unwrap_or(u64::MAX),
+                    );
+                    tracing::info!(
+                        generation = self.generation.generation_id,
+                        took_ms,
+                        "rebalance complete"
+                    );
+                }
             }
             other => {
                 tracing::debug!(id, "callback completion for an abandoned step");
