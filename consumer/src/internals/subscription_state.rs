@@ -370,4 +370,49 @@ mod tests {
         assert_eq!(s.fetch_state(&tp(3)), Some(FetchState::Initializing));
         assert_eq!(s.fetch_state(&tp(0)), None);
     }
+
+    #[test]
+    fn patterns_match_whole_topic_names_like_java() {
+        let pattern = TopicPattern::new("orders-.*").unwrap();
+        assert!(pattern.matches("orders-eu"));
+        assert!(
+            !pattern.matches("old-orders-eu"),
+            "a full match, not a search"
+        );
+        assert!(TopicPattern::new("orders-(").is_err());
+        let mut s = SubscriptionState::default();
+        s.subscribe_pattern(pattern);
+        assert!(s.needs_all_topics_metadata());
+        assert!(s.match_pattern(["orders-eu", "payments", "orders-us"]));
+        assert_eq!(
+            s.subscribed_topics().iter().cloned().collect::<Vec<_>>(),
+            ["orders-eu", "orders-us"]
+        );
+        assert!(!s.match_pattern(["orders-us", "orders-eu"]), "unchanged");
+        assert!(s.has_auto_assigned_partitions());
+    }
+
+    #[test]
+    fn group_assignment_fetches_only_after_the_callback_and_not_while_revoking() {
+        let mut s = SubscriptionState::default();
+        s.subscribe(["t".to_owned()].into_iter().collect());
+        let all: BTreeSet<_> = [tp(0), tp(1)].into_iter().collect();
+        let removed = s.assign_from_subscribed(&all, &[tp(1)].into_iter().collect());
+        assert!(removed.is_empty());
+        for p in [0, 1] {
+            s.set_fetch_state(&tp(p), FetchState::Fetching);
+        }
+        assert_eq!(
+            s.fetchable_partitions(),
+            [tp(0)],
+            "tp 1 awaits its callback"
+        );
+        s.enable_awaiting_callback(&[tp(1)].into_iter().collect());
+        assert_eq!(s.fetchable_partitions(), [tp(0), tp(1)]);
+        s.mark_pending_revocation(&[tp(0)].into_iter().collect());
+        assert_eq!(s.fetchable_partitions(), [tp(1)], "revoking stops fetching");
+        assert_eq!(s.metadata_topics(), ["t".to_owned()].into_iter().collect());
+        s.unsubscribe();
+        assert!(s.assigned().is_empty() && !s.has_auto_assigned_partitions());
+    }
 }
