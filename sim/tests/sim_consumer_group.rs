@@ -286,14 +286,21 @@ fn plan(seed: u64) -> FaultPlan {
     plan
 }
 
-/// A member that joins and leaves the group over and over (a rebalance every few seconds).
-async fn churner(bootstrap: Vec<String>, stop: Arc<AtomicBool>) {
+/// A member that joins and leaves the group over and over (a rebalance every few seconds);
+/// what it consumes counts as delivered.
+async fn churner(bootstrap: Vec<String>, journal: Shared, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::SeqCst) {
         let mut consumer = Consumer::new(config(&bootstrap, 9)).unwrap();
         consumer.subscribe(["t"]).await.unwrap();
         let until = tokio::time::Instant::now() + Duration::from_secs(3);
         while tokio::time::Instant::now() < until && !stop.load(Ordering::SeqCst) {
-            let _ = consumer.poll(POLL_TIMEOUT).await;
+            if let Ok(records) = consumer.poll(POLL_TIMEOUT).await {
+                let mut j = journal.lock().unwrap();
+                for r in records.iter() {
+                    *j.deliveries.entry((r.partition, r.offset)).or_default() += 1;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let _ = consumer.close(Duration::from_secs(5)).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -345,13 +352,18 @@ async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
             ))
         })
         .collect();
+    let churn_stop = Arc::new(AtomicBool::new(false));
     let churner = churn.then(|| {
         let node = Handle::current()
             .create_node()
             .name("churner")
             .ip("10.0.3.9".parse().unwrap())
             .build();
-        node.spawn(churner(bootstrap.clone(), Arc::clone(&stop)))
+        node.spawn(churner(
+            bootstrap.clone(),
+            Arc::clone(&journal),
+            Arc::clone(&churn_stop),
+        ))
     });
     let _ = seed;
     let faults = {
@@ -369,6 +381,10 @@ async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
         }
     }
     faults.await.unwrap();
+    churn_stop.store(true, Ordering::SeqCst);
+    if let Some(churner) = churner {
+        churner.await.unwrap();
+    }
     // Let the group settle after the last fault: every member in the same generation, every
     // partition owned exactly once, for 3 s in a row (a member coming back from a network cut
     // rejoins some seconds after the cut heals). Bounded: a group that never settles fails the
@@ -391,9 +407,6 @@ async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
     let mut assignments = Vec::new();
     for handle in handles {
         assignments.push(handle.await.unwrap());
-    }
-    if let Some(churner) = churner {
-        churner.await.unwrap();
     }
     let journal = std::mem::take(&mut *journal.lock().unwrap());
     Outcome {
