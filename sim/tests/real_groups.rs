@@ -96,7 +96,8 @@ fn fetch(group: &str, member: Option<&str>, epoch: i32) -> OffsetFetchRequest {
 }
 
 #[tokio::test]
-async fn classic_group_joins_syncs_commits_and_its_offsets_survive_a_coordinator_move() {
+async fn classic_group_joins_syncs_commits_and_its_membership_and_offsets_survive_a_coordinator_move(
+) {
     let mut cluster = cluster(2).await;
     let mut client = connected_client(&cluster).await;
     let group = "classic-app";
@@ -170,14 +171,15 @@ async fn classic_group_joins_syncs_commits_and_its_offsets_survive_a_coordinator
         HeartbeatRequest::default()
             .with_group_id(group_id(group))
             .with_generation_id(1)
-            .with_member_id(StrBytes::from_string(member_id)),
+            .with_member_id(StrBytes::from_string(member_id.clone())),
     )
     .await;
     assert_eq!(
-        heartbeat.error_code,
-        ResponseError::UnknownMemberId.code(),
-        "membership is not persisted: the member rejoins (sim/FIDELITY.md)"
+        heartbeat.error_code, 0,
+        "membership is persisted: generation 1 is valid on the new coordinator"
     );
+    let committed = send(&mut client, moved, commit(group, 1, &member_id, 43)).await;
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
 }
 
 #[tokio::test]

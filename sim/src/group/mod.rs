@@ -12,6 +12,10 @@
 
 pub mod classic;
 pub mod consumer;
+pub mod group_load;
+pub mod group_record;
+#[cfg(test)]
+mod move_tests;
 pub mod offset_record;
 pub mod offsets;
 pub mod shard;

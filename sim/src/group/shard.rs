@@ -8,13 +8,16 @@
 //!   group gets INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat for a non-empty classic
 //!   group GROUP_ID_NOT_FOUND, as Kafka answers with migration disabled.
 //! - Durability: every accepted offset commit is appended to the shard's partition before it is
-//!   answered ([`OffsetRecord`]); a shard loaded after a move or a restart replays them and
-//!   recreates each group as an Empty classic group, as Kafka's loader does for groups known
-//!   only from their offsets. Group membership itself is not persisted: members of a moved
-//!   coordinator rejoin (listed in `sim/FIDELITY.md`). A commit the log refuses (leadership
-//!   moved on) is answered NOT_COORDINATOR.
+//!   answered ([`OffsetRecord`]), and group state is written as Kafka's group records
+//!   ([`super::group_record`]): the classic coordinator's `GroupMetadata` records at the points
+//!   Kafka writes them, and for consumer groups the records that changed in each operation. A
+//!   shard loaded after a move or a restart replays them ([`LoadedGroups`]) and starts the
+//!   members' timers in [`GroupShard::on_loaded`]. A write the log refuses (leadership moved
+//!   on) fences the shard: it answers nothing more and the runtime answers NOT_COORDINATOR.
 
 use std::collections::BTreeMap;
+
+use bytes::Bytes;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
@@ -26,7 +29,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::classic::{ClassicGroupConfig, ClassicGroupCoordinator, ClassicResponse, RequestId};
+use super::consumer::persist;
 use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, TopicsImage};
+use super::group_load::LoadedGroups;
+use super::group_record::{record_type, GroupRecordKey, GroupRecordValue};
 use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
 use crate::coordinator::{
@@ -67,6 +73,10 @@ pub struct GroupCoordinatorShard {
     /// persist on its answer.
     pending_commits: BTreeMap<u64, (u64, OffsetCommitRequest)>,
     outbox: Vec<(u64, GroupResponse)>,
+    /// The consumer-group records the log holds, per group (the last value of each key).
+    persisted_consumer: BTreeMap<String, BTreeMap<GroupRecordKey, GroupRecordValue>>,
+    /// Set once an append was refused: leadership moved on and every answer is NOT_COORDINATOR.
+    fenced: bool,
 }
 
 impl GroupCoordinatorShard {
@@ -87,25 +97,96 @@ impl GroupCoordinatorShard {
             topics: Vec::new(),
             pending_commits: BTreeMap::new(),
             outbox: Vec::new(),
+            persisted_consumer: BTreeMap::new(),
+            fenced: false,
             log,
         };
-        for record in shard.log.read_all() {
-            let (Some(key), Some(value)) = (record.key, record.value) else {
-                continue;
-            };
-            if let Some(offset) = OffsetRecord::decode(&key, &value) {
-                shard.classic.load_empty_group(&offset.group_id);
-                shard.offsets.restore(
-                    &offset.group_id,
-                    &offset.topic,
-                    offset.partition,
-                    offset.offset,
-                );
+        let loaded = LoadedGroups::replay(shard.log.read_all());
+        for offset in loaded.offsets {
+            shard.offsets.restore(
+                &offset.group_id,
+                &offset.topic,
+                offset.partition,
+                offset.offset,
+            );
+        }
+        for (group_id, value) in &loaded.classic {
+            match value {
+                Some(value) => shard.classic.restore_group(group_id, value),
+                None => shard.classic.load_empty_group(group_id),
             }
+        }
+        for (group_id, group) in loaded.consumer {
+            shard
+                .persisted_consumer
+                .insert(group_id, persist::group_records(&group));
+            shard.consumer.restore_group(group);
         }
         shard.refresh_topics();
         shard.poll(now_ms);
         shard
+    }
+
+    /// Appends the group records the last operation produced: the classic coordinator's
+    /// `GroupMetadata` records, and for consumer groups the records whose value changed since
+    /// they were last written (tombstones for what disappeared). A refused append (leadership
+    /// moved on) fences the shard: from then on it answers NOT_COORDINATOR, as Kafka's runtime
+    /// does once the partition is no longer led here.
+    fn flush_group_records(&mut self, now_ms: u64, consumer_touched: bool) {
+        let mut records: Vec<(Option<Bytes>, Option<Bytes>)> = self
+            .classic
+            .take_records()
+            .into_iter()
+            .map(|(group_id, value)| {
+                let key = GroupRecordKey::group(record_type::GROUP_METADATA, &group_id);
+                (Some(key.encode()), Some(value.encode()))
+            })
+            .collect();
+        if consumer_touched {
+            records.extend(self.consumer_record_changes());
+        }
+        if records.is_empty() || self.fenced {
+            return;
+        }
+        if let Err(error) = self.log.append(now_ms as i64, &records) {
+            tracing::debug!(?error, "group records not persisted; shard fenced");
+            self.fenced = true;
+        }
+    }
+
+    /// The consumer-group records to write so the log matches the groups in memory.
+    fn consumer_record_changes(&mut self) -> Vec<(Option<Bytes>, Option<Bytes>)> {
+        let mut changes = Vec::new();
+        let mut current_ids = self.consumer.group_ids();
+        current_ids.extend(self.persisted_consumer.keys().cloned());
+        current_ids.sort();
+        current_ids.dedup();
+        for group_id in current_ids {
+            let current = self
+                .consumer
+                .group(&group_id)
+                .map(persist::group_records)
+                .unwrap_or_default();
+            let previous = self
+                .persisted_consumer
+                .remove(&group_id)
+                .unwrap_or_default();
+            for (key, value) in &current {
+                if previous.get(key) != Some(value) {
+                    changes.push((Some(key.encode()), Some(value.encode())));
+                }
+            }
+            // Tombstones last and in reverse key order: members before the group epoch.
+            for key in previous.keys().rev() {
+                if !current.contains_key(key) {
+                    changes.push((Some(key.encode()), None));
+                }
+            }
+            if !current.is_empty() {
+                self.persisted_consumer.insert(group_id, current);
+            }
+        }
+        changes
     }
 
     fn is_consumer_group(&self, group_id: &str) -> bool {
@@ -258,6 +339,7 @@ impl GroupCoordinatorShard {
             Ok(_) => response,
             Err(error) => {
                 tracing::debug!(group = %group_id, ?error, "offset commit not persisted");
+                self.fenced = true;
                 OffsetStore::commit_error_response(request, ResponseError::NotCoordinator)
             }
         }
@@ -344,6 +426,63 @@ fn not_a_classic_group(group: &GroupId, version: i16) -> DescribeGroupsResponse 
 
 impl GroupShard for GroupCoordinatorShard {
     fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
+        if self.fenced {
+            // Leadership moved on: the runtime unloads this shard and answers NOT_COORDINATOR
+            // to every request left waiting on it.
+            return;
+        }
+        let consumer_touched = matches!(request, GroupRequest::ConsumerGroupHeartbeat(_))
+            || self.consumer_timer_due(now_ms);
+        self.handle_request(now_ms, context, request);
+        self.flush_group_records(now_ms, consumer_touched);
+    }
+
+    fn on_loaded(&mut self, now_ms: u64) {
+        self.classic.on_loaded(now_ms);
+        self.consumer.on_loaded(now_ms);
+        self.flush_group_records(now_ms, false);
+    }
+
+    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+        let responses = self.collect_responses();
+        if self.fenced {
+            return Vec::new();
+        }
+        responses
+    }
+
+    fn poll(&mut self, now_ms: u64) {
+        if self.fenced {
+            return;
+        }
+        let consumer_touched = self.consumer_timer_due(now_ms);
+        self.classic.poll(now_ms);
+        self.consumer.poll(now_ms);
+        self.flush_group_records(now_ms, consumer_touched);
+    }
+
+    fn next_deadline_ms(&self) -> Option<u64> {
+        if self.fenced {
+            return None;
+        }
+        match (
+            self.classic.next_deadline_ms(),
+            self.consumer.next_deadline_ms(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl GroupCoordinatorShard {
+    fn consumer_timer_due(&self, now_ms: u64) -> bool {
+        self.consumer
+            .next_deadline_ms()
+            .is_some_and(|deadline| deadline <= now_ms)
+    }
+
+    fn handle_request(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
         let id = RequestId(context.request_id);
         let version = context.api_version;
         match request {
@@ -379,7 +518,7 @@ impl GroupShard for GroupCoordinatorShard {
         }
     }
 
-    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+    fn collect_responses(&mut self) -> Vec<(u64, GroupResponse)> {
         let classic = self.classic.take_responses();
         let mut responses = std::mem::take(&mut self.outbox);
         for (RequestId(id), response) in classic {
@@ -402,20 +541,5 @@ impl GroupShard for GroupCoordinatorShard {
             responses.push((id, response));
         }
         responses
-    }
-
-    fn poll(&mut self, now_ms: u64) {
-        self.classic.poll(now_ms);
-        self.consumer.poll(now_ms);
-    }
-
-    fn next_deadline_ms(&self) -> Option<u64> {
-        match (
-            self.classic.next_deadline_ms(),
-            self.consumer.next_deadline_ms(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 }
