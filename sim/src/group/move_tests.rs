@@ -17,17 +17,17 @@ use crate::coordinator::{
     CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
 };
 
-const GROUP: &str = "app";
+pub(super) const GROUP: &str = "app";
 const SESSION_MS: i32 = 10_000;
 
-struct Fixture {
+pub(super) struct Fixture {
     controller: Controller,
     factory: GroupCoordinatorFactory,
     next_id: u64,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let mut config = ClusterConfig {
             offsets_partitions: 1,
             ..ClusterConfig::default()
@@ -52,7 +52,7 @@ impl Fixture {
     }
 
     /// A coordinator for offsets partition 0 at its current leader epoch, loaded at `now_ms`.
-    fn load(&self, now_ms: u64) -> Box<dyn GroupShard> {
+    pub(super) fn load(&self, now_ms: u64) -> Box<dyn GroupShard> {
         let epoch = self
             .controller
             .read()
@@ -66,14 +66,14 @@ impl Fixture {
     }
 
     /// Moves the offsets partition's leadership (epoch bump): a new coordinator takes over.
-    fn move_coordinator(&self) {
+    pub(super) fn move_coordinator(&self) {
         self.controller
             .update(|state| state.move_leader(OFFSETS_TOPIC, 0, None))
             .unwrap();
     }
 
     /// Sends `request` and returns its answer if the shard answered by now.
-    fn call(
+    pub(super) fn call(
         &mut self,
         shard: &mut dyn GroupShard,
         now_ms: u64,
@@ -107,11 +107,11 @@ impl Fixture {
     }
 }
 
-fn s(v: &str) -> StrBytes {
+pub(super) fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_owned())
 }
 
-fn join(member_id: &str) -> GroupRequest {
+pub(super) fn join(member_id: &str) -> GroupRequest {
     GroupRequest::JoinGroup(
         JoinGroupRequest::default()
             .with_group_id(GroupId(s(GROUP)))
@@ -125,14 +125,14 @@ fn join(member_id: &str) -> GroupRequest {
     )
 }
 
-fn join_response(r: Option<GroupResponse>) -> JoinGroupResponse {
+pub(super) fn join_response(r: Option<GroupResponse>) -> JoinGroupResponse {
     match r {
         Some(GroupResponse::JoinGroup(r)) => r,
         other => panic!("expected a JoinGroup answer, got {other:?}"),
     }
 }
 
-fn heartbeat(member_id: &str, generation: i32) -> GroupRequest {
+pub(super) fn heartbeat(member_id: &str, generation: i32) -> GroupRequest {
     GroupRequest::Heartbeat(
         HeartbeatRequest::default()
             .with_group_id(GroupId(s(GROUP)))
@@ -141,14 +141,14 @@ fn heartbeat(member_id: &str, generation: i32) -> GroupRequest {
     )
 }
 
-fn heartbeat_error(r: Option<GroupResponse>) -> i16 {
+pub(super) fn heartbeat_error(r: Option<GroupResponse>) -> i16 {
     match r {
         Some(GroupResponse::Heartbeat(r)) => r.error_code,
         other => panic!("expected a Heartbeat answer, got {other:?}"),
     }
 }
 
-fn sync(member_id: &str, generation: i32, assignment: &'static [u8]) -> GroupRequest {
+pub(super) fn sync(member_id: &str, generation: i32, assignment: &'static [u8]) -> GroupRequest {
     GroupRequest::SyncGroup(
         SyncGroupRequest::default()
             .with_group_id(GroupId(s(GROUP)))
@@ -160,7 +160,11 @@ fn sync(member_id: &str, generation: i32, assignment: &'static [u8]) -> GroupReq
     )
 }
 
-fn describe(fx: &mut Fixture, shard: &mut dyn GroupShard, now_ms: u64) -> (String, Vec<String>) {
+pub(super) fn describe(
+    fx: &mut Fixture,
+    shard: &mut dyn GroupShard,
+    now_ms: u64,
+) -> (String, Vec<String>) {
     match fx.call(
         shard,
         now_ms,
@@ -182,7 +186,7 @@ fn describe(fx: &mut Fixture, shard: &mut dyn GroupShard, now_ms: u64) -> (Strin
 }
 
 /// A Stable one-member classic group at generation 1 with assignment `a-0`.
-fn stable_classic_group(fx: &mut Fixture, shard: &mut dyn GroupShard) -> String {
+pub(super) fn stable_classic_group(fx: &mut Fixture, shard: &mut dyn GroupShard) -> String {
     let first = join_response(fx.call(shard, 0, 9, join("")));
     assert_eq!(first.error_code, ResponseError::MemberIdRequired.code());
     let member = first.member_id.to_string();
@@ -195,7 +199,7 @@ fn stable_classic_group(fx: &mut Fixture, shard: &mut dyn GroupShard) -> String 
     member
 }
 
-fn group_records(fx: &Fixture, record_type: i16) -> usize {
+pub(super) fn group_records(fx: &Fixture, record_type: i16) -> usize {
     let epoch = fx
         .controller
         .read()

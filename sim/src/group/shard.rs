@@ -3,10 +3,15 @@
 //! runtime as a [`GroupShard`] (Kafka's `GroupCoordinatorShard`).
 //!
 //! - Routing: a group id is a consumer-protocol group once the consumer coordinator knows it;
-//!   everything else is classic (including "simple" groups that only commit offsets). Mixed
-//!   groups (Kafka's online migration) are not modelled yet: a classic JoinGroup for a consumer
-//!   group gets INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat for a non-empty classic
-//!   group GROUP_ID_NOT_FOUND, as Kafka answers with migration disabled.
+//!   everything else is classic (including "simple" groups that only commit offsets). An empty
+//!   group of one type gives way to the other, as Kafka's `maybeDeleteEmptyClassicGroup` /
+//!   `maybeDeleteEmptyConsumerGroup` do: a successful ConsumerGroupHeartbeat replaces an empty
+//!   classic group, a classic JoinGroup an empty consumer group (with the old group's
+//!   tombstones). Mixed groups (Kafka's online migration of non-empty groups) are not modelled:
+//!   a classic JoinGroup for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL, a
+//!   ConsumerGroupHeartbeat for a non-empty classic group GROUP_ID_NOT_FOUND.
+//! - ListGroups lists both types (`list::filter_listed_groups` applies the v4 states and v5
+//!   types filters).
 //! - Durability: every accepted offset commit is appended to the shard's partition before it is
 //!   answered ([`OffsetRecord`]), and group state is written as Kafka's group records
 //!   ([`super::group_record`]): the classic coordinator's `GroupMetadata` records at the points
@@ -23,8 +28,8 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsResponse, GroupId,
-    JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse,
+    JoinGroupRequest, JoinGroupResponse, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -33,6 +38,7 @@ use super::consumer::persist;
 use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, TopicsImage};
 use super::group_load::LoadedGroups;
 use super::group_record::{record_type, GroupRecordKey, GroupRecordValue};
+use super::list::filter_listed_groups;
 use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
 use crate::coordinator::{
@@ -67,6 +73,8 @@ pub struct GroupCoordinatorShard {
     consumer: ConsumerGroupCoordinator,
     offsets: OffsetStore,
     offset_metadata_max_bytes: usize,
+    /// `group.{min,max}.session.timeout.ms`.
+    session_timeout_range: (i32, i32),
     /// The topics last handed to the consumer coordinator.
     topics: Vec<(String, uuid::Uuid, i32)>,
     /// Offset commits the classic coordinator has not answered yet (with when they arrived), to
@@ -75,6 +83,8 @@ pub struct GroupCoordinatorShard {
     outbox: Vec<(u64, GroupResponse)>,
     /// The consumer-group records the log holds, per group (the last value of each key).
     persisted_consumer: BTreeMap<String, BTreeMap<GroupRecordKey, GroupRecordValue>>,
+    /// Records to write before the operation's own (a replaced group's tombstone).
+    leading_records: Vec<(Option<Bytes>, Option<Bytes>)>,
     /// Set once an append was refused: leadership moved on and every answer is NOT_COORDINATOR.
     fenced: bool,
 }
@@ -94,10 +104,15 @@ impl GroupCoordinatorShard {
             ),
             offsets: OffsetStore::new(),
             offset_metadata_max_bytes: factory.classic.offset_metadata_max_bytes,
+            session_timeout_range: (
+                factory.classic.group_min_session_timeout_ms,
+                factory.classic.group_max_session_timeout_ms,
+            ),
             topics: Vec::new(),
             pending_commits: BTreeMap::new(),
             outbox: Vec::new(),
             persisted_consumer: BTreeMap::new(),
+            leading_records: Vec::new(),
             fenced: false,
             log,
         };
@@ -133,18 +148,21 @@ impl GroupCoordinatorShard {
     /// moved on) fences the shard: from then on it answers NOT_COORDINATOR, as Kafka's runtime
     /// does once the partition is no longer led here.
     fn flush_group_records(&mut self, now_ms: u64, consumer_touched: bool) {
-        let mut records: Vec<(Option<Bytes>, Option<Bytes>)> = self
-            .classic
-            .take_records()
-            .into_iter()
-            .map(|(group_id, value)| {
-                let key = GroupRecordKey::group(record_type::GROUP_METADATA, &group_id);
-                (Some(key.encode()), Some(value.encode()))
-            })
-            .collect();
+        // Order as Kafka writes them: the deleted group's tombstones before the new group's
+        // records, whichever type each is.
+        let mut records = std::mem::take(&mut self.leading_records);
         if consumer_touched {
             records.extend(self.consumer_record_changes());
         }
+        records.extend(
+            self.classic
+                .take_records()
+                .into_iter()
+                .map(|(group_id, value)| {
+                    let key = GroupRecordKey::group(record_type::GROUP_METADATA, &group_id);
+                    (Some(key.encode()), Some(value.encode()))
+                }),
+        );
         if records.is_empty() || self.fenced {
             return;
         }
@@ -218,6 +236,13 @@ impl GroupCoordinatorShard {
         context: &GroupRequestContext,
         request: &JoinGroupRequest,
     ) {
+        // `maybeDeleteEmptyConsumerGroup`: an empty consumer group gives way to the classic
+        // group the join creates (its tombstones are written with the join's records).
+        // (The service rejects a bad session timeout before the shard sees the join.)
+        let (min_session_ms, max_session_ms) = self.session_timeout_range;
+        if (min_session_ms..=max_session_ms).contains(&request.session_timeout_ms) {
+            self.consumer.remove_empty_group(&request.group_id.0);
+        }
         if self.is_consumer_group(&request.group_id.0) {
             let response = JoinGroupResponse::default()
                 .with_error_code(ResponseError::InconsistentGroupProtocol.code())
@@ -252,13 +277,26 @@ impl GroupCoordinatorShard {
                 ))));
         }
         self.refresh_topics();
-        self.consumer.consumer_group_heartbeat(
+        let response = self.consumer.consumer_group_heartbeat(
             request,
             context.api_version,
             &context.client_id,
             &context.client_host,
             now_ms,
-        )
+        );
+        // `maybeDeleteEmptyClassicGroup`: a consumer group created over an empty classic group
+        // (a simple group, or one whose members all left) replaces it; its GroupMetadata
+        // tombstone goes before the consumer group's records.
+        let group_id = request.group_id.0.as_str();
+        if response.error_code == 0
+            && self.is_consumer_group(group_id)
+            && self.classic.group_state(group_id).is_some()
+        {
+            self.classic.remove_group(group_id);
+            let key = GroupRecordKey::group(record_type::GROUP_METADATA, group_id);
+            self.leading_records.push((Some(key.encode()), None));
+        }
+        response
     }
 
     fn offset_commit(
@@ -358,6 +396,26 @@ impl GroupCoordinatorShard {
             .groups
             .iter()
             .any(|g| self.is_consumer_group(&g.group_id.0));
+        if context.api_version < 8 && self.is_consumer_group(&request.group_id.0) {
+            // A pre-v8 fetch carries no member: `ConsumerGroup.validateOffsetFetch` lets such
+            // (admin) fetches see the consumer group's offsets.
+            let requested: RequestedTopics = request.topics.as_ref().map(|topics| {
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                    .collect()
+            });
+            let group = self
+                .offsets
+                .fetch_group(&request.group_id, &requested, true);
+            let (topics, error_code) = super::offsets::to_single_group_shape(group);
+            let response = OffsetFetchResponse::default()
+                .with_topics(topics)
+                .with_error_code(error_code);
+            self.outbox
+                .push((context.request_id, GroupResponse::OffsetFetch(response)));
+            return;
+        }
         if context.api_version < 8 || !any_consumer_group {
             self.classic.offset_fetch(
                 now_ms,
@@ -431,8 +489,10 @@ impl GroupShard for GroupCoordinatorShard {
             // to every request left waiting on it.
             return;
         }
-        let consumer_touched = matches!(request, GroupRequest::ConsumerGroupHeartbeat(_))
-            || self.consumer_timer_due(now_ms);
+        let consumer_touched = matches!(
+            request,
+            GroupRequest::ConsumerGroupHeartbeat(_) | GroupRequest::JoinGroup(_)
+        ) || self.consumer_timer_due(now_ms);
         self.handle_request(now_ms, context, request);
         self.flush_group_records(now_ms, consumer_touched);
     }
@@ -498,7 +558,15 @@ impl GroupCoordinatorShard {
                 )),
                 _ => self.classic.describe_groups(now_ms, id, version, &r),
             },
-            GroupRequest::ListGroups(r) => self.classic.list_groups(now_ms, id, version, &r),
+            GroupRequest::ListGroups(r) => {
+                let mut groups = self.classic.listed_groups(now_ms);
+                groups.extend(self.consumer.listed_groups(now_ms));
+                let response = ListGroupsResponse::default()
+                    .with_error_code(0)
+                    .with_groups(filter_listed_groups(&r, groups));
+                self.outbox
+                    .push((context.request_id, GroupResponse::ListGroups(response)));
+            }
             GroupRequest::OffsetCommit(r) => self.offset_commit(now_ms, &context, r),
             GroupRequest::OffsetFetch(r) => self.offset_fetch(now_ms, &context, &r),
             GroupRequest::ConsumerGroupHeartbeat(r) => {
