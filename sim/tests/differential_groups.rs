@@ -876,6 +876,19 @@ async fn group_types(mut s: Side) -> Side {
     )
     .await;
 
+    // SyncGroup v5+ without ProtocolType/ProtocolName is refused before the coordinator.
+    let r = send(
+        &mut a,
+        coordinator,
+        SyncGroupRequest::default()
+            .with_group_id(group_id(&s.group))
+            .with_generation_id(1)
+            .with_member_id(str(&a_id)),
+    )
+    .await;
+    s.transcript
+        .record("sync without protocol type and name", mask_sync(r));
+
     // The consumer group is empty: a classic JoinGroup replaces it with a classic group.
     let r = send(&mut a, coordinator, join(&s, "", None)).await;
     s.transcript

@@ -125,6 +125,20 @@ async fn classic_group_joins_syncs_commits_and_its_membership_and_offsets_surviv
     assert_eq!(joined.leader.as_str(), member_id);
     assert_eq!(joined.members.len(), 1, "the leader gets the member list");
 
+    let without_protocol = send(
+        &mut client,
+        coordinator,
+        SyncGroupRequest::default()
+            .with_group_id(group_id(group))
+            .with_generation_id(1)
+            .with_member_id(StrBytes::from_string(member_id.clone())),
+    )
+    .await;
+    assert_eq!(
+        without_protocol.error_code,
+        ResponseError::InconsistentGroupProtocol.code(),
+        "SyncGroup v5+ requires ProtocolType and ProtocolName (KafkaApis)"
+    );
     let synced = send(
         &mut client,
         coordinator,

@@ -135,6 +135,8 @@ async fn live_groups_survive_a_coordinator_move() {
                     .with_group_id(GroupId(s(CLASSIC)))
                     .with_generation_id(1)
                     .with_member_id(s(&member))
+                    .with_protocol_type(Some(s("consumer")))
+                    .with_protocol_name(Some(s("range")))
                     .with_assignments(vec![SyncGroupRequestAssignment::default()
                         .with_member_id(s(&member))
                         .with_assignment(Bytes::from_static(b"t-0..3"))]),
