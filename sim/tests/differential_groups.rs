@@ -769,6 +769,160 @@ async fn consumer_protocol(mut s: Side) -> Side {
     s
 }
 
+/// ListGroups (v5) with type and state filters, and an empty group changing type: an emptied
+/// consumer group gives way to a classic JoinGroup, an empty classic group to a
+/// ConsumerGroupHeartbeat. Only this run's group is looked at (the real broker has others).
+async fn group_types(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    sleep(Duration::from_secs(1)).await;
+    let (a_id, b_id) = (random_uuid(), random_uuid());
+    s.masks.name(&a_id, "member-a");
+    s.masks.name(&b_id, "member-b");
+
+    async fn listed(
+        s: &mut Side,
+        client: &mut NetworkClient,
+        node: i32,
+        label: &str,
+        states: &[&str],
+        types: &[&str],
+    ) {
+        // Kafka answers ListGroups from the last committed snapshot of the coordinator's
+        // state: a write a moment ago may not show yet.
+        sleep(Duration::from_millis(500)).await;
+        let request = ListGroupsRequest::default()
+            .with_states_filter(states.iter().map(|v| str(v)).collect())
+            .with_types_filter(types.iter().map(|v| str(v)).collect());
+        let r = send(client, node, request).await;
+        let ours: Vec<String> = r
+            .groups
+            .iter()
+            .filter(|g| g.group_id.0.as_str() == s.group)
+            .map(|g| {
+                format!(
+                    "{} protocol_type={:?} state={} type={}",
+                    s.masks.mask("group", g.group_id.0.as_str()),
+                    g.protocol_type.as_str(),
+                    g.group_state.as_str(),
+                    g.group_type.as_str()
+                )
+            })
+            .collect();
+        s.transcript.record(label, (r.error_code, ours));
+    }
+
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
+    )
+    .await;
+    s.transcript.record(
+        "A joins (consumer protocol)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list consumer groups",
+        &[],
+        &["Consumer"],
+    )
+    .await;
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list classic groups",
+        &[],
+        &["classic"],
+    )
+    .await;
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list stable groups",
+        &[" STABLE "],
+        &[],
+    )
+    .await;
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list unknown type",
+        &[],
+        &["nonsense"],
+    )
+    .await;
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, -1, None, None),
+    )
+    .await;
+    s.transcript
+        .record("A leaves", mask_consumer_heartbeat(&mut s.masks, r));
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list empty consumer groups",
+        &["empty"],
+        &["consumer"],
+    )
+    .await;
+
+    // SyncGroup v5+ without ProtocolType/ProtocolName is refused before the coordinator.
+    let r = send(
+        &mut a,
+        coordinator,
+        SyncGroupRequest::default()
+            .with_group_id(group_id(&s.group))
+            .with_generation_id(1)
+            .with_member_id(str(&a_id)),
+    )
+    .await;
+    s.transcript
+        .record("sync without protocol type and name", mask_sync(r));
+
+    // The consumer group is empty: a classic JoinGroup replaces it with a classic group.
+    let r = send(&mut a, coordinator, join(&s, "", None)).await;
+    s.transcript
+        .record("classic join, new member", mask_join(&mut s.masks, r));
+    listed(
+        &mut s,
+        &mut a,
+        coordinator,
+        "list after the classic join",
+        &[],
+        &[],
+    )
+    .await;
+
+    // The classic group is empty (its member only pending): a consumer-protocol join replaces it.
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &b_id, 0, None, Some(vec![])),
+    )
+    .await;
+    s.transcript.record(
+        "B joins (consumer protocol)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    listed(&mut s, &mut a, coordinator, "list after B joins", &[], &[]).await;
+    s
+}
+
+#[tokio::test]
+async fn group_types_and_list_groups_match_kafka() {
+    differential("group-types", group_types).await;
+}
+
 #[tokio::test]
 async fn classic_dynamic_members_match_kafka() {
     differential("classic-dynamic", classic_dynamic).await;

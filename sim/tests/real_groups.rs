@@ -96,7 +96,8 @@ fn fetch(group: &str, member: Option<&str>, epoch: i32) -> OffsetFetchRequest {
 }
 
 #[tokio::test]
-async fn classic_group_joins_syncs_commits_and_its_offsets_survive_a_coordinator_move() {
+async fn classic_group_joins_syncs_commits_and_its_membership_and_offsets_survive_a_coordinator_move(
+) {
     let mut cluster = cluster(2).await;
     let mut client = connected_client(&cluster).await;
     let group = "classic-app";
@@ -124,6 +125,20 @@ async fn classic_group_joins_syncs_commits_and_its_offsets_survive_a_coordinator
     assert_eq!(joined.leader.as_str(), member_id);
     assert_eq!(joined.members.len(), 1, "the leader gets the member list");
 
+    let without_protocol = send(
+        &mut client,
+        coordinator,
+        SyncGroupRequest::default()
+            .with_group_id(group_id(group))
+            .with_generation_id(1)
+            .with_member_id(StrBytes::from_string(member_id.clone())),
+    )
+    .await;
+    assert_eq!(
+        without_protocol.error_code,
+        ResponseError::InconsistentGroupProtocol.code(),
+        "SyncGroup v5+ requires ProtocolType and ProtocolName (KafkaApis)"
+    );
     let synced = send(
         &mut client,
         coordinator,
@@ -170,14 +185,15 @@ async fn classic_group_joins_syncs_commits_and_its_offsets_survive_a_coordinator
         HeartbeatRequest::default()
             .with_group_id(group_id(group))
             .with_generation_id(1)
-            .with_member_id(StrBytes::from_string(member_id)),
+            .with_member_id(StrBytes::from_string(member_id.clone())),
     )
     .await;
     assert_eq!(
-        heartbeat.error_code,
-        ResponseError::UnknownMemberId.code(),
-        "membership is not persisted: the member rejoins (sim/FIDELITY.md)"
+        heartbeat.error_code, 0,
+        "membership is persisted: generation 1 is valid on the new coordinator"
     );
+    let committed = send(&mut client, moved, commit(group, 1, &member_id, 43)).await;
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
 }
 
 #[tokio::test]

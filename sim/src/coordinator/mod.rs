@@ -90,6 +90,9 @@ pub trait GroupShard: Send + 'static {
     fn poll(&mut self, now_ms: u64);
     /// When `poll` next needs to run, if ever.
     fn next_deadline_ms(&self) -> Option<u64>;
+    /// Loading finished at `now_ms` (Kafka's `onLoaded`): start the timers of the groups the
+    /// shard replayed. Called once, before the first request.
+    fn on_loaded(&mut self, _now_ms: u64) {}
 }
 
 /// Builds a shard when a broker becomes leader of an offsets partition.

@@ -95,7 +95,12 @@ impl CoordinatorRuntime {
             let log = CoordinatorLog::new(self.controller.clone(), partition, leader_epoch);
             let shard = self.factory.load(partition, log, now_ms);
             let (commands, rx) = mpsc::unbounded_channel();
-            tokio::spawn(run_shard(shard, rx, self.controller.clone()));
+            tokio::spawn(run_shard(
+                shard,
+                rx,
+                self.controller.clone(),
+                now_ms + load_ms,
+            ));
             shards.insert(
                 partition,
                 ShardHandle {
@@ -160,15 +165,28 @@ impl CoordinatorRuntime {
 }
 
 /// The shard's single thread: requests in, timers fired, responses routed to their waiters.
-/// Ends (dropping every waiter, who then answers `NOT_COORDINATOR`) when the shard is unloaded.
+/// At `loaded_at_ms`, when loading completes, the shard's `on_loaded` runs (before any request:
+/// the runtime refuses requests until then). Ends (dropping every waiter, who then answers
+/// `NOT_COORDINATOR`) when the shard is unloaded.
 async fn run_shard(
     mut shard: Box<dyn GroupShard>,
     mut commands: mpsc::UnboundedReceiver<ShardCommand>,
     controller: Controller,
+    loaded_at_ms: u64,
 ) {
     let mut waiting: BTreeMap<u64, oneshot::Sender<GroupResponse>> = BTreeMap::new();
+    let mut loaded = false;
     loop {
-        let deadline = shard.next_deadline_ms().map(|deadline_ms| {
+        if !loaded && controller.now_ms() >= loaded_at_ms {
+            loaded = true;
+            shard.on_loaded(controller.now_ms());
+        }
+        let next_deadline_ms = if loaded {
+            shard.next_deadline_ms()
+        } else {
+            Some(loaded_at_ms)
+        };
+        let deadline = next_deadline_ms.map(|deadline_ms| {
             let wait_ms = deadline_ms.saturating_sub(controller.now_ms());
             Instant::now() + Duration::from_millis(wait_ms)
         });
@@ -180,7 +198,11 @@ async fn run_shard(
                 waiting.insert(command.context.request_id, command.reply);
                 shard.handle(now_ms, command.context, command.request);
             }
-            () = sleep_until_or_forever(deadline) => shard.poll(controller.now_ms()),
+            () = sleep_until_or_forever(deadline) => {
+                if loaded {
+                    shard.poll(controller.now_ms());
+                }
+            }
         }
         for (request_id, response) in shard.take_responses() {
             if let Some(reply) = waiting.remove(&request_id) {

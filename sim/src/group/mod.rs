@@ -12,7 +12,14 @@
 
 pub mod classic;
 pub mod consumer;
+pub mod group_load;
+pub mod group_record;
+pub mod list;
+#[cfg(test)]
+mod move_tests;
 pub mod offset_record;
 pub mod offsets;
 pub mod shard;
+#[cfg(test)]
+mod shard_tests;
 pub mod timer;

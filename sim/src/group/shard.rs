@@ -3,30 +3,42 @@
 //! runtime as a [`GroupShard`] (Kafka's `GroupCoordinatorShard`).
 //!
 //! - Routing: a group id is a consumer-protocol group once the consumer coordinator knows it;
-//!   everything else is classic (including "simple" groups that only commit offsets). Mixed
-//!   groups (Kafka's online migration) are not modelled yet: a classic JoinGroup for a consumer
-//!   group gets INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat for a non-empty classic
-//!   group GROUP_ID_NOT_FOUND, as Kafka answers with migration disabled.
+//!   everything else is classic (including "simple" groups that only commit offsets). An empty
+//!   group of one type gives way to the other, as Kafka's `maybeDeleteEmptyClassicGroup` /
+//!   `maybeDeleteEmptyConsumerGroup` do: a successful ConsumerGroupHeartbeat replaces an empty
+//!   classic group, a classic JoinGroup an empty consumer group (with the old group's
+//!   tombstones). Mixed groups (Kafka's online migration of non-empty groups) are not modelled:
+//!   a classic JoinGroup for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL, a
+//!   ConsumerGroupHeartbeat for a non-empty classic group GROUP_ID_NOT_FOUND.
+//! - ListGroups lists both types (`list::filter_listed_groups` applies the v4 states and v5
+//!   types filters).
 //! - Durability: every accepted offset commit is appended to the shard's partition before it is
-//!   answered ([`OffsetRecord`]); a shard loaded after a move or a restart replays them and
-//!   recreates each group as an Empty classic group, as Kafka's loader does for groups known
-//!   only from their offsets. Group membership itself is not persisted: members of a moved
-//!   coordinator rejoin (listed in `sim/FIDELITY.md`). A commit the log refuses (leadership
-//!   moved on) is answered NOT_COORDINATOR.
+//!   answered ([`OffsetRecord`]), and group state is written as Kafka's group records
+//!   ([`super::group_record`]): the classic coordinator's `GroupMetadata` records at the points
+//!   Kafka writes them, and for consumer groups the records that changed in each operation. A
+//!   shard loaded after a move or a restart replays them ([`LoadedGroups`]) and starts the
+//!   members' timers in [`GroupShard::on_loaded`]. A write the log refuses (leadership moved
+//!   on) fences the shard: it answers nothing more and the runtime answers NOT_COORDINATOR.
 
 use std::collections::BTreeMap;
+
+use bytes::Bytes;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsResponse, GroupId,
-    JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse,
+    JoinGroupRequest, JoinGroupResponse, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::classic::{ClassicGroupConfig, ClassicGroupCoordinator, ClassicResponse, RequestId};
+use super::consumer::persist;
 use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, TopicsImage};
+use super::group_load::LoadedGroups;
+use super::group_record::{record_type, GroupRecordKey, GroupRecordValue};
+use super::list::filter_listed_groups;
 use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
 use crate::coordinator::{
@@ -61,12 +73,20 @@ pub struct GroupCoordinatorShard {
     consumer: ConsumerGroupCoordinator,
     offsets: OffsetStore,
     offset_metadata_max_bytes: usize,
+    /// `group.{min,max}.session.timeout.ms`.
+    session_timeout_range: (i32, i32),
     /// The topics last handed to the consumer coordinator.
     topics: Vec<(String, uuid::Uuid, i32)>,
     /// Offset commits the classic coordinator has not answered yet (with when they arrived), to
     /// persist on its answer.
     pending_commits: BTreeMap<u64, (u64, OffsetCommitRequest)>,
     outbox: Vec<(u64, GroupResponse)>,
+    /// The consumer-group records the log holds, per group (the last value of each key).
+    persisted_consumer: BTreeMap<String, BTreeMap<GroupRecordKey, GroupRecordValue>>,
+    /// Records to write before the operation's own (a replaced group's tombstone).
+    leading_records: Vec<(Option<Bytes>, Option<Bytes>)>,
+    /// Set once an append was refused: leadership moved on and every answer is NOT_COORDINATOR.
+    fenced: bool,
 }
 
 impl GroupCoordinatorShard {
@@ -84,28 +104,107 @@ impl GroupCoordinatorShard {
             ),
             offsets: OffsetStore::new(),
             offset_metadata_max_bytes: factory.classic.offset_metadata_max_bytes,
+            session_timeout_range: (
+                factory.classic.group_min_session_timeout_ms,
+                factory.classic.group_max_session_timeout_ms,
+            ),
             topics: Vec::new(),
             pending_commits: BTreeMap::new(),
             outbox: Vec::new(),
+            persisted_consumer: BTreeMap::new(),
+            leading_records: Vec::new(),
+            fenced: false,
             log,
         };
-        for record in shard.log.read_all() {
-            let (Some(key), Some(value)) = (record.key, record.value) else {
-                continue;
-            };
-            if let Some(offset) = OffsetRecord::decode(&key, &value) {
-                shard.classic.load_empty_group(&offset.group_id);
-                shard.offsets.restore(
-                    &offset.group_id,
-                    &offset.topic,
-                    offset.partition,
-                    offset.offset,
-                );
+        let loaded = LoadedGroups::replay(shard.log.read_all());
+        for offset in loaded.offsets {
+            shard.offsets.restore(
+                &offset.group_id,
+                &offset.topic,
+                offset.partition,
+                offset.offset,
+            );
+        }
+        for (group_id, value) in &loaded.classic {
+            match value {
+                Some(value) => shard.classic.restore_group(group_id, value),
+                None => shard.classic.load_empty_group(group_id),
             }
+        }
+        for (group_id, group) in loaded.consumer {
+            shard
+                .persisted_consumer
+                .insert(group_id, persist::group_records(&group));
+            shard.consumer.restore_group(group);
         }
         shard.refresh_topics();
         shard.poll(now_ms);
         shard
+    }
+
+    /// Appends the group records the last operation produced: the classic coordinator's
+    /// `GroupMetadata` records, and for consumer groups the records whose value changed since
+    /// they were last written (tombstones for what disappeared). A refused append (leadership
+    /// moved on) fences the shard: from then on it answers NOT_COORDINATOR, as Kafka's runtime
+    /// does once the partition is no longer led here.
+    fn flush_group_records(&mut self, now_ms: u64, consumer_touched: bool) {
+        // Order as Kafka writes them: the deleted group's tombstones before the new group's
+        // records, whichever type each is.
+        let mut records = std::mem::take(&mut self.leading_records);
+        if consumer_touched {
+            records.extend(self.consumer_record_changes());
+        }
+        records.extend(
+            self.classic
+                .take_records()
+                .into_iter()
+                .map(|(group_id, value)| {
+                    let key = GroupRecordKey::group(record_type::GROUP_METADATA, &group_id);
+                    (Some(key.encode()), Some(value.encode()))
+                }),
+        );
+        if records.is_empty() || self.fenced {
+            return;
+        }
+        if let Err(error) = self.log.append(now_ms as i64, &records) {
+            tracing::debug!(?error, "group records not persisted; shard fenced");
+            self.fenced = true;
+        }
+    }
+
+    /// The consumer-group records to write so the log matches the groups in memory.
+    fn consumer_record_changes(&mut self) -> Vec<(Option<Bytes>, Option<Bytes>)> {
+        let mut changes = Vec::new();
+        let mut current_ids = self.consumer.group_ids();
+        current_ids.extend(self.persisted_consumer.keys().cloned());
+        current_ids.sort();
+        current_ids.dedup();
+        for group_id in current_ids {
+            let current = self
+                .consumer
+                .group(&group_id)
+                .map(persist::group_records)
+                .unwrap_or_default();
+            let previous = self
+                .persisted_consumer
+                .remove(&group_id)
+                .unwrap_or_default();
+            for (key, value) in &current {
+                if previous.get(key) != Some(value) {
+                    changes.push((Some(key.encode()), Some(value.encode())));
+                }
+            }
+            // Tombstones last and in reverse key order: members before the group epoch.
+            for key in previous.keys().rev() {
+                if !current.contains_key(key) {
+                    changes.push((Some(key.encode()), None));
+                }
+            }
+            if !current.is_empty() {
+                self.persisted_consumer.insert(group_id, current);
+            }
+        }
+        changes
     }
 
     fn is_consumer_group(&self, group_id: &str) -> bool {
@@ -137,6 +236,13 @@ impl GroupCoordinatorShard {
         context: &GroupRequestContext,
         request: &JoinGroupRequest,
     ) {
+        // `maybeDeleteEmptyConsumerGroup`: an empty consumer group gives way to the classic
+        // group the join creates (its tombstones are written with the join's records).
+        // (The service rejects a bad session timeout before the shard sees the join.)
+        let (min_session_ms, max_session_ms) = self.session_timeout_range;
+        if (min_session_ms..=max_session_ms).contains(&request.session_timeout_ms) {
+            self.consumer.remove_empty_group(&request.group_id.0);
+        }
         if self.is_consumer_group(&request.group_id.0) {
             let response = JoinGroupResponse::default()
                 .with_error_code(ResponseError::InconsistentGroupProtocol.code())
@@ -171,13 +277,26 @@ impl GroupCoordinatorShard {
                 ))));
         }
         self.refresh_topics();
-        self.consumer.consumer_group_heartbeat(
+        let response = self.consumer.consumer_group_heartbeat(
             request,
             context.api_version,
             &context.client_id,
             &context.client_host,
             now_ms,
-        )
+        );
+        // `maybeDeleteEmptyClassicGroup`: a consumer group created over an empty classic group
+        // (a simple group, or one whose members all left) replaces it; its GroupMetadata
+        // tombstone goes before the consumer group's records.
+        let group_id = request.group_id.0.as_str();
+        if response.error_code == 0
+            && self.is_consumer_group(group_id)
+            && self.classic.group_state(group_id).is_some()
+        {
+            self.classic.remove_group(group_id);
+            let key = GroupRecordKey::group(record_type::GROUP_METADATA, group_id);
+            self.leading_records.push((Some(key.encode()), None));
+        }
+        response
     }
 
     fn offset_commit(
@@ -258,6 +377,7 @@ impl GroupCoordinatorShard {
             Ok(_) => response,
             Err(error) => {
                 tracing::debug!(group = %group_id, ?error, "offset commit not persisted");
+                self.fenced = true;
                 OffsetStore::commit_error_response(request, ResponseError::NotCoordinator)
             }
         }
@@ -276,6 +396,26 @@ impl GroupCoordinatorShard {
             .groups
             .iter()
             .any(|g| self.is_consumer_group(&g.group_id.0));
+        if context.api_version < 8 && self.is_consumer_group(&request.group_id.0) {
+            // A pre-v8 fetch carries no member: `ConsumerGroup.validateOffsetFetch` lets such
+            // (admin) fetches see the consumer group's offsets.
+            let requested: RequestedTopics = request.topics.as_ref().map(|topics| {
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                    .collect()
+            });
+            let group = self
+                .offsets
+                .fetch_group(&request.group_id, &requested, true);
+            let (topics, error_code) = super::offsets::to_single_group_shape(group);
+            let response = OffsetFetchResponse::default()
+                .with_topics(topics)
+                .with_error_code(error_code);
+            self.outbox
+                .push((context.request_id, GroupResponse::OffsetFetch(response)));
+            return;
+        }
         if context.api_version < 8 || !any_consumer_group {
             self.classic.offset_fetch(
                 now_ms,
@@ -344,6 +484,65 @@ fn not_a_classic_group(group: &GroupId, version: i16) -> DescribeGroupsResponse 
 
 impl GroupShard for GroupCoordinatorShard {
     fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
+        if self.fenced {
+            // Leadership moved on: the runtime unloads this shard and answers NOT_COORDINATOR
+            // to every request left waiting on it.
+            return;
+        }
+        let consumer_touched = matches!(
+            request,
+            GroupRequest::ConsumerGroupHeartbeat(_) | GroupRequest::JoinGroup(_)
+        ) || self.consumer_timer_due(now_ms);
+        self.handle_request(now_ms, context, request);
+        self.flush_group_records(now_ms, consumer_touched);
+    }
+
+    fn on_loaded(&mut self, now_ms: u64) {
+        self.classic.on_loaded(now_ms);
+        self.consumer.on_loaded(now_ms);
+        self.flush_group_records(now_ms, false);
+    }
+
+    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+        let responses = self.collect_responses();
+        if self.fenced {
+            return Vec::new();
+        }
+        responses
+    }
+
+    fn poll(&mut self, now_ms: u64) {
+        if self.fenced {
+            return;
+        }
+        let consumer_touched = self.consumer_timer_due(now_ms);
+        self.classic.poll(now_ms);
+        self.consumer.poll(now_ms);
+        self.flush_group_records(now_ms, consumer_touched);
+    }
+
+    fn next_deadline_ms(&self) -> Option<u64> {
+        if self.fenced {
+            return None;
+        }
+        match (
+            self.classic.next_deadline_ms(),
+            self.consumer.next_deadline_ms(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl GroupCoordinatorShard {
+    fn consumer_timer_due(&self, now_ms: u64) -> bool {
+        self.consumer
+            .next_deadline_ms()
+            .is_some_and(|deadline| deadline <= now_ms)
+    }
+
+    fn handle_request(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
         let id = RequestId(context.request_id);
         let version = context.api_version;
         match request {
@@ -359,7 +558,15 @@ impl GroupShard for GroupCoordinatorShard {
                 )),
                 _ => self.classic.describe_groups(now_ms, id, version, &r),
             },
-            GroupRequest::ListGroups(r) => self.classic.list_groups(now_ms, id, version, &r),
+            GroupRequest::ListGroups(r) => {
+                let mut groups = self.classic.listed_groups(now_ms);
+                groups.extend(self.consumer.listed_groups(now_ms));
+                let response = ListGroupsResponse::default()
+                    .with_error_code(0)
+                    .with_groups(filter_listed_groups(&r, groups));
+                self.outbox
+                    .push((context.request_id, GroupResponse::ListGroups(response)));
+            }
             GroupRequest::OffsetCommit(r) => self.offset_commit(now_ms, &context, r),
             GroupRequest::OffsetFetch(r) => self.offset_fetch(now_ms, &context, &r),
             GroupRequest::ConsumerGroupHeartbeat(r) => {
@@ -379,7 +586,7 @@ impl GroupShard for GroupCoordinatorShard {
         }
     }
 
-    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+    fn collect_responses(&mut self) -> Vec<(u64, GroupResponse)> {
         let classic = self.classic.take_responses();
         let mut responses = std::mem::take(&mut self.outbox);
         for (RequestId(id), response) in classic {
@@ -402,20 +609,5 @@ impl GroupShard for GroupCoordinatorShard {
             responses.push((id, response));
         }
         responses
-    }
-
-    fn poll(&mut self, now_ms: u64) {
-        self.classic.poll(now_ms);
-        self.consumer.poll(now_ms);
-    }
-
-    fn next_deadline_ms(&self) -> Option<u64> {
-        match (
-            self.classic.next_deadline_ms(),
-            self.consumer.next_deadline_ms(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 }

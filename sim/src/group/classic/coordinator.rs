@@ -15,6 +15,7 @@ use super::member_id::MemberIdGenerator;
 use super::rebalance::Effects;
 use super::state::ClassicGroupState;
 use super::timers::ClassicTimerKey;
+use crate::group::group_record::ClassicGroupValue;
 use crate::group::timer::Timers;
 
 /// The caller's handle for one request; the response carries it back.
@@ -42,6 +43,8 @@ pub struct ClassicGroupCoordinator {
     pub(super) timers: Timers<ClassicTimerKey>,
     pub(super) member_ids: MemberIdGenerator,
     pub(super) outbox: Vec<(RequestId, ClassicResponse)>,
+    /// `GroupMetadata` records to append to the shard's log, in order (group id, value).
+    pub(super) records: Vec<(String, ClassicGroupValue)>,
     /// The latest time seen; never goes backwards.
     pub(super) now_ms: u64,
 }
@@ -55,6 +58,7 @@ impl ClassicGroupCoordinator {
             timers: Timers::default(),
             member_ids: MemberIdGenerator::new(seed),
             outbox: Vec::new(),
+            records: Vec::new(),
             now_ms: 0,
         }
     }
@@ -98,6 +102,54 @@ impl ClassicGroupCoordinator {
         self.groups
             .entry(group_id.to_owned())
             .or_insert_with(|| ClassicGroup::new(group_id));
+    }
+
+    /// Installs a group replayed from its `GroupMetadata` record while the shard loads,
+    /// replacing any group of that id.
+    pub fn restore_group(&mut self, group_id: &str, value: &ClassicGroupValue) {
+        self.groups.insert(
+            group_id.to_owned(),
+            ClassicGroup::from_record(group_id, value),
+        );
+    }
+
+    /// Forgets `group_id` (a `GroupMetadata` tombstone, or a simple group replaced by a consumer
+    /// group while loading).
+    pub fn remove_group(&mut self, group_id: &str) {
+        self.groups.remove(group_id);
+    }
+
+    /// True when `group_id` is a simple group (`isSimpleGroup`) or unknown.
+    pub fn is_simple_or_absent(&self, group_id: &str) -> bool {
+        self.groups
+            .get(group_id)
+            .is_none_or(ClassicGroup::is_simple)
+    }
+
+    /// `GroupMetadataManager.onLoaded` for classic groups: every loaded member's session timer
+    /// starts now, and a group over `group.max.size` rebalances.
+    pub fn on_loaded(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
+        let ids: Vec<String> = self.groups.keys().cloned().collect();
+        for id in ids {
+            self.with_group(&id, |group, fx| {
+                for member in group.members.values() {
+                    fx.reschedule_heartbeat(
+                        &group.group_id,
+                        &member.member_id,
+                        member.session_timeout_ms,
+                    );
+                }
+                if group.members.len() > fx.config.group_max_size {
+                    fx.prepare_rebalance(group);
+                }
+            });
+        }
+    }
+
+    /// The `GroupMetadata` records produced since the last call, in order.
+    pub fn take_records(&mut self) -> Vec<(String, ClassicGroupValue)> {
+        std::mem::take(&mut self.records)
     }
 
     /// Fires every timer due at `now_ms`, earliest first. Requests do this too before they are
@@ -173,6 +225,7 @@ impl ClassicGroupCoordinator {
             groups,
             timers,
             outbox,
+            records,
             now_ms,
             ..
         } = self;
@@ -181,6 +234,7 @@ impl ClassicGroupCoordinator {
             config,
             timers,
             outbox,
+            records,
             now_ms: *now_ms,
         };
         Some(f(group, &mut fx))

@@ -10,9 +10,7 @@ use kafka_protocol::messages::{
 use super::coordinator::{str_bytes, ClassicGroupCoordinator, ClassicResponse, RequestId};
 use super::group::ClassicGroup;
 use super::state::ClassicGroupState;
-
-/// Kafka's `Group.GroupType` name for these groups.
-const GROUP_TYPE_CLASSIC: &str = "classic";
+use crate::group::list::{filter_listed_groups, GROUP_TYPE_CLASSIC};
 
 impl ClassicGroupCoordinator {
     /// Handles DescribeGroups. An unknown group is described as "Dead" without an error, as
@@ -39,31 +37,11 @@ impl ClassicGroupCoordinator {
         self.respond(id, ClassicResponse::DescribeGroups(response));
     }
 
-    /// Handles ListGroups: state filters match case-insensitively; a type filter lists these
-    /// groups only if it names "classic".
-    pub fn list_groups(
-        &mut self,
-        now_ms: u64,
-        id: RequestId,
-        _api_version: i16,
-        request: &ListGroupsRequest,
-    ) {
+    /// Every classic group as ListGroups reports it (`ClassicGroup.asListedGroup`), unfiltered.
+    pub fn listed_groups(&mut self, now_ms: u64) -> Vec<ListedGroup> {
         self.advance(now_ms);
-        let states: Vec<String> = request
-            .states_filter
-            .iter()
-            .map(|s| s.trim().to_lowercase())
-            .collect();
-        let type_matches = request.types_filter.is_empty()
-            || request
-                .types_filter
-                .iter()
-                .any(|t| t.trim().eq_ignore_ascii_case(GROUP_TYPE_CLASSIC));
-        let groups = self
-            .groups
+        self.groups
             .values()
-            .filter(|_| type_matches)
-            .filter(|g| states.is_empty() || states.contains(&g.state().name().to_lowercase()))
             .map(|g| {
                 ListedGroup::default()
                     .with_group_id(GroupId(str_bytes(&g.group_id)))
@@ -71,7 +49,18 @@ impl ClassicGroupCoordinator {
                     .with_group_state(g.state().name().into())
                     .with_group_type(GROUP_TYPE_CLASSIC.into())
             })
-            .collect();
+            .collect()
+    }
+
+    /// Handles ListGroups for the classic groups alone (`list::filter_listed_groups`).
+    pub fn list_groups(
+        &mut self,
+        now_ms: u64,
+        id: RequestId,
+        _api_version: i16,
+        request: &ListGroupsRequest,
+    ) {
+        let groups = filter_listed_groups(request, self.listed_groups(now_ms));
         let response = ListGroupsResponse::default()
             .with_error_code(0)
             .with_groups(groups);

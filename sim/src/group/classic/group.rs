@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 
-use super::member::ClassicGroupMember;
+use super::member::{ClassicGroupMember, MemberProtocol};
 use super::state::ClassicGroupState;
+use crate::group::group_record::{ClassicGroupValue, ClassicMemberValue};
 
 /// How the group's join timer should be handled when it fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,5 +283,88 @@ impl ClassicGroup {
                     .with_metadata(m.metadata(protocol))
             })
             .collect()
+    }
+
+    /// The group as Kafka persists it (`GroupCoordinatorRecordHelpers.newGroupMetadataRecord`):
+    /// each member with its metadata for the selected protocol and its current assignment.
+    pub fn to_record(&self, current_state_timestamp_ms: i64) -> ClassicGroupValue {
+        let protocol = self.protocol_name.as_deref().unwrap_or_default();
+        ClassicGroupValue {
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            generation_id: self.generation_id,
+            protocol_name: self.protocol_name.clone(),
+            leader_id: self.leader_id.clone(),
+            current_state_timestamp_ms,
+            members: self
+                .members
+                .values()
+                .map(|m| ClassicMemberValue {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    session_timeout_ms: m.session_timeout_ms,
+                    subscription: m.metadata(protocol),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// `GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue)`: Stable with the
+    /// persisted members when there are any, else Empty. Each member supports only the selected
+    /// protocol, with the metadata it was persisted with; nothing is parked or pending.
+    pub fn from_record(group_id: &str, value: &ClassicGroupValue) -> Self {
+        let mut group = Self::new(group_id);
+        group.generation_id = value.generation_id;
+        group.protocol_type =
+            (!value.protocol_type.is_empty()).then(|| value.protocol_type.clone());
+        group.protocol_name = value.protocol_name.clone();
+        for m in &value.members {
+            let rebalance_timeout_ms = if m.rebalance_timeout_ms == -1 {
+                m.session_timeout_ms
+            } else {
+                m.rebalance_timeout_ms
+            };
+            group.add(ClassicGroupMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout_ms,
+                session_timeout_ms: m.session_timeout_ms,
+                protocol_type: value.protocol_type.clone(),
+                protocols: value
+                    .protocol_name
+                    .iter()
+                    .map(|name| MemberProtocol {
+                        name: name.clone(),
+                        metadata: m.subscription.clone(),
+                    })
+                    .collect(),
+                assignment: m.assignment.clone(),
+                awaiting_join: None,
+                awaiting_sync: None,
+                is_new: false,
+            });
+        }
+        // `add` made the first member leader; the persisted leader wins.
+        group.leader_id = value.leader_id.clone();
+        if !group.members.is_empty() {
+            group.state = ClassicGroupState::Stable;
+            group.previous_state = ClassicGroupState::Stable;
+        }
+        group.protocol_type =
+            (!value.protocol_type.is_empty()).then(|| value.protocol_type.clone());
+        group
+    }
+
+    /// Kafka's `isSimpleGroup`: Empty, no protocol type, nobody pending (a group created only to
+    /// hold committed offsets).
+    pub fn is_simple(&self) -> bool {
+        self.protocol_type.is_none()
+            && self.members.is_empty()
+            && self.pending_join_members.is_empty()
     }
 }

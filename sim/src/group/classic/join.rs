@@ -89,8 +89,11 @@ impl ClassicGroupCoordinator {
             if !member_id.is_empty() {
                 return self.respond(id, reject(ResponseError::UnknownMemberId));
             }
-            self.groups
-                .insert(group_id.to_owned(), ClassicGroup::new(group_id));
+            let group = ClassicGroup::new(group_id);
+            // A new group is committed to the log at once (`newEmptyGroupMetadataRecord`).
+            let value = group.to_record(i64::try_from(self.now_ms).unwrap_or(i64::MAX));
+            self.records.push((group_id.to_owned(), value));
+            self.groups.insert(group_id.to_owned(), group);
         }
 
         let joiner = Joiner {
@@ -354,6 +357,8 @@ fn replace_static_member(
             if group.select_protocol() == group.protocol_name {
                 tracing::debug!(group = %group.group_id, member = %new_member_id, "static member replaced without rebalance");
                 answer_replaced_static_member(group, fx, &new_member_id, old_leader);
+                // The new member id replaces the old one in the persisted group.
+                fx.persist_group(group);
             } else {
                 fx.maybe_prepare_rebalance_or_complete_join(group);
             }

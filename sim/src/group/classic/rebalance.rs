@@ -15,6 +15,7 @@ use super::group::{ClassicGroup, JoinTimer};
 use super::member::ClassicGroupMember;
 use super::state::ClassicGroupState;
 use super::timers::ClassicTimerKey;
+use crate::group::group_record::ClassicGroupValue;
 use crate::group::timer::Timers;
 
 /// The shard-wide side effects a group operation may have: timers and responses.
@@ -22,6 +23,7 @@ pub(super) struct Effects<'a> {
     pub config: &'a ClassicGroupConfig,
     pub timers: &'a mut Timers<ClassicTimerKey>,
     pub outbox: &'a mut Vec<(RequestId, ClassicResponse)>,
+    pub records: &'a mut Vec<(String, ClassicGroupValue)>,
     pub now_ms: u64,
 }
 
@@ -66,6 +68,14 @@ impl Effects<'_> {
         let delay_ms = u64::try_from(delay_ms).unwrap_or(0);
         self.timers
             .schedule(key, self.now_ms.saturating_add(delay_ms));
+    }
+
+    /// Queues the group's `GroupMetadata` record (`newGroupMetadataRecord`): its generation,
+    /// protocol, leader and every member with its metadata for the selected protocol and its
+    /// current assignment.
+    pub fn persist_group(&mut self, group: &ClassicGroup) {
+        let value = group.to_record(i64::try_from(self.now_ms).unwrap_or(i64::MAX));
+        self.records.push((group.group_id.clone(), value));
     }
 
     pub fn respond(&mut self, id: RequestId, response: ClassicResponse) {
@@ -230,6 +240,8 @@ impl Effects<'_> {
         }
         group.init_next_generation();
         if group.is_in(ClassicGroupState::Empty) {
+            // An emptied group is persisted, so a new coordinator loads it Empty.
+            self.persist_group(group);
             return;
         }
 

@@ -51,6 +51,9 @@ impl ClassicGroupCoordinator {
                             .map(|a| (a.member_id.to_string(), a.assignment.clone()))
                             .collect();
                         fx.set_and_propagate_assignment(group, assignment);
+                        // The leader's assignment is persisted with the generation
+                        // (`newGroupMetadataRecord`), which is what a new coordinator loads.
+                        fx.persist_group(group);
                         group.transition_to(ClassicGroupState::Stable);
                     }
                 }

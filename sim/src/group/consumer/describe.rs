@@ -4,8 +4,9 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions,
 };
+use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, TopicName,
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -13,6 +14,7 @@ use super::assignment::Assignment;
 use super::coordinator::ConsumerGroupCoordinator;
 use super::heartbeat::assignor_name;
 use super::topics::TopicsImage;
+use crate::group::list::GROUP_TYPE_CONSUMER;
 
 /// `MemberType` of a consumer-protocol member (describe v1).
 const CONSUMER_MEMBER_TYPE: i8 = 1;
@@ -32,6 +34,38 @@ impl ConsumerGroupCoordinator {
             .map(|group_id| self.describe_group(&group_id.0))
             .collect();
         ConsumerGroupDescribeResponse::default().with_groups(groups)
+    }
+
+    /// Every consumer group as ListGroups reports it (`ModernGroup.asListedGroup`): protocol
+    /// type "consumer", the group state and group type "consumer"; unfiltered.
+    pub fn listed_groups(&mut self, now_ms: u64) -> Vec<ListedGroup> {
+        self.poll(now_ms);
+        self.groups
+            .values()
+            .map(|g| {
+                ListedGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_string(g.group_id.clone())))
+                    .with_protocol_type(StrBytes::from_static_str("consumer"))
+                    .with_group_state(StrBytes::from_static_str(g.state().name()))
+                    .with_group_type(StrBytes::from_static_str(GROUP_TYPE_CONSUMER))
+            })
+            .collect()
+    }
+
+    /// Kafka's `maybeDeleteEmptyConsumerGroup`: forgets `group_id` if it is a consumer group
+    /// without members (a classic JoinGroup then creates a classic group in its place). The
+    /// shard writes the group's tombstones.
+    pub fn remove_empty_group(&mut self, group_id: &str) -> bool {
+        if self
+            .groups
+            .get(group_id)
+            .is_some_and(|g| g.members.is_empty())
+        {
+            self.groups.remove(group_id);
+            true
+        } else {
+            false
+        }
     }
 
     fn describe_group(&self, group_id: &StrBytes) -> DescribedGroup {

@@ -17,6 +17,7 @@ pub mod group;
 mod heartbeat;
 pub mod member;
 mod offset_validation;
+pub mod persist;
 pub mod reconcile;
 pub mod topics;
 pub mod validate;
