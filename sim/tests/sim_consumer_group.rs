@@ -171,13 +171,8 @@ fn record_deliveries(journal: &Shared, index: usize, records: &kafka_consumer::C
     }
 }
 
-/// A member: polls until `stop`, recording what it gets; returns its final assignment.
-async fn member(
-    index: usize,
-    bootstrap: Vec<String>,
-    journal: Shared,
-    stop: Arc<AtomicBool>,
-) -> BTreeSet<TopicPartition> {
+/// A member: polls until `stop`, recording what it gets and its view of the group.
+async fn member(index: usize, bootstrap: Vec<String>, journal: Shared, stop: Arc<AtomicBool>) {
     let mut consumer = Consumer::new(config(&bootstrap, index)).unwrap();
     consumer
         .subscribe_with_listener(
@@ -219,9 +214,7 @@ async fn member(
         // Processing time: consumption spans the whole fault window (~30 virtual s).
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let assignment = consumer.assignment().clone();
     let _ = consumer.close(Duration::from_secs(10)).await;
-    assignment
 }
 
 /// The fault plan for a seed: three faults within the first 40 virtual seconds, each healed
@@ -403,15 +396,23 @@ async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
             && union.len() == owned;
         stable_for = if settled { stable_for + 1 } else { 0 };
     }
+    // The settled assignments, read together: members leave one after the other below, and
+    // each leave rebalances the members still running.
+    let settled: Vec<BTreeSet<TopicPartition>> = journal
+        .lock()
+        .unwrap()
+        .views
+        .values()
+        .map(|v| v.0.clone())
+        .collect();
     stop.store(true, Ordering::SeqCst);
-    let mut assignments = Vec::new();
     for handle in handles {
-        assignments.push(handle.await.unwrap());
+        handle.await.unwrap();
     }
     let journal = std::mem::take(&mut *journal.lock().unwrap());
     Outcome {
         journal,
-        assignments,
+        assignments: settled,
         plan,
     }
 }
