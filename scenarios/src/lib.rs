@@ -25,10 +25,20 @@ pub struct ScenarioInfo {
 
 /// Every scenario the library knows, in CLI order.
 pub fn registry() -> &'static [ScenarioInfo] {
-    &[ScenarioInfo {
-        name: jira::kafka_13563::NAME,
-        build: jira::kafka_13563::scenario,
-    }]
+    &[
+        ScenarioInfo {
+            name: jira::kafka_13563::NAME,
+            build: jira::kafka_13563::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_13840::NAME,
+            build: jira::kafka_13840::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_13310::NAME,
+            build: jira::kafka_13310::scenario,
+        },
+    ]
 }
 
 /// The scenario registered as `name`.

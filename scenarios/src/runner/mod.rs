@@ -126,18 +126,25 @@ pub async fn run(
         };
         let mut rng = SeededRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9));
         let jitter = rng.below_inclusive(spec.app.processing_ms_per_record);
-        let (assign, app) = (spec.assign.clone(), spec.app);
+        let spec = spec.clone();
+        let start_at = started + Duration::from_millis(spec.start_ms);
         let node = handle
             .create_node()
             .name(spec.name.clone())
             .ip(client_ip(i))
             .build();
         let task = match subject {
-            SubjectKind::Legacy => {
-                let legacy =
-                    LegacyConsumer::new(ctx.clone()).map_err(|e| RunError::Subject(e.0))?;
-                node.spawn(app::drive(legacy, ctx, assign, app, jitter, end))
-            }
+            SubjectKind::Legacy => node.spawn(async move {
+                if start_at > started {
+                    tokio::time::sleep_until(start_at).await;
+                }
+                match LegacyConsumer::new(ctx.clone()) {
+                    Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end).await,
+                    Err(e) => ctx.record(Event::Note {
+                        text: format!("cannot build the subject: {e}"),
+                    }),
+                }
+            }),
             SubjectKind::Consumer => return Err(RunError::SubjectUnavailable(subject)),
         };
         tasks.push(tokio::spawn(async move {
