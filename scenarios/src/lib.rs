@@ -7,6 +7,7 @@ pub mod app;
 pub mod checks;
 pub mod jira;
 pub mod legacy;
+pub mod regression;
 #[cfg(madsim)]
 pub mod runner;
 pub mod scenario;

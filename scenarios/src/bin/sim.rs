@@ -32,7 +32,8 @@ mod cli {
     pub const USAGE: &str = "usage:
   cargo sim list
   cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history]
-  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]";
+  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]
+  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
     /// `--name value` options and bare flags after the positional arguments.
     struct Options<'a> {
@@ -95,6 +96,7 @@ mod cli {
             }
             Some("run") => run(&options),
             Some("explore") => explore(&options),
+            Some("replay") => replay(&options),
             Some(other) => Err(format!("unknown command `{other}`")),
             None => Err("no command".to_owned()),
         }
@@ -153,6 +155,140 @@ mod cli {
             }
         }
         println!("repro: {}", result.repro());
+    }
+
+    /// Finds a saved regression by path, file name or stem.
+    fn regression_file(name: &str) -> Result<(String, String), String> {
+        let dir = scenarios::regression::saved_dir();
+        let candidates = [
+            std::path::PathBuf::from(name),
+            dir.join(name),
+            dir.join(format!("{name}.regression")),
+        ];
+        let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+            let mut known: Vec<String> = std::fs::read_dir(&dir)
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.ends_with(".regression"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            known.sort();
+            format!(
+                "no regression `{name}`; saved: {}",
+                known
+                    .iter()
+                    .map(|n| n.trim_end_matches(".regression"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        Ok((path.display().to_string(), text))
+    }
+
+    /// `replay REGRESSION`: reruns a saved seed, compares plan and verdict, and shows where the
+    /// run went wrong (the failing member's own events before the first violation).
+    fn replay(options: &Options<'_>) -> Result<ExitCode, String> {
+        let name = options
+            .positional
+            .get(1)
+            .ok_or("which regression? (a file of regressions/saved/)")?;
+        let (path, text) = regression_file(name)?;
+        let r =
+            scenarios::regression::Regression::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+        let info = scenarios::find(&r.scenario)
+            .ok_or_else(|| format!("{path}: no scenario `{}`", r.scenario))?;
+        let subject: SubjectKind = r.subject.parse()?;
+        let result = run_in_runtime(info.build, r.seed, subject).map_err(|e| e.to_string())?;
+        println!("regression {path}");
+        println!(
+            "scenario {}  seed {}  subject {}  (saved at {})",
+            r.scenario, r.seed, r.subject, r.commit
+        );
+        let plan: Vec<String> = result
+            .plan
+            .iter()
+            .map(|(at_ms, fault)| format!("{at_ms} {fault:?}"))
+            .collect();
+        let same_plan = plan == r.plan;
+        println!(
+            "fault plan: {}",
+            if same_plan {
+                "as saved"
+            } else {
+                "DIFFERS from the saved one"
+            }
+        );
+        for line in &plan {
+            println!("  {line}");
+        }
+        let reproduced = same_plan && r.reproduced_by(&result.report);
+        println!(
+            "{subject} verdict: {} (expected: {}) -> {}",
+            if result.report.is_ok() {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            r.expect,
+            if reproduced {
+                "reproduced"
+            } else {
+                "NOT reproduced"
+            }
+        );
+        if let Some((checker, v)) = result.report.first_violation() {
+            println!("first violation [{checker}]: {v}");
+            let who = v.subject.clone();
+            let from = v.at_ms.saturating_sub(6_000);
+            let lines: Vec<String> = result
+                .history
+                .entries()
+                .iter()
+                .filter(|e| e.at_ms >= from && e.at_ms <= v.at_ms)
+                .filter(|e| who.as_deref().is_none_or(|w| e.subject == w) || e.subject == "faults")
+                .filter(|e| {
+                    !matches!(
+                        e.event,
+                        sim::history::Event::Delivered { .. }
+                            | sim::history::Event::PollStart { .. }
+                            | sim::history::Event::ProduceAcked { .. }
+                    ) && !matches!(&e.event, sim::history::Event::PollEnd { error: None, .. })
+                        && !matches!(&e.event, sim::history::Event::Request { api, .. }
+                            | sim::history::Event::Response { api, .. }
+                            if api == "Fetch" || api == "Metadata")
+                })
+                .map(|e| e.to_string())
+                .collect();
+            println!(
+                "where it went wrong ({} events of {} before the violation, last 30):",
+                lines.len(),
+                who.as_deref().unwrap_or("every member")
+            );
+            for line in lines.iter().skip(lines.len().saturating_sub(30)) {
+                println!("  {line}");
+            }
+        }
+        if subject == SubjectKind::Legacy {
+            match run_in_runtime(info.build, r.seed, SubjectKind::Consumer) {
+                Ok(ours) => println!(
+                    "consumer verdict: {}",
+                    if ours.report.is_ok() { "PASS" } else { "FAIL" }
+                ),
+                Err(e) => println!("consumer verdict: n/a ({e})"),
+            }
+        }
+        println!(
+            "repro: cargo sim replay {}",
+            name.trim_end_matches(".regression")
+        );
+        Ok(if reproduced {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
     }
 
     /// `--shard I/N`: this shard takes the seeds with `seed % N == I`.
