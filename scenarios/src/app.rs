@@ -13,6 +13,9 @@ pub enum CommitPolicy {
     AsyncEvery { interval_ms: u64 },
     /// No application commits: `enable.auto.commit=true` does it.
     Auto,
+    /// [`CommitPolicy::AsyncEachPoll`], plus a `commitSync(empty map)` every `barrier_ms` as a
+    /// barrier: "every earlier commitAsync's callback has run when it returns".
+    AsyncWithSyncBarrier { barrier_ms: u64 },
 }
 
 /// The application loop: `poll(poll_timeout_ms)`, process each record, commit, repeat; the

@@ -39,6 +39,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_13310::NAME,
             build: jira::kafka_13310::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_10337::NAME,
+            build: jira::kafka_10337::scenario,
+        },
     ]
 }
 

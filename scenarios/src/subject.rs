@@ -134,6 +134,14 @@ pub trait Subject: Send {
     /// [`Subject::take_completed_commits`], when the callback would run.
     fn commit_async(&mut self, id: u64, offsets: Vec<(Tp, i64)>)
         -> impl Future<Output = ()> + Send;
+    /// `commitSync(offsets, timeout)`: returns when the commit is done (or failed, or timed
+    /// out); callbacks of earlier `commitAsync`s that ran meanwhile are reported by
+    /// [`Subject::take_completed_commits`] afterwards.
+    fn commit_sync(
+        &mut self,
+        offsets: Vec<(Tp, i64)>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(), SubjectError>> + Send;
     /// `close(timeout)`.
     fn close(&mut self, timeout: Duration)
         -> impl Future<Output = Result<(), SubjectError>> + Send;

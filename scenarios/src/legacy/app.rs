@@ -62,85 +62,17 @@ impl AppThread {
         });
     }
 
-    /// `client.poll(future, timer)` with the lock taken per network poll: polls until `done`
-    /// or `deadline`.
     async fn poll_until(&self, deadline: Instant, done: impl Fn(&KafkaConsumer) -> bool) -> bool {
-        loop {
-            let mut s = self.shared.lock().await;
-            if done(&s) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            s.poll_once(deadline).await;
-        }
+        poll_until(&self.shared, deadline, done).await
     }
 
-    /// `commitOffsetsSync(offsets, timer)` (ConsumerCoordinator.java:1005): send, wait, and on
-    /// a retriable error back off and send again until the timer expires.
     async fn commit_offsets_sync(
         &self,
         id: u64,
         offsets: Vec<(Tp, i64)>,
         deadline: Instant,
     ) -> Result<bool, FutureError> {
-        {
-            let mut s = self.shared.lock().await;
-            s.coordinator.invoke_completed_offset_commit_callbacks();
-        }
-        if offsets.is_empty() {
-            return Ok(true);
-        }
-        loop {
-            {
-                let mut s = self.shared.lock().await;
-                if s.coordinator.coordinator_unknown()
-                    && !s.ensure_coordinator_ready(deadline).await
-                {
-                    return Ok(false);
-                }
-                s.coordinator.sync_commits.insert(id, None);
-                let sent = {
-                    let KafkaConsumer {
-                        client,
-                        coordinator,
-                        ..
-                    } = &mut *s;
-                    coordinator.send_offset_commit_request(client, id, offsets.clone())
-                };
-                if let Err(e) = sent {
-                    s.coordinator.sync_commits.insert(id, Some(Err(e)));
-                }
-            }
-            self.poll_until(deadline, |s| {
-                s.coordinator
-                    .sync_commits
-                    .get(&id)
-                    .is_some_and(Option::is_some)
-            })
-            .await;
-            let outcome = {
-                let mut s = self.shared.lock().await;
-                s.coordinator.invoke_completed_offset_commit_callbacks();
-                s.coordinator.sync_commits.remove(&id).flatten()
-            };
-            match outcome {
-                Some(Ok(())) => return Ok(true),
-                Some(Err(e)) if !e.retriable => return Err(e),
-                _ => {}
-            }
-            // timer.sleep(retryBackoffMs): no lock held.
-            let backoff = self.shared.lock().await.retry_backoff;
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(false);
-            }
-            tokio::time::sleep_until(deadline.min(now + backoff)).await;
-            if Instant::now() >= deadline {
-                return Ok(false);
-            }
-        }
+        commit_offsets_sync(&self.shared, id, offsets, deadline).await
     }
 
     /// `maybeAutoCommitOffsetsSync(timer)` (ConsumerCoordinator.java:1080): errors are logged,
@@ -592,6 +524,89 @@ impl KafkaConsumer {
             if let Some((interval, _)) = self.auto_commit {
                 self.auto_commit = Some((interval, Instant::now() + self.retry_backoff));
             }
+        }
+    }
+}
+
+/// `client.poll(future, timer)` with the lock taken per network poll: polls until `done`
+/// or `deadline`.
+pub(super) async fn poll_until(
+    shared: &Mutex<KafkaConsumer>,
+    deadline: Instant,
+    done: impl Fn(&KafkaConsumer) -> bool,
+) -> bool {
+    loop {
+        let mut s = shared.lock().await;
+        if done(&s) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        s.poll_once(deadline).await;
+    }
+}
+
+/// `commitOffsetsSync(offsets, timer)` (ConsumerCoordinator.java:1005): send, wait, and on
+/// a retriable error back off and send again until the timer expires.
+pub(super) async fn commit_offsets_sync(
+    shared: &Mutex<KafkaConsumer>,
+    id: u64,
+    offsets: Vec<(Tp, i64)>,
+    deadline: Instant,
+) -> Result<bool, FutureError> {
+    {
+        let mut s = shared.lock().await;
+        s.coordinator.invoke_completed_offset_commit_callbacks();
+    }
+    if offsets.is_empty() {
+        return Ok(true);
+    }
+    loop {
+        {
+            let mut s = shared.lock().await;
+            if s.coordinator.coordinator_unknown() && !s.ensure_coordinator_ready(deadline).await {
+                return Ok(false);
+            }
+            s.coordinator.sync_commits.insert(id, None);
+            let sent = {
+                let KafkaConsumer {
+                    client,
+                    coordinator,
+                    ..
+                } = &mut *s;
+                coordinator.send_offset_commit_request(client, id, offsets.clone())
+            };
+            if let Err(e) = sent {
+                s.coordinator.sync_commits.insert(id, Some(Err(e)));
+            }
+        }
+        poll_until(shared, deadline, |s| {
+            s.coordinator
+                .sync_commits
+                .get(&id)
+                .is_some_and(Option::is_some)
+        })
+        .await;
+        let outcome = {
+            let mut s = shared.lock().await;
+            s.coordinator.invoke_completed_offset_commit_callbacks();
+            s.coordinator.sync_commits.remove(&id).flatten()
+        };
+        match outcome {
+            Some(Ok(())) => return Ok(true),
+            Some(Err(e)) if !e.retriable => return Err(e),
+            _ => {}
+        }
+        // timer.sleep(retryBackoffMs): no lock held.
+        let backoff = shared.lock().await.retry_backoff;
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep_until(deadline.min(now + backoff)).await;
+        if Instant::now() >= deadline {
+            return Ok(false);
         }
     }
 }

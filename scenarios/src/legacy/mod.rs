@@ -170,6 +170,25 @@ impl Subject for LegacyConsumer {
         self.shared.lock().await.commit_async(id, offsets).await;
     }
 
+    async fn commit_sync(
+        &mut self,
+        offsets: Vec<(Tp, i64)>,
+        timeout: Duration,
+    ) -> Result<(), SubjectError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let id = {
+            let mut s = self.shared.lock().await;
+            let id = s.next_internal_commit;
+            s.next_internal_commit += 1;
+            id
+        };
+        match app::commit_offsets_sync(&self.shared, id, offsets, deadline).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(SubjectError("TIMEOUT".to_owned())),
+            Err(e) => Err(SubjectError(e.error)),
+        }
+    }
+
     async fn close(&mut self, timeout: Duration) -> Result<(), SubjectError> {
         match &self.app {
             Some(app) => app.close(timeout).await,

@@ -30,6 +30,12 @@ pub(super) async fn drive<S: Subject>(
     let mut next_commit_id = 0;
     // Offsets processed since the last checkpoint commit, and when the next one is due.
     let mut checkpoint: BTreeMap<Tp, i64> = BTreeMap::new();
+    let mut next_barrier = match app.commit {
+        CommitPolicy::AsyncWithSyncBarrier { barrier_ms } => {
+            Some(Instant::now() + Duration::from_millis(barrier_ms))
+        }
+        _ => None,
+    };
     let mut next_checkpoint = match app.commit {
         CommitPolicy::AsyncEvery { interval_ms } => {
             Some(Instant::now() + Duration::from_millis(interval_ms))
@@ -91,7 +97,7 @@ pub(super) async fn drive<S: Subject>(
             continue;
         }
         match app.commit {
-            CommitPolicy::AsyncEachPoll => {
+            CommitPolicy::AsyncEachPoll | CommitPolicy::AsyncWithSyncBarrier { .. } => {
                 let offsets: Vec<(Tp, i64)> = offsets.into_iter().collect();
                 ctx.record(Event::CommitRequested {
                     id: next_commit_id,
@@ -103,6 +109,32 @@ pub(super) async fn drive<S: Subject>(
                 next_commit_id += 1;
             }
             CommitPolicy::AsyncEvery { .. } | CommitPolicy::Auto => {}
+        }
+        if let (CommitPolicy::AsyncWithSyncBarrier { barrier_ms }, Some(due)) =
+            (app.commit, next_barrier)
+        {
+            if Instant::now() >= due {
+                // The barrier: commitSync(emptyMap). Callbacks that ran inside it are recorded
+                // before its own completion.
+                record_completions(&mut subject, &ctx).await;
+                ctx.record(Event::CommitRequested {
+                    id: next_commit_id,
+                    mode: CommitMode::Sync,
+                    generation: None,
+                    offsets: Vec::new(),
+                });
+                let id = next_commit_id;
+                next_commit_id += 1;
+                let done = subject
+                    .commit_sync(Vec::new(), Duration::from_millis(5_000))
+                    .await;
+                record_completions(&mut subject, &ctx).await;
+                ctx.record(Event::CommitCompleted {
+                    id,
+                    error: done.err().map(|e| e.0),
+                });
+                next_barrier = Some(Instant::now() + Duration::from_millis(barrier_ms));
+            }
         }
         record_completions(&mut subject, &ctx).await;
     }
