@@ -26,12 +26,16 @@ fn main() -> ExitCode {
 mod cli {
     use std::process::ExitCode;
 
-    use scenarios::runner::{repro_line, run_in_runtime, RunError, RunResult};
+    use scenarios::runner::{
+        repro_line, run_in_runtime, run_in_runtime_with_plan, RunError, RunResult,
+    };
     use scenarios::subject::SubjectKind;
+    use sim::fault::text::{parse_plan, plan_to_string};
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE]
+  cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
@@ -97,6 +101,7 @@ mod cli {
             Some("run") => run(&options),
             Some("explore") => explore(&options),
             Some("replay") => replay(&options),
+            Some("shrink") => shrink(&options),
             Some(other) => Err(format!("unknown command `{other}`")),
             None => Err("no command".to_owned()),
         }
@@ -114,7 +119,15 @@ mod cli {
         let info = scenario(options)?;
         let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
         let subject = options.subject()?;
-        let result = match run_in_runtime(info.build, seed, subject) {
+        let plan_file = options.value::<String>("plan")?;
+        let plan = match &plan_file {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+                Some(parse_plan(&text).map_err(|e| format!("{path}: {e}"))?)
+            }
+        };
+        let result = match run_in_runtime_with_plan(info.build, seed, subject, plan) {
             Ok(result) => result,
             Err(e @ RunError::SubjectUnavailable(_)) => {
                 eprintln!("{e}");
@@ -123,7 +136,12 @@ mod cli {
             Err(e) => return Err(e.to_string()),
         };
         println!("scenario {}  seed {seed}  subject {subject}", info.name);
-        println!("fault plan:");
+        println!(
+            "fault plan{}:",
+            plan_file
+                .as_ref()
+                .map_or(String::new(), |p| format!(" (from {p})"))
+        );
         for (at_ms, fault) in &result.plan {
             println!("  {at_ms:>7}ms {fault:?}");
         }
@@ -131,7 +149,7 @@ mod cli {
             print!("{}", result.history.render());
         }
         print!("{}", result.report);
-        print_verdict(&result);
+        print_verdict(&result, plan_file.as_deref());
         Ok(if result.report.is_ok() {
             ExitCode::SUCCESS
         } else {
@@ -139,7 +157,7 @@ mod cli {
         })
     }
 
-    fn print_verdict(result: &RunResult) {
+    fn print_verdict(result: &RunResult, plan_file: Option<&str>) {
         match result.report.first_violation() {
             None => println!("verdict: PASS"),
             Some((checker, violation)) => {
@@ -154,7 +172,10 @@ mod cli {
                 println!("first violation [{checker}]: {violation}");
             }
         }
-        println!("repro: {}", result.repro());
+        match plan_file {
+            None => println!("repro: {}", result.repro()),
+            Some(p) => println!("repro: {} --plan {p}", result.repro()),
+        }
     }
 
     /// Finds a saved regression by path, file name or stem.
@@ -291,6 +312,100 @@ mod cli {
         })
     }
 
+    /// `checker` and violation kind of a `first violation [checker]:  123ms Kind …` line.
+    fn verdict_key(first: &str) -> Option<(String, String)> {
+        let rest = first.strip_prefix('[')?;
+        let (checker, rest) = rest.split_once(']')?;
+        let kind = rest
+            .split_whitespace()
+            .skip_while(|w| !w.ends_with("ms"))
+            .nth(1)?;
+        Some((checker.to_owned(), kind.to_owned()))
+    }
+
+    /// Runs one seed with `plan` in a child process (see [`run_seed_in_child`]).
+    fn run_plan_in_child(
+        scenario: &str,
+        seed: u64,
+        subject: SubjectKind,
+        plan: &sim::fault::FaultPlan,
+        file: &std::path::Path,
+    ) -> Result<Outcome, String> {
+        std::fs::write(file, plan_to_string(plan)).map_err(|e| e.to_string())?;
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let output = std::process::Command::new(exe)
+            .args(["run", scenario, "--seed", &seed.to_string(), "--subject"])
+            .arg(subject.name())
+            .arg("--plan")
+            .arg(file)
+            .output()
+            .map_err(|e| e.to_string())?;
+        outcome(output)
+    }
+
+    /// `shrink SCENARIO --seed N`: delta-debugs the seed's fault plan (`sim::shrink::ddmin`) to
+    /// a 1-minimal one that still breaks the same invariant (same checker, same kind), each
+    /// candidate replayed in a fresh process; writes it as text and prints its repro line.
+    fn shrink(options: &Options<'_>) -> Result<ExitCode, String> {
+        let info = scenario(options)?;
+        let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
+        let subject = options.subject()?;
+        let plan = (info.build)().plan(seed).plan;
+        let file = std::env::temp_dir().join(format!(
+            "sim-shrink-{}-{seed}-{}.plan",
+            info.name,
+            std::process::id()
+        ));
+        let first = match run_plan_in_child(info.name, seed, subject, &plan, &file)? {
+            Outcome::Pass => {
+                println!(
+                    "{} seed {seed} passes with its plan: nothing to shrink",
+                    info.name
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Outcome::Fail(first) => first,
+        };
+        let key = verdict_key(&first).ok_or_else(|| format!("cannot read `{first}`"))?;
+        println!("{} seed {seed} fails: {first}", info.name);
+        println!(
+            "shrinking {} fault(s), keeping {} {} ...",
+            plan.len(),
+            key.0,
+            key.1
+        );
+        let mut replays = 0;
+        let mut error = None;
+        let minimal = sim::shrink::ddmin(&plan, |candidate| {
+            replays += 1;
+            match run_plan_in_child(info.name, seed, subject, &candidate.to_vec(), &file) {
+                Ok(Outcome::Fail(f)) => verdict_key(&f).as_ref() == Some(&key),
+                Ok(Outcome::Pass) => false,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let out = format!("shrunk-{}-seed-{seed}.plan", info.name);
+        std::fs::write(&out, plan_to_string(&minimal)).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&file);
+        println!(
+            "minimal plan ({} of {} fault(s), {replays} replays), written to {out}:",
+            minimal.len(),
+            plan.len()
+        );
+        print!("{}", plan_to_string(&minimal));
+        println!(
+            "repro: {} --plan {out}",
+            repro_line(info.name, seed, subject)
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+
     /// `--shard I/N`: this shard takes the seeds with `seed % N == I`.
     fn shard(options: &Options<'_>) -> Result<(u64, u64), String> {
         let Some(text) = options.value::<String>("shard")? else {
@@ -324,6 +439,10 @@ mod cli {
             .arg(subject.name())
             .output()
             .map_err(|e| e.to_string())?;
+        outcome(output)
+    }
+
+    fn outcome(output: std::process::Output) -> Result<Outcome, String> {
         let stdout = String::from_utf8_lossy(&output.stdout);
         match output.status.code() {
             Some(0) => Ok(Outcome::Pass),
@@ -338,6 +457,18 @@ mod cli {
         }
     }
 
+    /// The progress bar on stderr: `[=====     ]  37/200 seeds  2 failed  41.3 seeds/min`.
+    fn progress(done: u64, total: u64, failed: usize, elapsed: std::time::Duration) {
+        const WIDTH: u64 = 30;
+        let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
+        let rate = done as f64 / (elapsed.as_secs_f64() / 60.0).max(1e-9);
+        eprint!(
+            "\r[{}{}] {done:>5}/{total} seeds  {failed} failed  {rate:.1} seeds/min",
+            "=".repeat(filled as usize),
+            " ".repeat((WIDTH - filled) as usize)
+        );
+    }
+
     fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
         let info = scenario(options)?;
         let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
@@ -348,7 +479,11 @@ mod cli {
         let began = std::time::Instant::now();
         let mut runs = 0u64;
         let mut failures = Vec::new();
-        for seed in (start..start + seeds).filter(|s| s % count == index) {
+        let mine: Vec<u64> = (start..start + seeds)
+            .filter(|s| s % count == index)
+            .collect();
+        for seed in &mine {
+            let seed = *seed;
             match run_seed_in_child(info.name, seed, subject) {
                 Ok(Outcome::Pass) => {}
                 Ok(Outcome::Fail(first)) => failures.push((seed, first)),
@@ -356,7 +491,9 @@ mod cli {
                 Err(e) => failures.push((seed, format!("error: {e}"))),
             }
             runs += 1;
+            progress(runs, mine.len() as u64, failures.len(), began.elapsed());
         }
+        eprintln!();
         let minutes = began.elapsed().as_secs_f64() / 60.0;
         println!(
             "{:<14} {:>8} {:>6} {:>9} {:>12}",

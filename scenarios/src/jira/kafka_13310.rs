@@ -26,7 +26,10 @@
 //! rebalance timeout inside `poll`) is 3.1.0's own.
 
 use kafka_consumer::rt::SeededRng;
-use sim::check::{CheckerSet, KnownGaps, OwnershipMode};
+use sim::check::{
+    BlockingBounds, CallbackHandshake, CheckerSet, ExclusiveOwnership, KnownGaps, NoLeaveInPoll,
+    OwnershipMode, RevokeBeforeReassign,
+};
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 
 use crate::app::{AppBehaviour, CommitPolicy};
@@ -112,8 +115,22 @@ fn plan(seed: u64) -> PlannedFaults {
     }
 }
 
+/// The standard set, with `poll`'s tolerance at one second: the pre-rebalance commit may
+/// legitimately take a round trip past the poll's timeout; the bug is blocking for the whole
+/// rebalance timeout.
 fn checks() -> CheckerSet {
-    CheckerSet::standard(KnownGaps::new(), OwnershipMode::Windows)
+    CheckerSet::jepsen(KnownGaps::new())
+        .with(ExclusiveOwnership {
+            mode: OwnershipMode::Windows,
+            ..ExclusiveOwnership::default()
+        })
+        .with(RevokeBeforeReassign::default())
+        .with(CallbackHandshake::default())
+        .with(BlockingBounds {
+            tolerance_ms: 1_000,
+            ..BlockingBounds::default()
+        })
+        .with(NoLeaveInPoll::default())
 }
 
 #[cfg(test)]

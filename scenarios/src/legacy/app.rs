@@ -15,7 +15,9 @@ use super::consumer::KafkaConsumer;
 use super::coordinator::FutureError;
 use super::group::{self, HeartbeatThreadFlags, MemberState};
 use super::heartbeat;
-use crate::subject::{Delivered, ListenerBehaviour, SubjectContext, SubjectError};
+use crate::subject::{
+    CommitCompletion, Delivered, ListenerBehaviour, SubjectContext, SubjectError,
+};
 
 /// Virtual CPU time of one pass of `poll`'s loop that found nothing to wait for. A real
 /// `client.poll(0)` returns at once but still takes time, during which the heartbeat thread
@@ -101,7 +103,12 @@ impl AppThread {
             Ok(false) => Some("TIMEOUT".to_owned()),
             Err(e) => Some(e.error),
         };
-        self.ctx.record(Event::CommitCompleted { id, error });
+        // Reported with the async callbacks that ran inside it, in the order they ran.
+        self.shared
+            .lock()
+            .await
+            .coordinator
+            .push_invoked(CommitCompletion { id, error });
     }
 
     async fn stable_generation(&self) -> Option<i32> {

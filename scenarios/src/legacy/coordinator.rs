@@ -181,6 +181,12 @@ impl ConsumerCoordinator {
         }
     }
 
+    /// Reports a finished commit the consumer made on its own, after the callbacks that ran
+    /// before it.
+    pub fn push_invoked(&mut self, completion: CommitCompletion) {
+        self.invoked.push(completion);
+    }
+
     /// Whether an auto-commit callback saw a retriable failure since the last call.
     pub fn take_failed_auto_commits(&mut self) -> bool {
         std::mem::take(&mut self.failed_auto_commit)
