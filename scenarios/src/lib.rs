@@ -12,6 +12,7 @@ pub mod regression;
 pub mod runner;
 pub mod scenario;
 pub mod subject;
+pub mod timeline;
 
 use scenario::Scenario;
 

@@ -34,7 +34,7 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE] [--trace FILE.html]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
@@ -149,6 +149,12 @@ mod cli {
             print!("{}", result.history.render());
         }
         print!("{}", result.report);
+        if let Some(path) = options.value::<String>("trace")? {
+            let title = format!("{} seed {seed} subject {subject}", info.name);
+            let page = scenarios::timeline::render(&title, &result.history, &result.report);
+            std::fs::write(&path, page).map_err(|e| format!("{path}: {e}"))?;
+            println!("timeline: {path}");
+        }
         print_verdict(&result, plan_file.as_deref());
         Ok(if result.report.is_ok() {
             ExitCode::SUCCESS
