@@ -64,3 +64,43 @@ fn legacy_poll_blocks_in_the_pre_rebalance_commit_loop() {
         .count();
     assert!(retries > 50, "{retries} retried commits");
 }
+
+/// Set by [`same_seed_same_history_with_the_heartbeat_thread`] in its child processes.
+const DUMP_ENV: &str = "SCENARIOS_13310_DETERMINISM_DUMP";
+
+/// Subscribe mode adds the heartbeat task racing the application task for the consumer's
+/// lock: same seed, two fresh processes ⇒ byte-identical histories all the same.
+#[test]
+fn same_seed_same_history_with_the_heartbeat_thread() {
+    if let Ok(path) = std::env::var(DUMP_ENV) {
+        let result = run_in_runtime(kafka_13310::scenario, 3, SubjectKind::Legacy).unwrap();
+        std::fs::write(path, result.history.render()).unwrap();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let renders: Vec<String> = (0..2)
+        .map(|i| {
+            let path = std::env::temp_dir().join(format!(
+                "kafka-13310-determinism-{}-{i}",
+                std::process::id()
+            ));
+            let status = std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "same_seed_same_history_with_the_heartbeat_thread",
+                    "--test-threads",
+                    "1",
+                ])
+                .env(DUMP_ENV, &path)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            text
+        })
+        .collect();
+    let heartbeats = renders[0].matches("-> Heartbeat#").count();
+    assert!(heartbeats > 20, "the heartbeat thread ran: {heartbeats}");
+    assert!(renders[0] == renders[1], "same seed, different histories");
+}
