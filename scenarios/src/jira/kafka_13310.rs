@@ -19,9 +19,9 @@
 //! **Invariant.** `poll(d)` returns within d + time spent in rebalance callbacks
 //! ([`BlockingBounds`](sim::check::BlockingBounds), `PollOvershoot`), plus the standard set.
 //!
-//! **Plan.** The sim's coordinator keeps accepting offsets of deleted topics (see
-//! `sim/FIDELITY.md`), so the broker's answer for the deleted topic is injected as a response
-//! rule: from 3–5 s every OffsetCommit is answered `UNKNOWN_TOPIC_OR_PARTITION` until the heal;
+//! **Plan.** The sim's coordinator keeps accepting offsets of deleted topics (a fidelity gap
+//! not yet listed in `sim/FIDELITY.md`), and the legacy model has no pattern subscription, so
+//! the broker's answer for the deleted topic is injected as a response rule: from 3–5 s every OffsetCommit is answered `UNKNOWN_TOPIC_OR_PARTITION` until the heal;
 //! the second member joins 2–4 s later. The model's mechanism (the commit loop bounded by the
 //! rebalance timeout inside `poll`) is 3.1.0's own.
 
