@@ -5,7 +5,7 @@
 //! RNG tokio seeds with a process-global counter), and a saved seed must replay exactly.
 #![cfg(madsim)]
 
-use regressions::{saved, Expectation, Regression};
+use regressions::{saved, Regression};
 use scenarios::runner::run_in_runtime;
 use scenarios::subject::SubjectKind;
 
@@ -25,18 +25,12 @@ fn replay(name: &str, text: &str) {
         .map(|(at_ms, fault)| format!("{at_ms} {fault:?}"))
         .collect();
     assert_eq!(plan, r.plan, "{name}: the scenario now draws another plan");
-    match &r.expect {
-        Expectation::Passes => assert!(result.report.is_ok(), "{name}:\n{}", result.report),
-        Expectation::Fails { checker, kind } => {
-            let found = result.report.verdicts.iter().any(|v| {
-                v.checker == checker.as_str()
-                    && v.violations
-                        .iter()
-                        .any(|x| format!("{:?}", x.kind) == *kind)
-            });
-            assert!(found, "{name}: expected {}\n{}", r.expect, result.report);
-        }
-    }
+    assert!(
+        r.reproduced_by(&result.report),
+        "{name}: expected {}\n{}",
+        r.expect,
+        result.report
+    );
 }
 
 #[test]

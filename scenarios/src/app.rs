@@ -8,6 +8,14 @@ pub enum CommitPolicy {
     /// `commitAsync(offsets of the records just processed)` after every poll that returned
     /// records: Flink's and many hand-written loops' pattern.
     AsyncEachPoll,
+    /// `commitAsync(offsets consumed so far)` every `interval_ms`, driven by an external
+    /// trigger rather than the poll loop: Flink's checkpoint commit (FLINK-28060).
+    AsyncEvery { interval_ms: u64 },
+    /// No application commits: `enable.auto.commit=true` does it.
+    Auto,
+    /// [`CommitPolicy::AsyncEachPoll`], plus a `commitSync(empty map)` every `barrier_ms` as a
+    /// barrier: "every earlier commitAsync's callback has run when it returns".
+    AsyncWithSyncBarrier { barrier_ms: u64 },
 }
 
 /// The application loop: `poll(poll_timeout_ms)`, process each record, commit, repeat; the

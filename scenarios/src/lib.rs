@@ -7,10 +7,12 @@ pub mod app;
 pub mod checks;
 pub mod jira;
 pub mod legacy;
+pub mod regression;
 #[cfg(madsim)]
 pub mod runner;
 pub mod scenario;
 pub mod subject;
+pub mod timeline;
 
 use scenario::Scenario;
 
@@ -25,10 +27,24 @@ pub struct ScenarioInfo {
 
 /// Every scenario the library knows, in CLI order.
 pub fn registry() -> &'static [ScenarioInfo] {
-    &[ScenarioInfo {
-        name: jira::kafka_13563::NAME,
-        build: jira::kafka_13563::scenario,
-    }]
+    &[
+        ScenarioInfo {
+            name: jira::kafka_13563::NAME,
+            build: jira::kafka_13563::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_13840::NAME,
+            build: jira::kafka_13840::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_13310::NAME,
+            build: jira::kafka_13310::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_10337::NAME,
+            build: jira::kafka_10337::scenario,
+        },
+    ]
 }
 
 /// The scenario registered as `name`.

@@ -7,6 +7,7 @@ use sim::fault::FaultPlan;
 use sim::history::Tp;
 
 use crate::app::AppBehaviour;
+use crate::subject::ListenerBehaviour;
 
 /// The simulated cluster a scenario runs against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +27,14 @@ pub struct SubjectSpec {
     pub name: String,
     /// Consumer properties with Kafka's keys; `bootstrap.servers` is filled in by the runner.
     pub properties: Vec<(String, String)>,
-    /// Partitions handed to `assign()`.
+    /// Partitions handed to `assign()` (when `subscribe` is empty).
     pub assign: Vec<Tp>,
+    /// Topics handed to `subscribe()`; empty for manual assignment.
+    pub subscribe: Vec<String>,
+    /// The rebalance listener, in subscribe mode.
+    pub listener: ListenerBehaviour,
+    /// Virtual time at which the application starts (a member joining later).
+    pub start_ms: u64,
     /// What the application does with the consumer.
     pub app: AppBehaviour,
 }
@@ -188,8 +195,50 @@ impl ScenarioBuilder {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             assign,
+            subscribe: Vec::new(),
+            listener: ListenerBehaviour::default(),
+            start_ms: 0,
             app,
         });
+        self
+    }
+
+    /// A consumer with these properties that `subscribe()`s to `topics`.
+    pub fn subscribing_consumer(
+        mut self,
+        name: &str,
+        properties: &[(&str, &str)],
+        topics: &[&str],
+        app: AppBehaviour,
+    ) -> Self {
+        self.scenario.subjects.push(SubjectSpec {
+            name: name.to_owned(),
+            properties: properties
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            assign: Vec::new(),
+            subscribe: topics.iter().map(|t| (*t).to_owned()).collect(),
+            listener: ListenerBehaviour::default(),
+            start_ms: 0,
+            app,
+        });
+        self
+    }
+
+    /// The last added consumer's rebalance listener.
+    pub fn listener(mut self, listener: ListenerBehaviour) -> Self {
+        if let Some(s) = self.scenario.subjects.last_mut() {
+            s.listener = listener;
+        }
+        self
+    }
+
+    /// The last added consumer starts at `start_ms` instead of 0.
+    pub fn start_at(mut self, start_ms: u64) -> Self {
+        if let Some(s) = self.scenario.subjects.last_mut() {
+            s.start_ms = start_ms;
+        }
         self
     }
 

@@ -1,7 +1,8 @@
 //! The seam between the runner and a consumer under test.
 //!
 //! The runner's application loop drives a [`Subject`] through the calls a Kafka application
-//! makes (`assign`, `poll`, `commitAsync`, `close`) and records what the application sees
+//! makes (`assign` or `subscribe`, `poll`, `commitAsync`, `close`) and records what the
+//! application sees
 //! (polls, deliveries, commit requests and completions). The subject records what only it can
 //! see (requests, responses) through the [`SubjectContext`] it was built with. Every method is
 //! a `Send` future so the same loop drives the legacy model and our async consumer.
@@ -79,6 +80,17 @@ impl fmt::Display for SubjectError {
     }
 }
 
+/// What the application's `ConsumerRebalanceListener` does. The subject runs it where its
+/// design runs callbacks (inside `poll` for both the classic consumer and ours) and records
+/// `CallbackStart` / `CallbackEnd` around it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListenerBehaviour {
+    /// Virtual time `onPartitionsRevoked` / `onPartitionsLost` take (blocking work).
+    pub revoked_ms: u64,
+    /// Virtual time `onPartitionsAssigned` takes.
+    pub assigned_ms: u64,
+}
+
 /// What a subject is built from.
 #[derive(Debug, Clone)]
 pub struct SubjectContext {
@@ -105,6 +117,14 @@ impl SubjectContext {
 pub trait Subject: Send {
     /// `assign(partitions)`: manual assignment.
     fn assign(&mut self, partitions: Vec<Tp>) -> impl Future<Output = ()> + Send;
+    /// `subscribe(topics, listener)`: group management; the subject records the
+    /// `Subscribe` event, and later `Assignment` and callback events as its group protocol
+    /// moves partitions.
+    fn subscribe(
+        &mut self,
+        topics: Vec<String>,
+        listener: ListenerBehaviour,
+    ) -> impl Future<Output = ()> + Send;
     /// `poll(timeout)`: the records of one poll.
     fn poll(
         &mut self,
@@ -114,6 +134,14 @@ pub trait Subject: Send {
     /// [`Subject::take_completed_commits`], when the callback would run.
     fn commit_async(&mut self, id: u64, offsets: Vec<(Tp, i64)>)
         -> impl Future<Output = ()> + Send;
+    /// `commitSync(offsets, timeout)`: returns when the commit is done (or failed, or timed
+    /// out); callbacks of earlier `commitAsync`s that ran meanwhile are reported by
+    /// [`Subject::take_completed_commits`] afterwards.
+    fn commit_sync(
+        &mut self,
+        offsets: Vec<(Tp, i64)>,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(), SubjectError>> + Send;
     /// `close(timeout)`.
     fn close(&mut self, timeout: Duration)
         -> impl Future<Output = Result<(), SubjectError>> + Send;

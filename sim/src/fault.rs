@@ -331,3 +331,425 @@ mod tests {
         assert!(!faults.decide(1, 1).malform);
     }
 }
+
+/// The text form of faults and plans: one fault per line, `<ms> <fault>`, readable and
+/// parseable back (`cargo sim shrink` prints it, `--plan` reads it). Grammar:
+///
+/// ```text
+/// response api=<key> broker=<id|*> trigger=<next:N|p:F|until-cleared> action=<error:C|hold:MS|lose|malform>
+/// clear-responses api=<key|*>
+/// reset-connections <broker>      kill-broker <broker>      restart-broker <broker>
+/// pause-broker <broker>           resume-broker <broker>
+/// clog-link <from> <to>           unclog-link <from> <to>
+/// clog-node <node> <in|out|both>  unclog-node <node> <in|out|both>
+/// latency <min>..<max>
+/// move-leader <topic> <partition> to=<id|any>
+/// move-coordinator <offsets-partition> to=<id|any>
+/// delete-records <topic> <partition> before=<offset>
+/// ```
+pub mod text {
+    use std::fmt;
+    use std::str::FromStr;
+
+    use super::{Direction, Fault, FaultPlan, ResponseAction, ResponseRule, Trigger};
+
+    /// A fault that does not parse.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ParseFaultError(pub String);
+
+    impl fmt::Display for ParseFaultError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for ParseFaultError {}
+
+    fn direction(d: Direction) -> &'static str {
+        match d {
+            Direction::In => "in",
+            Direction::Out => "out",
+            Direction::Both => "both",
+        }
+    }
+
+    fn or_any<T: fmt::Display>(v: &Option<T>, any: &str) -> String {
+        v.as_ref().map_or(any.to_owned(), T::to_string)
+    }
+
+    impl fmt::Display for Trigger {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Trigger::Next(n) => write!(f, "next:{n}"),
+                Trigger::Probability(p) => write!(f, "p:{p}"),
+                Trigger::UntilCleared => f.write_str("until-cleared"),
+            }
+        }
+    }
+
+    impl fmt::Display for ResponseAction {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                ResponseAction::Error(c) => write!(f, "error:{c}"),
+                ResponseAction::Hold { delay_ms } => write!(f, "hold:{delay_ms}"),
+                ResponseAction::Lose => f.write_str("lose"),
+                ResponseAction::Malform => f.write_str("malform"),
+            }
+        }
+    }
+
+    impl fmt::Display for Fault {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Fault::Response(r) => write!(
+                    f,
+                    "response api={} broker={} trigger={} action={}",
+                    r.api_key,
+                    or_any(&r.broker, "*"),
+                    r.trigger,
+                    r.action
+                ),
+                Fault::ClearResponses { api_key } => {
+                    write!(f, "clear-responses api={}", or_any(api_key, "*"))
+                }
+                Fault::ResetConnections { broker } => write!(f, "reset-connections {broker}"),
+                Fault::KillBroker { broker } => write!(f, "kill-broker {broker}"),
+                Fault::RestartBroker { broker } => write!(f, "restart-broker {broker}"),
+                Fault::PauseBroker { broker } => write!(f, "pause-broker {broker}"),
+                Fault::ResumeBroker { broker } => write!(f, "resume-broker {broker}"),
+                Fault::ClogLink { from, to } => write!(f, "clog-link {from} {to}"),
+                Fault::UnclogLink { from, to } => write!(f, "unclog-link {from} {to}"),
+                Fault::ClogNode { node, direction: d } => {
+                    write!(f, "clog-node {node} {}", direction(*d))
+                }
+                Fault::UnclogNode { node, direction: d } => {
+                    write!(f, "unclog-node {node} {}", direction(*d))
+                }
+                Fault::Latency { min_ms, max_ms } => write!(f, "latency {min_ms}..{max_ms}"),
+                Fault::MoveLeader {
+                    topic,
+                    partition,
+                    to,
+                } => write!(
+                    f,
+                    "move-leader {topic} {partition} to={}",
+                    or_any(to, "any")
+                ),
+                Fault::MoveCoordinator {
+                    offsets_partition,
+                    to,
+                } => write!(
+                    f,
+                    "move-coordinator {offsets_partition} to={}",
+                    or_any(to, "any")
+                ),
+                Fault::DeleteRecords {
+                    topic,
+                    partition,
+                    before_offset,
+                } => write!(
+                    f,
+                    "delete-records {topic} {partition} before={before_offset}"
+                ),
+            }
+        }
+    }
+
+    fn err(text: &str, why: &str) -> ParseFaultError {
+        ParseFaultError(format!("invalid fault `{text}`: {why}"))
+    }
+
+    fn num<T: FromStr>(text: &str, word: &str) -> Result<T, ParseFaultError> {
+        word.parse()
+            .map_err(|_| err(text, &format!("`{word}` is not a number")))
+    }
+
+    fn opt_num<T: FromStr>(
+        text: &str,
+        word: &str,
+        any: &str,
+    ) -> Result<Option<T>, ParseFaultError> {
+        if word == any {
+            Ok(None)
+        } else {
+            num(text, word).map(Some)
+        }
+    }
+
+    /// The value of `key=value`.
+    fn kv<'a>(text: &str, word: Option<&'a str>, key: &str) -> Result<&'a str, ParseFaultError> {
+        word.and_then(|w| w.strip_prefix(key)?.strip_prefix('='))
+            .ok_or_else(|| err(text, &format!("expected {key}=…")))
+    }
+
+    fn parse_direction(text: &str, word: Option<&str>) -> Result<Direction, ParseFaultError> {
+        match word {
+            Some("in") => Ok(Direction::In),
+            Some("out") => Ok(Direction::Out),
+            Some("both") => Ok(Direction::Both),
+            _ => Err(err(text, "expected in, out or both")),
+        }
+    }
+
+    impl FromStr for Trigger {
+        type Err = ParseFaultError;
+
+        fn from_str(s: &str) -> Result<Self, Self::Err> {
+            match s.split_once(':') {
+                None if s == "until-cleared" => Ok(Trigger::UntilCleared),
+                Some(("next", n)) => Ok(Trigger::Next(num(s, n)?)),
+                Some(("p", p)) => Ok(Trigger::Probability(num(s, p)?)),
+                _ => Err(err(s, "expected next:N, p:F or until-cleared")),
+            }
+        }
+    }
+
+    impl FromStr for ResponseAction {
+        type Err = ParseFaultError;
+
+        fn from_str(s: &str) -> Result<Self, Self::Err> {
+            match s.split_once(':') {
+                None if s == "lose" => Ok(ResponseAction::Lose),
+                None if s == "malform" => Ok(ResponseAction::Malform),
+                Some(("error", c)) => Ok(ResponseAction::Error(num(s, c)?)),
+                Some(("hold", ms)) => Ok(ResponseAction::Hold {
+                    delay_ms: num(s, ms)?,
+                }),
+                _ => Err(err(s, "expected error:C, hold:MS, lose or malform")),
+            }
+        }
+    }
+
+    impl FromStr for Fault {
+        type Err = ParseFaultError;
+
+        fn from_str(text: &str) -> Result<Self, Self::Err> {
+            let mut words = text.split_whitespace();
+            let kind = words.next().ok_or_else(|| err(text, "empty"))?;
+            let mut next = || words.next();
+            fn word<'a>(text: &str, w: Option<&'a str>) -> Result<&'a str, ParseFaultError> {
+                w.ok_or_else(|| err(text, "missing argument"))
+            }
+            let fault = match kind {
+                "response" => {
+                    let api_key = num(text, kv(text, next(), "api")?)?;
+                    let broker = opt_num(text, kv(text, next(), "broker")?, "*")?;
+                    let trigger = kv(text, next(), "trigger")?.parse()?;
+                    let action = kv(text, next(), "action")?.parse()?;
+                    Fault::Response(ResponseRule {
+                        api_key,
+                        broker,
+                        trigger,
+                        action,
+                    })
+                }
+                "clear-responses" => Fault::ClearResponses {
+                    api_key: opt_num(text, kv(text, next(), "api")?, "*")?,
+                },
+                "reset-connections" | "kill-broker" | "restart-broker" | "pause-broker"
+                | "resume-broker" => {
+                    let broker = num(text, word(text, next())?)?;
+                    match kind {
+                        "reset-connections" => Fault::ResetConnections { broker },
+                        "kill-broker" => Fault::KillBroker { broker },
+                        "restart-broker" => Fault::RestartBroker { broker },
+                        "pause-broker" => Fault::PauseBroker { broker },
+                        _ => Fault::ResumeBroker { broker },
+                    }
+                }
+                "clog-link" | "unclog-link" => {
+                    let from = word(text, next())?.to_owned();
+                    let to = word(text, next())?.to_owned();
+                    if kind == "clog-link" {
+                        Fault::ClogLink { from, to }
+                    } else {
+                        Fault::UnclogLink { from, to }
+                    }
+                }
+                "clog-node" | "unclog-node" => {
+                    let node = word(text, next())?.to_owned();
+                    let direction = parse_direction(text, next())?;
+                    if kind == "clog-node" {
+                        Fault::ClogNode { node, direction }
+                    } else {
+                        Fault::UnclogNode { node, direction }
+                    }
+                }
+                "latency" => {
+                    let range = word(text, next())?;
+                    let (min, max) = range
+                        .split_once("..")
+                        .ok_or_else(|| err(text, "expected MIN..MAX"))?;
+                    Fault::Latency {
+                        min_ms: num(text, min)?,
+                        max_ms: num(text, max)?,
+                    }
+                }
+                "move-leader" => Fault::MoveLeader {
+                    topic: word(text, next())?.to_owned(),
+                    partition: num(text, word(text, next())?)?,
+                    to: opt_num(text, kv(text, next(), "to")?, "any")?,
+                },
+                "move-coordinator" => Fault::MoveCoordinator {
+                    offsets_partition: num(text, word(text, next())?)?,
+                    to: opt_num(text, kv(text, next(), "to")?, "any")?,
+                },
+                "delete-records" => Fault::DeleteRecords {
+                    topic: word(text, next())?.to_owned(),
+                    partition: num(text, word(text, next())?)?,
+                    before_offset: num(text, kv(text, next(), "before")?)?,
+                },
+                other => return Err(err(text, &format!("unknown fault kind `{other}`"))),
+            };
+            if let Some(extra) = next() {
+                return Err(err(text, &format!("unexpected `{extra}`")));
+            }
+            Ok(fault)
+        }
+    }
+
+    /// A plan as text: one `<ms> <fault>` line per fault.
+    pub fn plan_to_string(plan: &FaultPlan) -> String {
+        plan.iter()
+            .map(|(at_ms, fault)| format!("{at_ms} {fault}\n"))
+            .collect()
+    }
+
+    /// Parses [`plan_to_string`]'s form; blank lines and `#` comments are skipped.
+    pub fn parse_plan(text: &str) -> Result<FaultPlan, ParseFaultError> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|line| {
+                let (at, fault) = line
+                    .split_once(' ')
+                    .ok_or_else(|| err(line, "expected `<ms> <fault>`"))?;
+                Ok((num(line, at)?, fault.parse()?))
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use kafka_consumer::rt::SeededRng;
+
+        use super::*;
+
+        fn pick(rng: &mut SeededRng, n: u64) -> u64 {
+            rng.below_inclusive(n - 1)
+        }
+
+        fn name(rng: &mut SeededRng) -> String {
+            ["c0", "broker-1", "broker-3", "c12"][pick(rng, 4) as usize].to_owned()
+        }
+
+        fn opt(rng: &mut SeededRng, v: i32) -> Option<i32> {
+            (pick(rng, 2) == 0).then_some(v)
+        }
+
+        /// A random fault of every kind, with edge values.
+        fn fault(rng: &mut SeededRng) -> Fault {
+            let n = rng.below_inclusive(100_000) as i32 - 50_000;
+            let big = rng.below_inclusive(u64::MAX);
+            let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
+            match pick(rng, 15) {
+                0 => Fault::Response(ResponseRule {
+                    api_key: n as i16,
+                    broker: opt(rng, n),
+                    trigger: match pick(rng, 3) {
+                        0 => Trigger::Next(big as u32),
+                        1 => Trigger::Probability(rng.unit_f64()),
+                        _ => Trigger::UntilCleared,
+                    },
+                    action: match pick(rng, 4) {
+                        0 => ResponseAction::Error(n as i16),
+                        1 => ResponseAction::Hold { delay_ms: big },
+                        2 => ResponseAction::Lose,
+                        _ => ResponseAction::Malform,
+                    },
+                }),
+                1 => Fault::ClearResponses {
+                    api_key: opt(rng, n).map(|k| k as i16),
+                },
+                2 => Fault::ResetConnections { broker: n },
+                3 => Fault::KillBroker { broker: n },
+                4 => Fault::RestartBroker { broker: n },
+                5 => Fault::PauseBroker { broker: n },
+                6 => Fault::ResumeBroker { broker: n },
+                7 => Fault::ClogLink {
+                    from: name(rng),
+                    to: name(rng),
+                },
+                8 => Fault::UnclogLink {
+                    from: name(rng),
+                    to: name(rng),
+                },
+                9 => Fault::ClogNode {
+                    node: name(rng),
+                    direction: d,
+                },
+                10 => Fault::UnclogNode {
+                    node: name(rng),
+                    direction: d,
+                },
+                11 => Fault::Latency {
+                    min_ms: big,
+                    max_ms: big / 2,
+                },
+                12 => Fault::MoveLeader {
+                    topic: name(rng),
+                    partition: n,
+                    to: opt(rng, n),
+                },
+                13 => Fault::MoveCoordinator {
+                    offsets_partition: n,
+                    to: opt(rng, n),
+                },
+                _ => Fault::DeleteRecords {
+                    topic: name(rng),
+                    partition: n,
+                    before_offset: big as i64,
+                },
+            }
+        }
+
+        #[test]
+        fn every_fault_round_trips_through_its_text() {
+            let mut rng = SeededRng::seed_from_u64(0x7465_7874);
+            let mut kinds = std::collections::BTreeSet::new();
+            for _ in 0..5_000 {
+                let f = fault(&mut rng);
+                let text = f.to_string();
+                kinds.insert(text.split(' ').next().unwrap().to_owned());
+                assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
+            }
+            assert_eq!(kinds.len(), 15, "{kinds:?}");
+        }
+
+        #[test]
+        fn plans_round_trip_and_errors_say_where() {
+            let mut rng = SeededRng::seed_from_u64(7);
+            let plan: FaultPlan = (0..40).map(|i| (i * 137, fault(&mut rng))).collect();
+            let text = plan_to_string(&plan);
+            assert_eq!(parse_plan(&text), Ok(plan));
+            assert_eq!(
+                parse_plan("# comment\n\n100 restart-broker 2\n"),
+                Ok(vec![(100, Fault::RestartBroker { broker: 2 })])
+            );
+            let e = parse_plan("5 latency 3").unwrap_err();
+            assert!(e.0.contains("MIN..MAX"), "{e}");
+            let e = "kill-broker 1 2".parse::<Fault>().unwrap_err();
+            assert!(e.0.contains("unexpected `2`"), "{e}");
+            assert!("teleport 1".parse::<Fault>().is_err());
+            assert_eq!(
+                "response api=8 broker=* trigger=until-cleared action=error:3".parse::<Fault>(),
+                Ok(Fault::Response(ResponseRule {
+                    api_key: 8,
+                    broker: None,
+                    trigger: Trigger::UntilCleared,
+                    action: ResponseAction::Error(3),
+                }))
+            );
+        }
+    }
+}

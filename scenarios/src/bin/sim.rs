@@ -26,13 +26,18 @@ fn main() -> ExitCode {
 mod cli {
     use std::process::ExitCode;
 
-    use scenarios::runner::{repro_line, run_in_runtime, RunError, RunResult};
+    use scenarios::runner::{
+        repro_line, run_in_runtime, run_in_runtime_with_plan, RunError, RunResult,
+    };
     use scenarios::subject::SubjectKind;
+    use sim::fault::text::{parse_plan, plan_to_string};
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history]
-  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]";
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE] [--trace FILE.html]
+  cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
+  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]
+  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
     /// `--name value` options and bare flags after the positional arguments.
     struct Options<'a> {
@@ -95,6 +100,8 @@ mod cli {
             }
             Some("run") => run(&options),
             Some("explore") => explore(&options),
+            Some("replay") => replay(&options),
+            Some("shrink") => shrink(&options),
             Some(other) => Err(format!("unknown command `{other}`")),
             None => Err("no command".to_owned()),
         }
@@ -112,7 +119,15 @@ mod cli {
         let info = scenario(options)?;
         let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
         let subject = options.subject()?;
-        let result = match run_in_runtime(info.build, seed, subject) {
+        let plan_file = options.value::<String>("plan")?;
+        let plan = match &plan_file {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+                Some(parse_plan(&text).map_err(|e| format!("{path}: {e}"))?)
+            }
+        };
+        let result = match run_in_runtime_with_plan(info.build, seed, subject, plan) {
             Ok(result) => result,
             Err(e @ RunError::SubjectUnavailable(_)) => {
                 eprintln!("{e}");
@@ -121,7 +136,12 @@ mod cli {
             Err(e) => return Err(e.to_string()),
         };
         println!("scenario {}  seed {seed}  subject {subject}", info.name);
-        println!("fault plan:");
+        println!(
+            "fault plan{}:",
+            plan_file
+                .as_ref()
+                .map_or(String::new(), |p| format!(" (from {p})"))
+        );
         for (at_ms, fault) in &result.plan {
             println!("  {at_ms:>7}ms {fault:?}");
         }
@@ -129,7 +149,13 @@ mod cli {
             print!("{}", result.history.render());
         }
         print!("{}", result.report);
-        print_verdict(&result);
+        if let Some(path) = options.value::<String>("trace")? {
+            let title = format!("{} seed {seed} subject {subject}", info.name);
+            let page = scenarios::timeline::render(&title, &result.history, &result.report);
+            std::fs::write(&path, page).map_err(|e| format!("{path}: {e}"))?;
+            println!("timeline: {path}");
+        }
+        print_verdict(&result, plan_file.as_deref());
         Ok(if result.report.is_ok() {
             ExitCode::SUCCESS
         } else {
@@ -137,7 +163,7 @@ mod cli {
         })
     }
 
-    fn print_verdict(result: &RunResult) {
+    fn print_verdict(result: &RunResult, plan_file: Option<&str>) {
         match result.report.first_violation() {
             None => println!("verdict: PASS"),
             Some((checker, violation)) => {
@@ -152,7 +178,238 @@ mod cli {
                 println!("first violation [{checker}]: {violation}");
             }
         }
-        println!("repro: {}", result.repro());
+        match plan_file {
+            None => println!("repro: {}", result.repro()),
+            Some(p) => println!("repro: {} --plan {p}", result.repro()),
+        }
+    }
+
+    /// Finds a saved regression by path, file name or stem.
+    fn regression_file(name: &str) -> Result<(String, String), String> {
+        let dir = scenarios::regression::saved_dir();
+        let candidates = [
+            std::path::PathBuf::from(name),
+            dir.join(name),
+            dir.join(format!("{name}.regression")),
+        ];
+        let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+            let mut known: Vec<String> = std::fs::read_dir(&dir)
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.ends_with(".regression"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            known.sort();
+            format!(
+                "no regression `{name}`; saved: {}",
+                known
+                    .iter()
+                    .map(|n| n.trim_end_matches(".regression"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        Ok((path.display().to_string(), text))
+    }
+
+    /// `replay REGRESSION`: reruns a saved seed, compares plan and verdict, and shows where the
+    /// run went wrong (the failing member's own events before the first violation).
+    fn replay(options: &Options<'_>) -> Result<ExitCode, String> {
+        let name = options
+            .positional
+            .get(1)
+            .ok_or("which regression? (a file of regressions/saved/)")?;
+        let (path, text) = regression_file(name)?;
+        let r =
+            scenarios::regression::Regression::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+        let info = scenarios::find(&r.scenario)
+            .ok_or_else(|| format!("{path}: no scenario `{}`", r.scenario))?;
+        let subject: SubjectKind = r.subject.parse()?;
+        let result = run_in_runtime(info.build, r.seed, subject).map_err(|e| e.to_string())?;
+        println!("regression {path}");
+        println!(
+            "scenario {}  seed {}  subject {}  (saved at {})",
+            r.scenario, r.seed, r.subject, r.commit
+        );
+        let plan: Vec<String> = result
+            .plan
+            .iter()
+            .map(|(at_ms, fault)| format!("{at_ms} {fault:?}"))
+            .collect();
+        let same_plan = plan == r.plan;
+        println!(
+            "fault plan: {}",
+            if same_plan {
+                "as saved"
+            } else {
+                "DIFFERS from the saved one"
+            }
+        );
+        for line in &plan {
+            println!("  {line}");
+        }
+        let reproduced = same_plan && r.reproduced_by(&result.report);
+        println!(
+            "{subject} verdict: {} (expected: {}) -> {}",
+            if result.report.is_ok() {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            r.expect,
+            if reproduced {
+                "reproduced"
+            } else {
+                "NOT reproduced"
+            }
+        );
+        if let Some((checker, v)) = result.report.first_violation() {
+            println!("first violation [{checker}]: {v}");
+            let who = v.subject.clone();
+            let from = v.at_ms.saturating_sub(6_000);
+            let lines: Vec<String> = result
+                .history
+                .entries()
+                .iter()
+                .filter(|e| e.at_ms >= from && e.at_ms <= v.at_ms)
+                .filter(|e| who.as_deref().is_none_or(|w| e.subject == w) || e.subject == "faults")
+                .filter(|e| {
+                    !matches!(
+                        e.event,
+                        sim::history::Event::Delivered { .. }
+                            | sim::history::Event::PollStart { .. }
+                            | sim::history::Event::ProduceAcked { .. }
+                    ) && !matches!(&e.event, sim::history::Event::PollEnd { error: None, .. })
+                        && !matches!(&e.event, sim::history::Event::Request { api, .. }
+                            | sim::history::Event::Response { api, .. }
+                            if api == "Fetch" || api == "Metadata")
+                })
+                .map(|e| e.to_string())
+                .collect();
+            println!(
+                "where it went wrong ({} events of {} before the violation, last 30):",
+                lines.len(),
+                who.as_deref().unwrap_or("every member")
+            );
+            for line in lines.iter().skip(lines.len().saturating_sub(30)) {
+                println!("  {line}");
+            }
+        }
+        if subject == SubjectKind::Legacy {
+            match run_in_runtime(info.build, r.seed, SubjectKind::Consumer) {
+                Ok(ours) => println!(
+                    "consumer verdict: {}",
+                    if ours.report.is_ok() { "PASS" } else { "FAIL" }
+                ),
+                Err(e) => println!("consumer verdict: n/a ({e})"),
+            }
+        }
+        println!(
+            "repro: cargo sim replay {}",
+            name.trim_end_matches(".regression")
+        );
+        Ok(if reproduced {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
+
+    /// `checker` and violation kind of a `first violation [checker]:  123ms Kind …` line.
+    fn verdict_key(first: &str) -> Option<(String, String)> {
+        let rest = first.strip_prefix('[')?;
+        let (checker, rest) = rest.split_once(']')?;
+        let kind = rest
+            .split_whitespace()
+            .skip_while(|w| !w.ends_with("ms"))
+            .nth(1)?;
+        Some((checker.to_owned(), kind.to_owned()))
+    }
+
+    /// Runs one seed with `plan` in a child process (see [`run_seed_in_child`]).
+    fn run_plan_in_child(
+        scenario: &str,
+        seed: u64,
+        subject: SubjectKind,
+        plan: &sim::fault::FaultPlan,
+        file: &std::path::Path,
+    ) -> Result<Outcome, String> {
+        std::fs::write(file, plan_to_string(plan)).map_err(|e| e.to_string())?;
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let output = std::process::Command::new(exe)
+            .args(["run", scenario, "--seed", &seed.to_string(), "--subject"])
+            .arg(subject.name())
+            .arg("--plan")
+            .arg(file)
+            .output()
+            .map_err(|e| e.to_string())?;
+        outcome(output)
+    }
+
+    /// `shrink SCENARIO --seed N`: delta-debugs the seed's fault plan (`sim::shrink::ddmin`) to
+    /// a 1-minimal one that still breaks the same invariant (same checker, same kind), each
+    /// candidate replayed in a fresh process; writes it as text and prints its repro line.
+    fn shrink(options: &Options<'_>) -> Result<ExitCode, String> {
+        let info = scenario(options)?;
+        let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
+        let subject = options.subject()?;
+        let plan = (info.build)().plan(seed).plan;
+        let file = std::env::temp_dir().join(format!(
+            "sim-shrink-{}-{seed}-{}.plan",
+            info.name,
+            std::process::id()
+        ));
+        let first = match run_plan_in_child(info.name, seed, subject, &plan, &file)? {
+            Outcome::Pass => {
+                println!(
+                    "{} seed {seed} passes with its plan: nothing to shrink",
+                    info.name
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            Outcome::Fail(first) => first,
+        };
+        let key = verdict_key(&first).ok_or_else(|| format!("cannot read `{first}`"))?;
+        println!("{} seed {seed} fails: {first}", info.name);
+        println!(
+            "shrinking {} fault(s), keeping {} {} ...",
+            plan.len(),
+            key.0,
+            key.1
+        );
+        let mut replays = 0;
+        let mut error = None;
+        let minimal = sim::shrink::ddmin(&plan, |candidate| {
+            replays += 1;
+            match run_plan_in_child(info.name, seed, subject, &candidate.to_vec(), &file) {
+                Ok(Outcome::Fail(f)) => verdict_key(&f).as_ref() == Some(&key),
+                Ok(Outcome::Pass) => false,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let out = format!("shrunk-{}-seed-{seed}.plan", info.name);
+        std::fs::write(&out, plan_to_string(&minimal)).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&file);
+        println!(
+            "minimal plan ({} of {} fault(s), {replays} replays), written to {out}:",
+            minimal.len(),
+            plan.len()
+        );
+        print!("{}", plan_to_string(&minimal));
+        println!(
+            "repro: {} --plan {out}",
+            repro_line(info.name, seed, subject)
+        );
+        Ok(ExitCode::SUCCESS)
     }
 
     /// `--shard I/N`: this shard takes the seeds with `seed % N == I`.
@@ -188,6 +445,10 @@ mod cli {
             .arg(subject.name())
             .output()
             .map_err(|e| e.to_string())?;
+        outcome(output)
+    }
+
+    fn outcome(output: std::process::Output) -> Result<Outcome, String> {
         let stdout = String::from_utf8_lossy(&output.stdout);
         match output.status.code() {
             Some(0) => Ok(Outcome::Pass),
@@ -202,6 +463,18 @@ mod cli {
         }
     }
 
+    /// The progress bar on stderr: `[=====     ]  37/200 seeds  2 failed  41.3 seeds/min`.
+    fn progress(done: u64, total: u64, failed: usize, elapsed: std::time::Duration) {
+        const WIDTH: u64 = 30;
+        let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
+        let rate = done as f64 / (elapsed.as_secs_f64() / 60.0).max(1e-9);
+        eprint!(
+            "\r[{}{}] {done:>5}/{total} seeds  {failed} failed  {rate:.1} seeds/min",
+            "=".repeat(filled as usize),
+            " ".repeat((WIDTH - filled) as usize)
+        );
+    }
+
     fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
         let info = scenario(options)?;
         let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
@@ -212,7 +485,11 @@ mod cli {
         let began = std::time::Instant::now();
         let mut runs = 0u64;
         let mut failures = Vec::new();
-        for seed in (start..start + seeds).filter(|s| s % count == index) {
+        let mine: Vec<u64> = (start..start + seeds)
+            .filter(|s| s % count == index)
+            .collect();
+        for seed in &mine {
+            let seed = *seed;
             match run_seed_in_child(info.name, seed, subject) {
                 Ok(Outcome::Pass) => {}
                 Ok(Outcome::Fail(first)) => failures.push((seed, first)),
@@ -220,7 +497,9 @@ mod cli {
                 Err(e) => failures.push((seed, format!("error: {e}"))),
             }
             runs += 1;
+            progress(runs, mine.len() as u64, failures.len(), began.elapsed());
         }
+        eprintln!();
         let minutes = began.elapsed().as_secs_f64() / 60.0;
         println!(
             "{:<14} {:>8} {:>6} {:>9} {:>12}",

@@ -1,6 +1,9 @@
-//! `KafkaConsumer` of Kafka 3.1.0 in manual-assignment mode: the order of operations of
-//! `poll`, `commitAsync` and `close`, and the blocking coordinator loops they call. Everything
-//! here runs on the application task while it holds the consumer's lock.
+//! `KafkaConsumer` of Kafka 3.1.0: the state behind the lock the application thread and the
+//! heartbeat thread share, and the operations that run *holding* it — manual-assignment `poll`,
+//! `commitAsync`, `close`, `ensureCoordinatorReady` (a `synchronized` method in Java) and single
+//! network polls. The subscribe-mode loops that release the lock between steps
+//! (`ensureActiveGroup`, `joinGroupIfNeeded`, `commitOffsetsSync`, the rebalance callbacks) are
+//! in `super::app`.
 
 use kafka_consumer::network::NetworkClient;
 use sim::history::Tp;
@@ -13,11 +16,18 @@ use crate::subject::{CommitCompletion, Delivered, SubjectContext, SubjectError};
 
 /// The consumer's state: network client, coordinator, fetcher.
 pub(super) struct KafkaConsumer {
-    client: ConsumerNetworkClient,
-    coordinator: ConsumerCoordinator,
-    fetcher: Fetcher,
-    retry_backoff: Duration,
+    pub client: ConsumerNetworkClient,
+    pub coordinator: ConsumerCoordinator,
+    pub fetcher: Fetcher,
+    pub retry_backoff: Duration,
+    /// `enable.auto.commit`: the interval and `nextAutoCommitTimer`'s deadline.
+    pub auto_commit: Option<(Duration, Instant)>,
+    /// Ids of commits the consumer makes on its own (auto-commit), above the application's.
+    pub next_internal_commit: u64,
 }
+
+/// Where the consumer's own commit ids start, clear of the application's.
+pub(super) const INTERNAL_COMMIT_IDS: u64 = 1 << 32;
 
 impl KafkaConsumer {
     pub fn new(
@@ -33,7 +43,13 @@ impl KafkaConsumer {
             coordinator: ConsumerCoordinator::new(group_id),
             fetcher: Fetcher::new(fetch_max_wait_ms, max_poll_records),
             retry_backoff,
+            auto_commit: None,
+            next_internal_commit: INTERNAL_COMMIT_IDS,
         }
+    }
+
+    pub fn ctx(&self) -> &SubjectContext {
+        self.client.ctx()
     }
 
     pub fn assign(&mut self, partitions: Vec<Tp>) {
@@ -46,7 +62,7 @@ impl KafkaConsumer {
 
     /// Runs the handlers of finished requests, as `ConsumerNetworkClient.poll` fires the
     /// listeners of completed futures on the polling thread.
-    fn dispatch(&mut self, completions: Vec<Completion>) {
+    pub fn dispatch(&mut self, completions: Vec<Completion>) {
         for c in completions {
             match c.handler {
                 Handler::Fetch { node } => self.fetcher.handle_fetch(node, c.result),
@@ -57,7 +73,7 @@ impl KafkaConsumer {
     }
 
     /// `client.poll(timer, pollCondition)`: polls until `done` holds or `deadline` passes.
-    async fn poll_until(&mut self, deadline: Instant, done: impl Fn(&Self) -> bool) -> bool {
+    pub async fn poll_until(&mut self, deadline: Instant, done: impl Fn(&Self) -> bool) -> bool {
         loop {
             if done(self) {
                 return true;
@@ -70,14 +86,20 @@ impl KafkaConsumer {
         }
     }
 
+    /// One `client.poll(timer)`: waits for a completion until `deadline`, runs the handlers.
+    pub async fn poll_once(&mut self, deadline: Instant) {
+        let completions = self.client.poll(deadline).await;
+        self.dispatch(completions);
+    }
+
     /// `client.pollNoWakeup()`.
-    async fn poll_no_wakeup(&mut self) {
+    pub async fn poll_no_wakeup(&mut self) {
         let completions = self.client.poll_no_wakeup().await;
         self.dispatch(completions);
     }
 
     /// `client.awaitMetadataUpdate(timer)`.
-    async fn await_metadata_update(&mut self, deadline: Instant) {
+    pub async fn await_metadata_update(&mut self, deadline: Instant) {
         let before = self.fetcher.metadata_updates;
         self.fetcher.request_metadata_update();
         self.fetcher.maybe_update_metadata(&mut self.client);
@@ -87,7 +109,7 @@ impl KafkaConsumer {
 
     /// `ensureCoordinatorReady(timer)` (AbstractCoordinator.java:235) — the only place the
     /// application thread clears `findCoordinatorFuture`.
-    async fn ensure_coordinator_ready(&mut self, deadline: Instant) -> bool {
+    pub async fn ensure_coordinator_ready(&mut self, deadline: Instant) -> bool {
         if !self.coordinator.coordinator_unknown() {
             return true;
         }
@@ -118,7 +140,7 @@ impl KafkaConsumer {
     }
 
     /// `fetchCommittedOffsets(partitions, timer)` (ConsumerCoordinator.java:860).
-    async fn fetch_committed_offsets(
+    pub async fn fetch_committed_offsets(
         &mut self,
         partitions: &[Tp],
         deadline: Instant,
@@ -195,8 +217,28 @@ impl KafkaConsumer {
         }
     }
 
+    /// `coordinator.timeToNextPoll(now)` (ConsumerCoordinator.java:541): the next auto-commit
+    /// or heartbeat; unbounded without either.
+    pub fn time_to_next_poll(&self, now: Instant) -> Option<Duration> {
+        let heartbeat = self.coordinator.group.as_ref().and_then(|g| {
+            (!g.state.has_not_joined_group()).then(|| g.heartbeat.time_to_next_heartbeat(now))
+        });
+        let auto = self
+            .auto_commit
+            .map(|(_, next)| next.saturating_duration_since(now));
+        match (heartbeat, auto) {
+            (Some(h), Some(a)) => Some(h.min(a)),
+            (h, a) => h.or(a),
+        }
+    }
+
     /// `pollForFetches(timer)`.
-    async fn poll_for_fetches(&mut self, deadline: Instant) -> Vec<Delivered> {
+    pub async fn poll_for_fetches(&mut self, deadline: Instant) -> Vec<Delivered> {
+        let now = Instant::now();
+        let deadline = match self.time_to_next_poll(now) {
+            Some(d) => deadline.min(now + d),
+            None => deadline,
+        };
         if self.fetcher.has_available_fetches() {
             return self.fetcher.collect_fetch();
         }

@@ -1,17 +1,18 @@
-//! `AbstractCoordinator` + `ConsumerCoordinator` state of Kafka 3.1.0, reduced to what manual
-//! assignment with a `group.id` uses: the coordinator node, `findCoordinatorFuture` and the
-//! async-commit machinery. The blocking loops (`ensureCoordinatorReady`,
+//! `AbstractCoordinator` + `ConsumerCoordinator` state of Kafka 3.1.0: the coordinator node,
+//! `findCoordinatorFuture`, the commit machinery with the classic error mapping, and (subscribe
+//! mode) the group state of `super::group`. The blocking loops (`ensureCoordinatorReady`,
 //! `fetchCommittedOffsets`) live in `super::consumer`, which owns the network client they
 //! poll; this file holds the synchronous steps and the response handlers (the Java listeners).
 //!
 //! Line references are to `clients/src/main/java/org/apache/kafka/clients/consumer/internals/`
 //! at tag 3.1.0.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use kafka_consumer::network::NetworkError;
 use sim::history::{Event, Tp};
 
+use super::group::GroupState;
 use super::network::{
     error_name, network_error_name, node_name, Body, ConsumerNetworkClient, Handler,
 };
@@ -60,9 +61,17 @@ pub(super) enum OffsetFetchState {
 }
 
 pub(super) struct ConsumerCoordinator {
-    group_id: String,
+    pub group_id: String,
     /// `AbstractCoordinator.coordinator`.
-    coordinator: Option<i32>,
+    pub coordinator: Option<i32>,
+    /// Group membership, in subscribe mode (`subscriptions.hasAutoAssignedPartitions()`).
+    pub group: Option<GroupState>,
+    /// Futures of synchronous commits (`commitOffsetsSync`) by commit id: `None` in flight.
+    pub sync_commits: BTreeMap<u64, Option<Result<(), FutureError>>>,
+    /// Ids of auto-commits whose callback has not run yet.
+    pub auto_commit_ids: BTreeSet<u64>,
+    /// An auto-commit callback saw a retriable failure since the last look.
+    failed_auto_commit: bool,
     find_coordinator_future: Option<FindCoordinatorFuture>,
     next_lookup_id: u64,
     /// `completedOffsetCommits`: finished commits whose callbacks have not run yet.
@@ -86,6 +95,10 @@ impl ConsumerCoordinator {
         Self {
             group_id,
             coordinator: None,
+            group: None,
+            sync_commits: BTreeMap::new(),
+            auto_commit_ids: BTreeSet::new(),
+            failed_auto_commit: false,
             find_coordinator_future: None,
             next_lookup_id: 0,
             completed_offset_commits: VecDeque::new(),
@@ -156,7 +169,32 @@ impl ConsumerCoordinator {
 
     /// `invokeCompletedOffsetCommitCallbacks()` (ConsumerCoordinator.java:929).
     pub fn invoke_completed_offset_commit_callbacks(&mut self) {
-        self.invoked.extend(self.completed_offset_commits.drain(..));
+        for c in self.completed_offset_commits.drain(..) {
+            if self.auto_commit_ids.remove(&c.id)
+                && c.error
+                    .as_deref()
+                    .is_some_and(super::app::retriable_commit_error)
+            {
+                self.failed_auto_commit = true;
+            }
+            self.invoked.push(c);
+        }
+    }
+
+    /// Reports a finished commit the consumer made on its own, after the callbacks that ran
+    /// before it.
+    pub fn push_invoked(&mut self, completion: CommitCompletion) {
+        self.invoked.push(completion);
+    }
+
+    /// Whether an auto-commit callback saw a retriable failure since the last call.
+    pub fn take_failed_auto_commits(&mut self) -> bool {
+        std::mem::take(&mut self.failed_auto_commit)
+    }
+
+    /// Whether `findCoordinatorFuture` is set.
+    pub fn has_find_coordinator_future(&self) -> bool {
+        self.find_coordinator_future.is_some()
     }
 
     /// The callbacks that ran since the last call.
@@ -231,23 +269,118 @@ impl ConsumerCoordinator {
         id: u64,
         offsets: Vec<(Tp, i64)>,
     ) {
-        let Some(node) = self.coordinator else {
+        if let Err(e) = self.send_offset_commit_request(client, id, offsets) {
             self.completed_offset_commits.push_back(CommitCompletion {
                 id,
-                error: Some("COORDINATOR_NOT_AVAILABLE".to_owned()),
+                error: Some(e.error),
             });
-            return;
+        }
+    }
+
+    /// `sendOffsetCommitRequest(offsets)` (ConsumerCoordinator.java:1122): fails at once
+    /// without a coordinator, and in subscribe mode without a stable generation
+    /// (`RebalanceInProgressException` while rebalancing, else `CommitFailedException`).
+    /// Manual assignment commits with `NO_GENERATION`.
+    pub fn send_offset_commit_request(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        id: u64,
+        offsets: Vec<(Tp, i64)>,
+    ) -> Result<(), FutureError> {
+        let Some(node) = self.coordinator else {
+            return Err(FutureError {
+                error: "COORDINATOR_NOT_AVAILABLE".to_owned(),
+                retriable: true,
+            });
         };
-        client.send(
+        let (generation, member_id) = match &self.group {
+            None => (-1, String::new()),
+            Some(group) => match group.generation_if_stable() {
+                Some(g) => (g.id, g.member_id.clone()),
+                None if group.rebalance_in_progress() => {
+                    return Err(FutureError {
+                        error: "REBALANCE_IN_PROGRESS".to_owned(),
+                        retriable: false,
+                    })
+                }
+                None => {
+                    return Err(FutureError {
+                        error: "COMMIT_FAILED".to_owned(),
+                        retriable: false,
+                    })
+                }
+            },
+        };
+        let member = self
+            .group
+            .is_some()
+            .then(|| (member_id.clone(), generation));
+        client.send_as(
             node,
-            requests::offset_commit(&self.group_id, &offsets),
+            requests::offset_commit(&self.group_id, generation, &member_id, &offsets),
             requests::OFFSET_COMMIT_VERSION,
             Handler::OffsetCommit {
                 commit: id,
                 offsets,
+                generation,
             },
             Body::OffsetCommit,
+            member,
         );
+        Ok(())
+    }
+
+    /// `OffsetCommitResponseHandler.handle` (ConsumerCoordinator.java:1195): the error and
+    /// whether it is retriable, with the side effects of 3.1's mapping.
+    fn on_offset_commit(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+        generation: i32,
+        result: Result<Body, NetworkError>,
+    ) -> Option<FutureError> {
+        let error = self.coordinator_error(client, result, |body| match body {
+            Body::OffsetCommit(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .find_map(|p| error_name(p.error_code)),
+            _ => None,
+        })?;
+        let retriable = match error.as_str() {
+            "COORDINATOR_LOAD_IN_PROGRESS"
+            | "UNKNOWN_TOPIC_OR_PARTITION"
+            | "COORDINATOR_NOT_AVAILABLE"
+            | "NOT_COORDINATOR"
+            | "REQUEST_TIMED_OUT"
+            | "DISCONNECTED" => true,
+            "REBALANCE_IN_PROGRESS" => {
+                if let Some(group) = self.group.as_mut() {
+                    group.request_rejoin(
+                        client,
+                        "offset commit failed since group is already rebalancing",
+                    );
+                }
+                false
+            }
+            "UNKNOWN_MEMBER_ID" | "ILLEGAL_GENERATION" => {
+                if let Some(group) = self.group.as_mut() {
+                    let unchanged = group.generation.id == generation;
+                    if !unchanged && group.state == super::group::MemberState::PreparingRebalance {
+                        return Some(FutureError {
+                            error: "REBALANCE_IN_PROGRESS".to_owned(),
+                            retriable: false,
+                        });
+                    }
+                    group.reset_state_and_rejoin(client, &format!("{error} from OffsetCommit"));
+                }
+                return Some(FutureError {
+                    error: "COMMIT_FAILED".to_owned(),
+                    retriable: false,
+                });
+            }
+            _ => false,
+        };
+        Some(FutureError { error, retriable })
     }
 
     /// Sends OffsetFetch for `partitions` to the known coordinator.
@@ -280,17 +413,20 @@ impl ConsumerCoordinator {
             (Handler::FindCoordinator { lookup }, result) => {
                 self.on_find_coordinator(client, lookup, result)
             }
-            (Handler::OffsetCommit { commit, .. }, result) => {
-                let error = self.coordinator_error(client, result, |body| match body {
-                    Body::OffsetCommit(r) => r
-                        .topics
-                        .iter()
-                        .flat_map(|t| &t.partitions)
-                        .find_map(|p| error_name(p.error_code)),
-                    _ => None,
-                });
-                self.completed_offset_commits
-                    .push_back(CommitCompletion { id: commit, error });
+            (
+                Handler::OffsetCommit {
+                    commit, generation, ..
+                },
+                result,
+            ) => {
+                let error = self.on_offset_commit(client, generation, result);
+                match self.sync_commits.get_mut(&commit) {
+                    Some(slot) => *slot = Some(error.map_or(Ok(()), Err)),
+                    None => self.completed_offset_commits.push_back(CommitCompletion {
+                        id: commit,
+                        error: error.map(|e| e.error),
+                    }),
+                }
             }
             (Handler::OffsetFetch, Ok(Body::OffsetFetch(r))) => {
                 let ok = Ok(Body::OffsetFetch(r.clone()));
@@ -332,6 +468,13 @@ impl ConsumerCoordinator {
             (Handler::Fetch { .. } | Handler::Metadata, _) => {
                 unreachable!("fetch and metadata responses go to the fetcher")
             }
+            (
+                handler @ (Handler::JoinGroup { .. }
+                | Handler::SyncGroup { .. }
+                | Handler::Heartbeat { .. }
+                | Handler::LeaveGroup),
+                result,
+            ) => self.handle_group(client, handler, result),
         }
     }
 
@@ -379,6 +522,11 @@ impl ConsumerCoordinator {
             Ok(Body::FindCoordinator(r)) => match error_name(r.error_code) {
                 None => {
                     self.coordinator = Some(r.node_id.0);
+                    if let Some(group) = self.group.as_mut() {
+                        group
+                            .heartbeat
+                            .reset_session_timeout(tokio::time::Instant::now());
+                    }
                     client.ctx().record(Event::Note {
                         text: format!("discovered group coordinator {}", node_name(r.node_id.0)),
                     });

@@ -15,7 +15,13 @@ use crate::subject::Delivered;
 
 pub(super) struct Fetcher {
     assigned: Vec<Tp>,
+    /// Topics metadata is kept for besides the assigned ones (the subscription).
+    pub subscribed_topics: Vec<String>,
+    /// Fetch positions: the next offset to fetch (advanced when a response is buffered).
     positions: BTreeMap<Tp, i64>,
+    /// `SubscriptionState` positions: the next offset to hand to the application, advanced
+    /// as records are returned (what `allConsumed()` commits).
+    consumed: BTreeMap<Tp, i64>,
     fetching_from: BTreeSet<i32>,
     buffer: Vec<Delivered>,
     metadata_update_requested: bool,
@@ -30,7 +36,9 @@ impl Fetcher {
     pub fn new(max_wait_ms: i32, max_poll_records: usize) -> Self {
         Self {
             assigned: Vec::new(),
+            subscribed_topics: Vec::new(),
             positions: BTreeMap::new(),
+            consumed: BTreeMap::new(),
             fetching_from: BTreeSet::new(),
             buffer: Vec::new(),
             metadata_update_requested: true,
@@ -41,10 +49,27 @@ impl Fetcher {
         }
     }
 
-    /// `assign(partitions)`: positions unknown until committed offsets are fetched.
+    /// `assign(partitions)` / `assignFromSubscribed(partitions)`: positions unknown until
+    /// committed offsets are fetched; buffered records of dropped partitions are discarded.
     pub fn assign(&mut self, partitions: Vec<Tp>) {
         self.positions.retain(|tp, _| partitions.contains(tp));
+        self.consumed.retain(|tp, _| partitions.contains(tp));
+        self.buffer.retain(|d| partitions.contains(&d.tp));
         self.assigned = partitions;
+    }
+
+    pub fn assigned(&self) -> &[Tp] {
+        &self.assigned
+    }
+
+    /// `subscriptions.allConsumed()`: the consumed position of every assigned partition that
+    /// has one.
+    pub fn all_consumed(&self) -> Vec<(Tp, i64)> {
+        self.consumed
+            .iter()
+            .filter(|(tp, _)| self.assigned.contains(tp))
+            .map(|(tp, o)| (tp.clone(), *o))
+            .collect()
     }
 
     /// Partitions without a position (`subscriptions.initializingPartitions()`).
@@ -60,6 +85,7 @@ impl Fetcher {
     /// Earliest is offset 0: these scenarios never advance a log start offset.
     pub fn set_position(&mut self, tp: Tp, committed: i64) {
         if self.assigned.contains(&tp) {
+            self.consumed.insert(tp.clone(), committed.max(0));
             self.positions.insert(tp, committed.max(0));
         }
     }
@@ -81,7 +107,12 @@ impl Fetcher {
         let Some(node) = client.least_loaded_node() else {
             return;
         };
-        let topics: BTreeSet<&str> = self.assigned.iter().map(|tp| tp.topic.as_str()).collect();
+        let topics: BTreeSet<&str> = self
+            .assigned
+            .iter()
+            .map(|tp| tp.topic.as_str())
+            .chain(self.subscribed_topics.iter().map(String::as_str))
+            .collect();
         client.send(
             node,
             requests::metadata(topics),
@@ -132,7 +163,11 @@ impl Fetcher {
     /// `collectFetch()`: up to `max.poll.records` buffered records.
     pub fn collect_fetch(&mut self) -> Vec<Delivered> {
         let n = self.buffer.len().min(self.max_poll_records);
-        self.buffer.drain(..n).collect()
+        let records: Vec<Delivered> = self.buffer.drain(..n).collect();
+        for r in &records {
+            self.consumed.insert(r.tp.clone(), r.offset + 1);
+        }
+        records
     }
 
     /// The fetch response handler: buffers records at the position, refreshes metadata on

@@ -8,7 +8,20 @@
 //! [`LegacyConsumer`]'s methods, the client and coordinator state sit behind one
 //! `tokio::sync::Mutex` (madsim-compatible), and listeners run inside `poll` as in Java
 //! (`network.rs`). Manual assignment never starts the heartbeat thread, so the lock is
-//! uncontended today; subscribe mode will add a heartbeat task taking the same lock.
+//! uncontended there. In subscribe mode (`app.rs`, `group.rs`, `heartbeat.rs`) the heartbeat
+//! thread is a task of its own taking the same lock: Java's coordinator monitor and the
+//! client's lock are one lock here (a simplification: Java's heartbeat thread holds the monitor
+//! while it waits for the client lock, so the two rarely differ in effect).
+//!
+//! **Group membership** (`group.rs`, `app.rs`, `heartbeat.rs`): `MemberState`, `Generation`,
+//! `rejoinNeeded`, `needsJoinPrepare`, `joinFuture`, the `Heartbeat` timers; `ensureActiveGroup`
+//! → `joinGroupIfNeeded` with `onJoinPrepare` (synchronous auto-commit bounded by the rebalance
+//! timeout, then `onPartitionsRevoked`, or `onPartitionsLost` after a reset), JoinGroup, the
+//! leader's assignor (the production crate's eager assignors through their public API),
+//! SyncGroup, `onJoinComplete` (`onPartitionsAssigned`); the heartbeat thread (heartbeat,
+//! session timeout → `markCoordinatorUnknown`, poll timeout → `maybeLeaveGroup`); 3.1's commit
+//! error mapping. Eager protocol only; no pattern subscription; the leader assigns from the
+//! metadata it has (Java refreshes it first).
 //!
 //! **Coordinator state** (`coordinator.rs`): the coordinator node, `findCoordinatorFuture`
 //! with its listeners, `pendingAsyncCommits`, `completedOffsetCommits`, with 3.1.0's order of
@@ -23,9 +36,12 @@
 //! `disconnectAsync` the old coordinator, so requests already in flight to it still get their
 //! responses; `auto.offset.reset` is `earliest` = 0; fetches are sessionless.
 
+mod app;
 mod consumer;
 mod coordinator;
 mod fetcher;
+mod group;
+mod heartbeat;
 mod network;
 mod requests;
 
@@ -33,16 +49,22 @@ use std::sync::Arc;
 
 use kafka_consumer::network::{NetworkClient, NetworkConfig};
 use sim::history::{Event, Tp};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 use tokio::time::Duration;
 
+use self::app::AppThread;
 use self::consumer::KafkaConsumer;
-use crate::subject::{CommitCompletion, Delivered, Subject, SubjectContext, SubjectError};
+use self::group::{GroupState, HeartbeatTimers};
+use crate::subject::{
+    CommitCompletion, Delivered, ListenerBehaviour, Subject, SubjectContext, SubjectError,
+};
 
 /// The classic consumer model, driven by the runner's application loop.
 pub struct LegacyConsumer {
     ctx: SubjectContext,
     shared: Arc<Mutex<KafkaConsumer>>,
+    /// Set by `subscribe`: the application thread's subscribe-mode loops.
+    app: Option<AppThread>,
 }
 
 impl LegacyConsumer {
@@ -77,6 +99,7 @@ impl LegacyConsumer {
         Ok(Self {
             ctx,
             shared: Arc::new(Mutex::new(consumer)),
+            app: None,
         })
     }
 }
@@ -89,16 +112,88 @@ impl Subject for LegacyConsumer {
         self.shared.lock().await.assign(partitions);
     }
 
+    async fn subscribe(&mut self, topics: Vec<String>, listener: ListenerBehaviour) {
+        self.ctx.record(Event::Subscribe {
+            topics: topics.clone(),
+        });
+        let config = &self.ctx.config;
+        let names: Vec<String> = config
+            .partition_assignment_strategy()
+            .iter()
+            .map(|a| a.name().to_owned())
+            .collect();
+        // Eager assignors only: the model does not implement cooperative rebalancing.
+        let names: Vec<String> = names
+            .into_iter()
+            .filter(|n| !n.contains("ooperative"))
+            .collect();
+        let assignors = group::assignors(&names).unwrap_or_default();
+        let retry_backoff = Duration::from_millis(config.retry_backoff_ms());
+        let max_poll = Duration::from_millis(u64::from(config.max_poll_interval_ms()));
+        {
+            let mut s = self.shared.lock().await;
+            s.coordinator.group = Some(GroupState::new(
+                topics.clone(),
+                assignors,
+                config.session_timeout_ms(),
+                config.max_poll_interval_ms() as i32,
+                HeartbeatTimers::new(
+                    Duration::from_millis(config.session_timeout_ms().max(0) as u64),
+                    max_poll,
+                    Duration::from_millis(config.heartbeat_interval_ms().max(0) as u64),
+                    retry_backoff,
+                ),
+            ));
+            if config.enable_auto_commit() {
+                let interval = Duration::from_millis(u64::from(config.auto_commit_interval_ms()));
+                s.auto_commit = Some((interval, tokio::time::Instant::now() + interval));
+            }
+        }
+        let app = AppThread {
+            shared: self.shared.clone(),
+            notify: Arc::new(Notify::new()),
+            ctx: self.ctx.clone(),
+            listener,
+        };
+        app.subscribe(topics).await;
+        self.app = Some(app);
+    }
+
     async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
-        self.shared.lock().await.poll(timeout).await
+        match &self.app {
+            Some(app) => app.poll(timeout).await,
+            None => self.shared.lock().await.poll(timeout).await,
+        }
     }
 
     async fn commit_async(&mut self, id: u64, offsets: Vec<(Tp, i64)>) {
         self.shared.lock().await.commit_async(id, offsets).await;
     }
 
+    async fn commit_sync(
+        &mut self,
+        offsets: Vec<(Tp, i64)>,
+        timeout: Duration,
+    ) -> Result<(), SubjectError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let id = {
+            let mut s = self.shared.lock().await;
+            let id = s.next_internal_commit;
+            s.next_internal_commit += 1;
+            id
+        };
+        match app::commit_offsets_sync(&self.shared, id, offsets, deadline).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(SubjectError("TIMEOUT".to_owned())),
+            Err(e) => Err(SubjectError(e.error)),
+        }
+    }
+
     async fn close(&mut self, timeout: Duration) -> Result<(), SubjectError> {
-        self.shared.lock().await.close(timeout).await;
+        match &self.app {
+            Some(app) => app.close(timeout).await,
+            None => self.shared.lock().await.close(timeout).await,
+        }
         Ok(())
     }
 

@@ -9,8 +9,9 @@ use std::task::Poll;
 
 use kafka_consumer::network::{NetworkClient, NetworkError, RequestOptions, Target};
 use kafka_protocol::messages::{
-    FetchResponse, FindCoordinatorResponse, MetadataResponse, OffsetCommitResponse,
-    OffsetFetchResponse,
+    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, JoinGroupResponse,
+    LeaveGroupResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::Request;
 use sim::history::{Event, Tp};
@@ -23,11 +24,20 @@ use crate::subject::SubjectContext;
 pub(super) enum Handler {
     /// `FindCoordinatorResponseHandler` for the lookup with this id.
     FindCoordinator { lookup: u64 },
-    /// `OffsetCommitResponseHandler` for the commit with this id.
+    /// `OffsetCommitResponseHandler` for the commit with this id, sent in `generation`.
     OffsetCommit {
         commit: u64,
         offsets: Vec<(Tp, i64)>,
+        generation: i32,
     },
+    /// `JoinGroupResponseHandler` (sent with this generation).
+    JoinGroup { generation: i32 },
+    /// `SyncGroupResponseHandler`.
+    SyncGroup { generation: i32 },
+    /// `HeartbeatResponseHandler` and the heartbeat thread's listener.
+    Heartbeat { generation: i32 },
+    /// `LeaveGroupResponseHandler`.
+    LeaveGroup,
     /// `OffsetFetchResponseHandler`.
     OffsetFetch,
     /// The fetcher's response handler for the fetch to this node.
@@ -44,6 +54,10 @@ pub(super) enum Body {
     OffsetFetch(OffsetFetchResponse),
     Fetch(FetchResponse),
     Metadata(MetadataResponse),
+    JoinGroup(JoinGroupResponse),
+    SyncGroup(SyncGroupResponse),
+    Heartbeat(HeartbeatResponse),
+    LeaveGroup(LeaveGroupResponse),
 }
 
 /// One finished request.
@@ -151,15 +165,36 @@ impl ConsumerNetworkClient {
         R: Request + Send + 'static,
         R::Response: Send + 'static,
     {
+        self.send_as(node, request, version, handler, wrap, None);
+    }
+
+    /// [`Self::send`] for a group request, recorded with the member id and generation it
+    /// carries.
+    pub fn send_as<R>(
+        &mut self,
+        node: i32,
+        request: R,
+        version: i16,
+        handler: Handler,
+        wrap: fn(R::Response) -> Body,
+        member: Option<(String, i32)>,
+    ) where
+        R: Request + Send + 'static,
+        R::Response: Send + 'static,
+    {
         let correlation = self.next_correlation;
         self.next_correlation += 1;
         let api = api_name(&handler);
+        let (member_id, generation) = match member {
+            Some((m, g)) => (Some(m), Some(g)),
+            None => (None, None),
+        };
         self.ctx.record(Event::Request {
             api: api.to_owned(),
             correlation,
             node: node_name(node),
-            member_id: None,
-            generation: None,
+            member_id,
+            generation,
         });
         let future = self.client.send_with(
             Target::Node(node),
@@ -175,6 +210,11 @@ impl ConsumerNetworkClient {
         });
         self.in_flight
             .push((correlation, api, node_name(node), pending));
+    }
+
+    /// Whether any request is still in flight (`pendingRequestCount > 0`).
+    pub fn has_in_flight(&self) -> bool {
+        !self.in_flight.is_empty()
     }
 
     /// `poll(timer)`: waits until at least one request completes or `deadline` passes, then
@@ -236,6 +276,10 @@ fn api_name(handler: &Handler) -> &'static str {
         Handler::OffsetFetch => "OffsetFetch",
         Handler::Fetch { .. } => "Fetch",
         Handler::Metadata => "Metadata",
+        Handler::JoinGroup { .. } => "JoinGroup",
+        Handler::SyncGroup { .. } => "SyncGroup",
+        Handler::Heartbeat { .. } => "Heartbeat",
+        Handler::LeaveGroup => "LeaveGroup",
     }
 }
 
@@ -279,6 +323,10 @@ fn summary_error(result: &Result<Body, NetworkError>) -> Option<String> {
             }
         }
         Body::Metadata(_) => 0,
+        Body::JoinGroup(r) => r.error_code,
+        Body::SyncGroup(r) => r.error_code,
+        Body::Heartbeat(r) => r.error_code,
+        Body::LeaveGroup(r) => r.error_code,
     };
     error_name(code)
 }

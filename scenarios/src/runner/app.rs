@@ -7,20 +7,41 @@ use sim::history::{CommitMode, Event, Tp};
 use tokio::time::{Duration, Instant};
 
 use crate::app::{AppBehaviour, CommitPolicy};
+use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
 
-/// Runs `app` against `subject` until `end`, then closes it. `extra_ms_per_record` is the
-/// seed's processing jitter.
+/// Runs `spec.app` against `subject` from `spec.start_ms` until `end`, then closes it.
+/// `extra_ms_per_record` is the seed's processing jitter.
 pub(super) async fn drive<S: Subject>(
     mut subject: S,
     ctx: SubjectContext,
-    assign: Vec<Tp>,
-    app: AppBehaviour,
+    spec: SubjectSpec,
     extra_ms_per_record: u64,
     end: Instant,
 ) {
-    subject.assign(assign).await;
+    let app: AppBehaviour = spec.app;
+    if spec.subscribe.is_empty() {
+        subject.assign(spec.assign.clone()).await;
+    } else {
+        subject
+            .subscribe(spec.subscribe.clone(), spec.listener)
+            .await;
+    }
     let mut next_commit_id = 0;
+    // Offsets processed since the last checkpoint commit, and when the next one is due.
+    let mut checkpoint: BTreeMap<Tp, i64> = BTreeMap::new();
+    let mut next_barrier = match app.commit {
+        CommitPolicy::AsyncWithSyncBarrier { barrier_ms } => {
+            Some(Instant::now() + Duration::from_millis(barrier_ms))
+        }
+        _ => None,
+    };
+    let mut next_checkpoint = match app.commit {
+        CommitPolicy::AsyncEvery { interval_ms } => {
+            Some(Instant::now() + Duration::from_millis(interval_ms))
+        }
+        _ => None,
+    };
     while Instant::now() < end {
         ctx.record(Event::PollStart {
             timeout_ms: app.poll_timeout_ms,
@@ -54,11 +75,29 @@ pub(super) async fn drive<S: Subject>(
         }
         let per_record = app.processing_ms_per_record + extra_ms_per_record;
         tokio::time::sleep(Duration::from_millis(per_record * records.len() as u64)).await;
+        if let (CommitPolicy::AsyncEvery { interval_ms }, Some(due)) = (app.commit, next_checkpoint)
+        {
+            checkpoint.extend(offsets.clone());
+            if Instant::now() >= due && !checkpoint.is_empty() {
+                let offsets: Vec<(Tp, i64)> = std::mem::take(&mut checkpoint).into_iter().collect();
+                ctx.record(Event::CommitRequested {
+                    id: next_commit_id,
+                    mode: CommitMode::Async,
+                    generation: None,
+                    offsets: offsets.clone(),
+                });
+                subject.commit_async(next_commit_id, offsets).await;
+                next_commit_id += 1;
+                next_checkpoint = Some(Instant::now() + Duration::from_millis(interval_ms));
+            }
+            record_completions(&mut subject, &ctx).await;
+            continue;
+        }
         if offsets.is_empty() {
             continue;
         }
         match app.commit {
-            CommitPolicy::AsyncEachPoll => {
+            CommitPolicy::AsyncEachPoll | CommitPolicy::AsyncWithSyncBarrier { .. } => {
                 let offsets: Vec<(Tp, i64)> = offsets.into_iter().collect();
                 ctx.record(Event::CommitRequested {
                     id: next_commit_id,
@@ -68,6 +107,33 @@ pub(super) async fn drive<S: Subject>(
                 });
                 subject.commit_async(next_commit_id, offsets).await;
                 next_commit_id += 1;
+            }
+            CommitPolicy::AsyncEvery { .. } | CommitPolicy::Auto => {}
+        }
+        if let (CommitPolicy::AsyncWithSyncBarrier { barrier_ms }, Some(due)) =
+            (app.commit, next_barrier)
+        {
+            if Instant::now() >= due {
+                // The barrier: commitSync(emptyMap). Callbacks that ran inside it are recorded
+                // before its own completion.
+                record_completions(&mut subject, &ctx).await;
+                ctx.record(Event::CommitRequested {
+                    id: next_commit_id,
+                    mode: CommitMode::Sync,
+                    generation: None,
+                    offsets: Vec::new(),
+                });
+                let id = next_commit_id;
+                next_commit_id += 1;
+                let done = subject
+                    .commit_sync(Vec::new(), Duration::from_millis(5_000))
+                    .await;
+                record_completions(&mut subject, &ctx).await;
+                ctx.record(Event::CommitCompleted {
+                    id,
+                    error: done.err().map(|e| e.0),
+                });
+                next_barrier = Some(Instant::now() + Duration::from_millis(barrier_ms));
             }
         }
         record_completions(&mut subject, &ctx).await;

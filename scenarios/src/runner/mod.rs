@@ -81,7 +81,21 @@ pub async fn run(
     seed: u64,
     subject: SubjectKind,
 ) -> Result<RunResult, RunError> {
-    let planned = scenario.plan(seed);
+    run_with_plan(scenario, seed, subject, None).await
+}
+
+/// [`run`] with `plan` instead of the one the scenario draws for `seed` (same heal time):
+/// how `cargo sim shrink` replays a smaller plan.
+pub async fn run_with_plan(
+    scenario: &Scenario,
+    seed: u64,
+    subject: SubjectKind,
+    plan: Option<FaultPlan>,
+) -> Result<RunResult, RunError> {
+    let mut planned = scenario.plan(seed);
+    if let Some(plan) = plan {
+        planned.plan = plan;
+    }
     let mut builder = Cluster::builder()
         .brokers(scenario.cluster.brokers)
         .offsets_partitions(scenario.cluster.offsets_partitions)
@@ -126,18 +140,25 @@ pub async fn run(
         };
         let mut rng = SeededRng::seed_from_u64(seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9));
         let jitter = rng.below_inclusive(spec.app.processing_ms_per_record);
-        let (assign, app) = (spec.assign.clone(), spec.app);
+        let spec = spec.clone();
+        let start_at = started + Duration::from_millis(spec.start_ms);
         let node = handle
             .create_node()
             .name(spec.name.clone())
             .ip(client_ip(i))
             .build();
         let task = match subject {
-            SubjectKind::Legacy => {
-                let legacy =
-                    LegacyConsumer::new(ctx.clone()).map_err(|e| RunError::Subject(e.0))?;
-                node.spawn(app::drive(legacy, ctx, assign, app, jitter, end))
-            }
+            SubjectKind::Legacy => node.spawn(async move {
+                if start_at > started {
+                    tokio::time::sleep_until(start_at).await;
+                }
+                match LegacyConsumer::new(ctx.clone()) {
+                    Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end).await,
+                    Err(e) => ctx.record(Event::Note {
+                        text: format!("cannot build the subject: {e}"),
+                    }),
+                }
+            }),
             SubjectKind::Consumer => return Err(RunError::SubjectUnavailable(subject)),
         };
         tasks.push(tokio::spawn(async move {
@@ -191,11 +212,21 @@ pub fn run_in_runtime(
     seed: u64,
     subject: SubjectKind,
 ) -> Result<RunResult, RunError> {
+    run_in_runtime_with_plan(scenario, seed, subject, None)
+}
+
+/// [`run_in_runtime`] with a plan override (see [`run_with_plan`]).
+pub fn run_in_runtime_with_plan(
+    scenario: fn() -> Scenario,
+    seed: u64,
+    subject: SubjectKind,
+    plan: Option<FaultPlan>,
+) -> Result<RunResult, RunError> {
     #[allow(clippy::disallowed_methods)] // the simulator itself runs on this thread
     let thread = std::thread::spawn(move || {
         let runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-        runtime.block_on(async move { run(&scenario(), seed, subject).await })
+        runtime.block_on(async move { run_with_plan(&scenario(), seed, subject, plan).await })
     });
     thread.join().unwrap_or_else(|panic| {
         let message = panic

@@ -96,6 +96,8 @@ pub enum ViolationKind {
     NotCommitted,
     /// The history ended before a liveness bound could be judged.
     LivenessInconclusive,
+    /// `commitSync` returned before the callbacks of earlier `commitAsync`s ran (KAFKA-10337).
+    CommitCallbackOrder,
 }
 
 /// One broken invariant, located in virtual time.

@@ -1,0 +1,619 @@
+//! The application thread of Kafka 3.1.0's classic consumer in subscribe mode: `poll` →
+//! `ConsumerCoordinator.poll` → `ensureActiveGroup` → `joinGroupIfNeeded` (with
+//! `onJoinPrepare`, `onJoinComplete` and the rebalance callbacks), auto-commit, `commitSync`
+//! and `close`. Each step takes the lock the heartbeat thread shares and lets it go again where
+//! Java does: around single network polls, and never while a rebalance callback or a
+//! `timer.sleep` runs (KAFKA-4160's rule, in force since 0.10.1).
+
+use std::sync::Arc;
+
+use sim::history::{CallbackKind, CommitMode, Event, Tp};
+use tokio::sync::{Mutex, Notify};
+use tokio::time::{Duration, Instant};
+
+use super::consumer::KafkaConsumer;
+use super::coordinator::FutureError;
+use super::group::{self, HeartbeatThreadFlags, MemberState};
+use super::heartbeat;
+use crate::subject::{
+    CommitCompletion, Delivered, ListenerBehaviour, SubjectContext, SubjectError,
+};
+
+/// Virtual CPU time of one pass of `poll`'s loop that found nothing to wait for. A real
+/// `client.poll(0)` returns at once but still takes time, during which the heartbeat thread
+/// runs; without a cost the simulated application thread would spin without time advancing.
+const EMPTY_PASS_COST: Duration = Duration::from_micros(100);
+
+/// The application thread's handle on the shared consumer.
+pub(super) struct AppThread {
+    pub shared: Arc<Mutex<KafkaConsumer>>,
+    pub notify: Arc<Notify>,
+    pub ctx: SubjectContext,
+    pub listener: ListenerBehaviour,
+}
+
+/// Retriable commit errors, as `RetriableCommitFailedException` wraps them.
+pub(super) fn retriable_commit_error(error: &str) -> bool {
+    matches!(
+        error,
+        "COORDINATOR_LOAD_IN_PROGRESS"
+            | "UNKNOWN_TOPIC_OR_PARTITION"
+            | "COORDINATOR_NOT_AVAILABLE"
+            | "NOT_COORDINATOR"
+            | "REQUEST_TIMED_OUT"
+            | "DISCONNECTED"
+    )
+}
+
+impl AppThread {
+    /// A rebalance callback: runs without any consumer lock for the listener's time.
+    async fn callback(&self, kind: CallbackKind, partitions: Vec<Tp>) {
+        let ms = match kind {
+            CallbackKind::Revoked | CallbackKind::Lost => self.listener.revoked_ms,
+            CallbackKind::Assigned => self.listener.assigned_ms,
+        };
+        self.ctx.record(Event::CallbackStart {
+            kind,
+            partitions: partitions.clone(),
+        });
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        self.ctx.record(Event::CallbackEnd {
+            kind,
+            partitions,
+            error: None,
+        });
+    }
+
+    async fn poll_until(&self, deadline: Instant, done: impl Fn(&KafkaConsumer) -> bool) -> bool {
+        poll_until(&self.shared, deadline, done).await
+    }
+
+    async fn commit_offsets_sync(
+        &self,
+        id: u64,
+        offsets: Vec<(Tp, i64)>,
+        deadline: Instant,
+    ) -> Result<bool, FutureError> {
+        commit_offsets_sync(&self.shared, id, offsets, deadline).await
+    }
+
+    /// `maybeAutoCommitOffsetsSync(timer)` (ConsumerCoordinator.java:1080): errors are logged,
+    /// not thrown.
+    async fn maybe_auto_commit_offsets_sync(&self, deadline: Instant) {
+        let (id, offsets) = {
+            let mut s = self.shared.lock().await;
+            if s.auto_commit.is_none() {
+                return;
+            }
+            let id = s.next_internal_commit;
+            s.next_internal_commit += 1;
+            (id, s.fetcher.all_consumed())
+        };
+        if offsets.is_empty() {
+            return;
+        }
+        self.ctx.record(Event::CommitRequested {
+            id,
+            mode: CommitMode::Auto,
+            generation: self.stable_generation().await,
+            offsets: offsets.clone(),
+        });
+        let error = match self.commit_offsets_sync(id, offsets, deadline).await {
+            Ok(true) => None,
+            Ok(false) => Some("TIMEOUT".to_owned()),
+            Err(e) => Some(e.error),
+        };
+        // Reported with the async callbacks that ran inside it, in the order they ran.
+        self.shared
+            .lock()
+            .await
+            .coordinator
+            .push_invoked(CommitCompletion { id, error });
+    }
+
+    async fn stable_generation(&self) -> Option<i32> {
+        let s = self.shared.lock().await;
+        s.coordinator
+            .group
+            .as_ref()
+            .and_then(|g| g.generation_if_stable().map(|g| g.id))
+    }
+
+    /// `ConsumerCoordinator.onJoinPrepare` (ConsumerCoordinator.java:699), eager protocol:
+    /// synchronous auto-commit bounded by the *rebalance* timeout (not the caller's), then
+    /// `onPartitionsRevoked` — or `onPartitionsLost` if the generation was reset meanwhile.
+    async fn on_join_prepare(&self, generation: i32, member_id: &str) {
+        let rebalance_timeout = {
+            let s = self.shared.lock().await;
+            Duration::from_millis(
+                s.coordinator
+                    .group
+                    .as_ref()
+                    .map_or(0, |g| g.rebalance_timeout_ms.max(0) as u64),
+            )
+        };
+        self.maybe_auto_commit_offsets_sync(Instant::now() + rebalance_timeout)
+            .await;
+        let owned: Vec<Tp> = self.shared.lock().await.fetcher.assigned().to_vec();
+        if owned.is_empty() {
+            return;
+        }
+        let lost = generation == -1 && member_id.is_empty();
+        let kind = if lost {
+            CallbackKind::Lost
+        } else {
+            CallbackKind::Revoked
+        };
+        self.callback(kind, owned.clone()).await;
+        let mut s = self.shared.lock().await;
+        s.fetcher.assign(Vec::new());
+        let (revoked, lost) = if lost {
+            (Vec::new(), owned)
+        } else {
+            (owned, Vec::new())
+        };
+        self.ctx.record(Event::Assignment {
+            generation,
+            assigned: Vec::new(),
+            revoked,
+            lost,
+        });
+        if let Some(g) = s.coordinator.group.as_mut() {
+            g.is_leader = false;
+        }
+    }
+
+    /// `ConsumerCoordinator.onJoinComplete` (ConsumerCoordinator.java:406), eager protocol:
+    /// `assignFromSubscribed`, then `onPartitionsAssigned`.
+    async fn on_join_complete(&self, generation: i32, assignment: Vec<Tp>) {
+        {
+            let mut s = self.shared.lock().await;
+            s.fetcher.assign(assignment.clone());
+            self.ctx.record(Event::Assignment {
+                generation,
+                assigned: assignment.clone(),
+                revoked: Vec::new(),
+                lost: Vec::new(),
+            });
+            // "Update the auto-commit deadline" after a rebalance.
+            if let Some((interval, next)) = s.auto_commit.as_mut() {
+                *next = Instant::now() + *interval;
+            }
+        }
+        self.callback(CallbackKind::Assigned, assignment).await;
+    }
+
+    /// `joinGroupIfNeeded(timer)` (AbstractCoordinator.java:408).
+    async fn join_group_if_needed(&self, deadline: Instant) -> Result<bool, SubjectError> {
+        loop {
+            let prepare = {
+                let mut s = self.shared.lock().await;
+                let Some(group) = s.coordinator.group.as_ref() else {
+                    return Ok(true);
+                };
+                if !group.rejoin_needed_or_pending() {
+                    return Ok(true);
+                }
+                if !s.ensure_coordinator_ready(deadline).await {
+                    return Ok(false);
+                }
+                let group = s.coordinator.group.as_mut().expect("subscribe mode");
+                if group.needs_join_prepare {
+                    // Set before calling, so a throwing callback does not run it twice.
+                    group.needs_join_prepare = false;
+                    Some((group.generation.id, group.generation.member_id.clone()))
+                } else {
+                    None
+                }
+            };
+            if let Some((generation, member_id)) = prepare {
+                self.on_join_prepare(generation, &member_id).await;
+            }
+            {
+                let mut s = self.shared.lock().await;
+                let KafkaConsumer {
+                    client,
+                    coordinator,
+                    ..
+                } = &mut *s;
+                coordinator.initiate_join_group(client);
+            }
+            let join_done = |s: &KafkaConsumer| {
+                s.coordinator
+                    .group
+                    .as_ref()
+                    .and_then(|g| g.join_future.as_ref())
+                    .is_none_or(|f| f.outcome.is_some())
+            };
+            if !self.poll_until(deadline, join_done).await {
+                return Ok(false);
+            }
+            let mut s = self.shared.lock().await;
+            let group = s.coordinator.group.as_mut().expect("subscribe mode");
+            let outcome = group
+                .join_future
+                .as_ref()
+                .and_then(|f| f.outcome.clone())
+                .unwrap_or(Err(FutureError {
+                    error: "UNJOINED_GROUP".to_owned(),
+                    retriable: true,
+                }));
+            match outcome {
+                Ok(bytes) => {
+                    // "Generation data maybe concurrently cleared by Heartbeat thread."
+                    let generation = group.generation.clone();
+                    let stable = group.state == MemberState::Stable;
+                    if !generation.is_none() && stable {
+                        drop(s);
+                        let assignment = group::decode_assignment(&bytes).map_err(SubjectError)?;
+                        self.on_join_complete(generation.id, assignment).await;
+                        let mut s = self.shared.lock().await;
+                        let group = s.coordinator.group.as_mut().expect("subscribe mode");
+                        group.join_future = None;
+                        group.needs_join_prepare = true;
+                    } else {
+                        let reason = format!(
+                            "rebalance failed since the generation/state was modified by \
+                             heartbeat thread to {}/{:?} before the rebalance callback",
+                            generation.id, group.state
+                        );
+                        let KafkaConsumer {
+                            client,
+                            coordinator,
+                            ..
+                        } = &mut *s;
+                        let group = coordinator.group.as_mut().expect("subscribe mode");
+                        group.reset_state_and_rejoin(client, &reason);
+                        group.join_future = None;
+                    }
+                }
+                Err(e) => {
+                    group.join_future = None;
+                    group.rejoin_needed = true;
+                    let backoff = s.retry_backoff;
+                    drop(s);
+                    if matches!(
+                        e.error.as_str(),
+                        "UNKNOWN_MEMBER_ID"
+                            | "ILLEGAL_GENERATION"
+                            | "REBALANCE_IN_PROGRESS"
+                            | "MEMBER_ID_REQUIRED"
+                    ) {
+                        continue;
+                    }
+                    if !e.retriable {
+                        return Err(SubjectError(e.error));
+                    }
+                    let now = Instant::now();
+                    tokio::time::sleep_until(deadline.min(now + backoff).max(now)).await;
+                }
+            }
+        }
+    }
+
+    /// `ensureActiveGroup(timer)` (AbstractCoordinator.java:370): coordinator, heartbeat
+    /// thread, join.
+    async fn ensure_active_group(&self, deadline: Instant) -> Result<bool, SubjectError> {
+        {
+            let mut s = self.shared.lock().await;
+            if !s.ensure_coordinator_ready(deadline).await {
+                return Ok(false);
+            }
+            let group = s.coordinator.group.as_mut().expect("subscribe mode");
+            if group.heartbeat_thread.is_none() {
+                group.heartbeat_thread = Some(HeartbeatThreadFlags::default());
+                tokio::spawn(heartbeat::run(self.shared.clone(), self.notify.clone()));
+            }
+        }
+        self.join_group_if_needed(deadline).await
+    }
+
+    /// `ConsumerCoordinator.poll(timer, waitForJoinGroup = false)` (ConsumerCoordinator.java:470).
+    async fn coordinator_poll(&self, deadline: Instant) -> Result<bool, SubjectError> {
+        let rejoin = {
+            let mut s = self.shared.lock().await;
+            s.coordinator.invoke_completed_offset_commit_callbacks();
+            s.apply_auto_commit_callbacks();
+            let now = Instant::now();
+            // pollHeartbeat(now) (AbstractCoordinator.java:317).
+            let group = s.coordinator.group.as_mut().expect("subscribe mode");
+            if let Some(flags) = &group.heartbeat_thread {
+                if let Some(cause) = flags.failed.clone() {
+                    group.heartbeat_thread = None;
+                    return Err(SubjectError(cause));
+                }
+                if group.heartbeat.should_heartbeat(now) {
+                    self.notify.notify_one();
+                }
+                group.heartbeat.poll(now);
+            }
+            if s.coordinator.coordinator_unknown() && !s.ensure_coordinator_ready(deadline).await {
+                return Ok(false);
+            }
+            let group = s.coordinator.group.as_ref().expect("subscribe mode");
+            group.rejoin_needed_or_pending()
+        };
+        if rejoin {
+            // Metadata for the subscription before the first join (the leader assigns from it).
+            {
+                let mut s = self.shared.lock().await;
+                let missing = s
+                    .fetcher
+                    .subscribed_topics
+                    .clone()
+                    .iter()
+                    .any(|t| s.client.inner().metadata().topic(t).is_none());
+                if missing {
+                    s.await_metadata_update(deadline).await;
+                }
+            }
+            // "if not wait for join group, we would just use a timer of 0"
+            if !self.ensure_active_group(Instant::now()).await? {
+                return Ok(false);
+            }
+        }
+        let mut s = self.shared.lock().await;
+        s.maybe_auto_commit_offsets_async();
+        Ok(true)
+    }
+
+    /// `KafkaConsumer.poll(timeout)` in subscribe mode.
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let pass_started = Instant::now();
+            if self.coordinator_poll(deadline).await? {
+                // updateFetchPositions: committed offsets for partitions without a position.
+                let mut s = self.shared.lock().await;
+                let missing = s.fetcher.missing_positions();
+                if !missing.is_empty() {
+                    if let Some(offsets) = s.fetch_committed_offsets(&missing, deadline).await? {
+                        for (tp, offset) in offsets {
+                            s.fetcher.set_position(tp, offset);
+                        }
+                    }
+                }
+            }
+            let records = {
+                let mut guard = self.shared.lock().await;
+                let mut records = guard.poll_for_fetches(deadline).await;
+                if records.is_empty() {
+                    // A `client.poll` whose timeout is already zero still runs the handlers
+                    // of whatever has arrived (a select with timeout 0).
+                    guard.poll_no_wakeup().await;
+                    records = guard.fetcher.collect_fetch();
+                }
+                if !records.is_empty() {
+                    let s = &mut *guard;
+                    s.fetcher.send_fetches(&mut s.client);
+                }
+                records
+            };
+            if !records.is_empty() {
+                return Ok(records);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            if now == pass_started {
+                tokio::time::sleep(EMPTY_PASS_COST).await;
+            }
+        }
+    }
+
+    /// `ConsumerCoordinator.close(timer)` + `AbstractCoordinator.close(timer)` in subscribe
+    /// mode: auto-commit synchronously, wait for async commits, stop the heartbeat thread,
+    /// revoke, leave, and wait for the coordinator's pending requests.
+    pub async fn close(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        {
+            let mut s = self.shared.lock().await;
+            s.ensure_coordinator_ready(deadline).await;
+        }
+        self.maybe_auto_commit_offsets_sync(deadline).await;
+        loop {
+            let mut s = self.shared.lock().await;
+            if s.coordinator.pending_async_commits == 0 || Instant::now() >= deadline {
+                break;
+            }
+            s.ensure_coordinator_ready(deadline).await;
+            s.poll_once(deadline).await;
+            s.coordinator.invoke_completed_offset_commit_callbacks();
+        }
+        // closeHeartbeatThread().
+        {
+            let mut s = self.shared.lock().await;
+            if let Some(group) = s.coordinator.group.as_mut() {
+                if let Some(flags) = group.heartbeat_thread.as_mut() {
+                    flags.closed = true;
+                }
+                group.heartbeat_thread = None;
+            }
+            self.notify.notify_one();
+        }
+        // onLeavePrepare(): eager members revoke everything.
+        let (owned, generation) = {
+            let s = self.shared.lock().await;
+            let generation = s.coordinator.group.as_ref().map_or(-1, |g| g.generation.id);
+            (s.fetcher.assigned().to_vec(), generation)
+        };
+        if !owned.is_empty() {
+            let lost = generation == -1;
+            let kind = if lost {
+                CallbackKind::Lost
+            } else {
+                CallbackKind::Revoked
+            };
+            self.callback(kind, owned.clone()).await;
+            let mut s = self.shared.lock().await;
+            s.fetcher.assign(Vec::new());
+            let (revoked, lost) = if lost {
+                (Vec::new(), owned)
+            } else {
+                (owned, Vec::new())
+            };
+            self.ctx.record(Event::Assignment {
+                generation,
+                assigned: Vec::new(),
+                revoked,
+                lost,
+            });
+        }
+        let mut s = self.shared.lock().await;
+        {
+            let KafkaConsumer {
+                client,
+                coordinator,
+                ..
+            } = &mut *s;
+            if coordinator.group.is_some() {
+                coordinator.maybe_leave_group(client, "the consumer is being closed");
+            }
+        }
+        // awaitPendingRequests(coordinator, timer).
+        while s.client.has_in_flight() && Instant::now() < deadline {
+            s.poll_once(deadline).await;
+        }
+    }
+
+    /// `subscribe(topics, listener)`: the subscription and the group state it needs.
+    pub async fn subscribe(&self, topics: Vec<String>) {
+        let mut s = self.shared.lock().await;
+        s.fetcher.subscribed_topics = topics.clone();
+        s.fetcher.request_metadata_update();
+        if let Some(group) = s.coordinator.group.as_mut() {
+            group.subscription = topics;
+            group.rejoin_needed = true;
+        }
+    }
+}
+
+impl KafkaConsumer {
+    /// `maybeAutoCommitOffsetsAsync(now)` (ConsumerCoordinator.java:1051).
+    pub fn maybe_auto_commit_offsets_async(&mut self) {
+        let Some((interval, next)) = self.auto_commit else {
+            return;
+        };
+        let now = Instant::now();
+        if now < next {
+            return;
+        }
+        self.auto_commit = Some((interval, now + interval));
+        let offsets = self.fetcher.all_consumed();
+        if offsets.is_empty() {
+            // sendOffsetCommitRequest: "if (offsets.isEmpty()) return RequestFuture.voidSuccess()".
+            return;
+        }
+        let id = self.next_internal_commit;
+        self.next_internal_commit += 1;
+        let generation = self
+            .coordinator
+            .group
+            .as_ref()
+            .and_then(|g| g.generation_if_stable().map(|g| g.id));
+        self.ctx().record(Event::CommitRequested {
+            id,
+            mode: CommitMode::Auto,
+            generation,
+            offsets: offsets.clone(),
+        });
+        self.coordinator.auto_commit_ids.insert(id);
+        self.coordinator
+            .commit_offsets_async(&mut self.client, id, offsets);
+    }
+
+    /// The auto-commit callback (ConsumerCoordinator.java:1065): after a retriable failure,
+    /// the next auto-commit is due after the retry backoff.
+    pub fn apply_auto_commit_callbacks(&mut self) {
+        let failed_retriably = self.coordinator.take_failed_auto_commits();
+        if failed_retriably {
+            if let Some((interval, _)) = self.auto_commit {
+                self.auto_commit = Some((interval, Instant::now() + self.retry_backoff));
+            }
+        }
+    }
+}
+
+/// `client.poll(future, timer)` with the lock taken per network poll: polls until `done`
+/// or `deadline`.
+pub(super) async fn poll_until(
+    shared: &Mutex<KafkaConsumer>,
+    deadline: Instant,
+    done: impl Fn(&KafkaConsumer) -> bool,
+) -> bool {
+    loop {
+        let mut s = shared.lock().await;
+        if done(&s) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        s.poll_once(deadline).await;
+    }
+}
+
+/// `commitOffsetsSync(offsets, timer)` (ConsumerCoordinator.java:1005): send, wait, and on
+/// a retriable error back off and send again until the timer expires.
+pub(super) async fn commit_offsets_sync(
+    shared: &Mutex<KafkaConsumer>,
+    id: u64,
+    offsets: Vec<(Tp, i64)>,
+    deadline: Instant,
+) -> Result<bool, FutureError> {
+    {
+        let mut s = shared.lock().await;
+        s.coordinator.invoke_completed_offset_commit_callbacks();
+    }
+    if offsets.is_empty() {
+        return Ok(true);
+    }
+    loop {
+        {
+            let mut s = shared.lock().await;
+            if s.coordinator.coordinator_unknown() && !s.ensure_coordinator_ready(deadline).await {
+                return Ok(false);
+            }
+            s.coordinator.sync_commits.insert(id, None);
+            let sent = {
+                let KafkaConsumer {
+                    client,
+                    coordinator,
+                    ..
+                } = &mut *s;
+                coordinator.send_offset_commit_request(client, id, offsets.clone())
+            };
+            if let Err(e) = sent {
+                s.coordinator.sync_commits.insert(id, Some(Err(e)));
+            }
+        }
+        poll_until(shared, deadline, |s| {
+            s.coordinator
+                .sync_commits
+                .get(&id)
+                .is_some_and(Option::is_some)
+        })
+        .await;
+        let outcome = {
+            let mut s = shared.lock().await;
+            s.coordinator.invoke_completed_offset_commit_callbacks();
+            s.coordinator.sync_commits.remove(&id).flatten()
+        };
+        match outcome {
+            Some(Ok(())) => return Ok(true),
+            Some(Err(e)) if !e.retriable => return Err(e),
+            _ => {}
+        }
+        // timer.sleep(retryBackoffMs): no lock held.
+        let backoff = shared.lock().await.retry_backoff;
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep_until(deadline.min(now + backoff)).await;
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+    }
+}

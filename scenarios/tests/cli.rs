@@ -1,0 +1,108 @@
+//! The `sim` CLI end to end (simulation mode): `shrink` finds the two faults KAFKA-13563
+//! needs, `replay` reproduces a saved regression, `explore` ends with its summary table and a
+//! repro line per failure.
+#![cfg(madsim)]
+
+use std::process::Command;
+
+fn sim(args: &[&str], dir: &std::path::Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sim-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn shrink_keeps_the_restart_and_the_second_move() {
+    let dir = scratch("shrink");
+    let (code, out) = sim(&["shrink", "kafka-13563", "--seed", "1"], &dir);
+    assert_eq!(code, 0, "{out}");
+    let plan = std::fs::read_to_string(dir.join("shrunk-kafka-13563-seed-1.plan")).unwrap();
+    let faults = sim::fault::text::parse_plan(&plan).unwrap();
+    assert_eq!(faults.len(), 2, "{plan}");
+    assert!(plan.contains("restart-broker 1"), "{plan}");
+    assert!(plan.contains("move-coordinator 0 to=any"), "{plan}");
+    assert!(
+        out.contains(
+            "repro: cargo sim run kafka-13563 --seed 1 --subject legacy --plan shrunk-kafka-13563-seed-1.plan"
+        ),
+        "{out}"
+    );
+    // The shrunk plan still fails the same way when run from its file.
+    let (code, out) = sim(
+        &[
+            "run",
+            "kafka-13563",
+            "--seed",
+            "1",
+            "--plan",
+            "shrunk-kafka-13563-seed-1.plan",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("first violation [coordinator-rediscovery]"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn replay_reproduces_a_saved_regression_and_shows_where() {
+    let dir = scratch("replay");
+    let (code, out) = sim(&["replay", "kafka-13563-legacy-seed-1"], &dir);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("fault plan: as saved"), "{out}");
+    assert!(out.contains("-> reproduced"), "{out}");
+    assert!(out.contains("where it went wrong"), "{out}");
+    assert!(out.contains("err=COORDINATOR_NOT_AVAILABLE"), "{out}");
+    let (code, out) = sim(&["replay", "no-such-regression"], &dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("kafka-13310-legacy-seed-1"),
+        "lists what is saved: {out}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn explore_prints_progress_summary_and_repro_lines() {
+    let dir = scratch("explore");
+    let (code, out) = sim(
+        &[
+            "explore",
+            "kafka-10337",
+            "--seeds",
+            "2",
+            "--subject",
+            "legacy",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 1, "the legacy model fails KAFKA-10337: {out}");
+    assert!(out.contains("2/2 seeds"), "progress: {out}");
+    assert!(out.contains("seeds/minute"), "{out}");
+    assert!(
+        out.contains("cargo sim run kafka-10337 --seed 0 --subject legacy"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cargo sim run kafka-10337 --seed 1 --subject legacy"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
