@@ -1,10 +1,11 @@
 //! The scenario library: each scenario is a cluster, subjects, producers, a fault plan and the
 //! checkers it asserts ([`scenario::Scenario`]). Subjects are driven through
-//! [`subject::Subject`]: the legacy model of Kafka 3.1's classic consumer ([`legacy`]) today,
-//! our consumer later. The runner ([`runner`]) exists in simulation mode only.
+//! [`subject::Subject`]: the legacy model of Kafka 3.1's classic consumer ([`legacy`]) and our
+//! consumer ([`consumer_subject`]). The runner ([`runner`]) exists in simulation mode only.
 
 pub mod app;
 pub mod checks;
+pub mod consumer_subject;
 pub mod jira;
 pub mod legacy;
 pub mod regression;

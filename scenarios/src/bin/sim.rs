@@ -26,9 +26,7 @@ fn main() -> ExitCode {
 mod cli {
     use std::process::ExitCode;
 
-    use scenarios::runner::{
-        repro_line, run_in_runtime, run_in_runtime_with_plan, RunError, RunResult,
-    };
+    use scenarios::runner::{repro_line, run_in_runtime, run_in_runtime_with_plan, RunResult};
     use scenarios::subject::SubjectKind;
     use sim::fault::text::{parse_plan, plan_to_string};
 
@@ -127,14 +125,8 @@ mod cli {
                 Some(parse_plan(&text).map_err(|e| format!("{path}: {e}"))?)
             }
         };
-        let result = match run_in_runtime_with_plan(info.build, seed, subject, plan) {
-            Ok(result) => result,
-            Err(e @ RunError::SubjectUnavailable(_)) => {
-                eprintln!("{e}");
-                return Ok(ExitCode::from(2));
-            }
-            Err(e) => return Err(e.to_string()),
-        };
+        let result =
+            run_in_runtime_with_plan(info.build, seed, subject, plan).map_err(|e| e.to_string())?;
         println!("scenario {}  seed {seed}  subject {subject}", info.name);
         println!(
             "fault plan{}:",

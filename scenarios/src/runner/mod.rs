@@ -18,6 +18,7 @@ use sim::group::shard::GroupCoordinatorFactory;
 use sim::history::{Event, History, Recorder};
 use tokio::time::{Duration, Instant};
 
+use crate::consumer_subject::ConsumerSubject;
 use crate::legacy::LegacyConsumer;
 use crate::scenario::Scenario;
 use crate::subject::{SubjectContext, SubjectKind};
@@ -49,8 +50,6 @@ pub fn repro_line(scenario: &str, seed: u64, subject: SubjectKind) -> String {
 /// Why a run could not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunError {
-    /// The subject kind has no implementation yet.
-    SubjectUnavailable(SubjectKind),
     /// A subject could not be built from its spec.
     Subject(String),
     /// The simulation thread panicked.
@@ -60,9 +59,6 @@ pub enum RunError {
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::SubjectUnavailable(kind) => {
-                write!(f, "subject `{kind}` is not available yet")
-            }
             RunError::Subject(e) => write!(f, "cannot build the subject: {e}"),
             RunError::Panicked(e) => write!(f, "the simulation panicked: {e}"),
         }
@@ -131,6 +127,11 @@ pub async fn run_with_plan(
             "bootstrap.servers".to_owned(),
             cluster.bootstrap_servers().join(","),
         ));
+        // The legacy model only implements `earliest`; both subjects start from the same
+        // place unless the scenario says otherwise.
+        if !pairs.iter().any(|(key, _)| key == "auto.offset.reset") {
+            pairs.push(("auto.offset.reset".to_owned(), "earliest".to_owned()));
+        }
         let config =
             ConsumerConfig::from_pairs(pairs).map_err(|e| RunError::Subject(e.to_string()))?;
         let ctx = SubjectContext {
@@ -159,7 +160,17 @@ pub async fn run_with_plan(
                     }),
                 }
             }),
-            SubjectKind::Consumer => return Err(RunError::SubjectUnavailable(subject)),
+            SubjectKind::Consumer => node.spawn(async move {
+                if start_at > started {
+                    tokio::time::sleep_until(start_at).await;
+                }
+                match ConsumerSubject::new(ctx.clone()) {
+                    Ok(consumer) => app::drive(consumer, ctx, spec, jitter, end).await,
+                    Err(e) => ctx.record(Event::Note {
+                        text: format!("cannot build the subject: {e}"),
+                    }),
+                }
+            }),
         };
         tasks.push(tokio::spawn(async move {
             let _ = task.await;

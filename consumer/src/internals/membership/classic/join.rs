@@ -99,7 +99,7 @@ impl ClassicMembershipManager {
                     tracing::warn!("auto-commit before revocation did not finish in time");
                     completion.complete(Err(Error::Timeout {
                         operation: "auto-commit before revocation",
-                        timeout_ms: self.rebalance_timeout_ms,
+                        timeout_ms: self.rebalance_timeout_ms / 2,
                     }));
                 } else if let Some(Err(error)) = receiver.borrow().as_ref() {
                     tracing::warn!(%error, "auto-commit before revocation failed");
@@ -132,7 +132,10 @@ impl ClassicMembershipManager {
     }
 
     /// Java's `onJoinPrepare`, first half: the auto-commit before revocation, only from a
-    /// valid generation (a reset one could not commit).
+    /// valid generation (a reset one could not commit). It may take half the rebalance timeout
+    /// at most: the member must still revoke and rejoin before the coordinator's rebalance
+    /// timeout evicts it while it holds its partitions (KAFKA-13310: a commit retried for the
+    /// whole rebalance timeout lets the partitions move before they are revoked).
     fn start_join_prepare(
         &mut self,
         ctx: &mut ManagerContext<'_>,
@@ -140,7 +143,7 @@ impl ClassicMembershipManager {
     ) {
         self.needs_join_prepare = false;
         if self.auto_commit && self.generation.is_valid() {
-            let deadline = ctx.now + Duration::from_millis(self.rebalance_timeout_ms);
+            let deadline = ctx.now + Duration::from_millis(self.rebalance_timeout_ms / 2);
             if let Some((completion, receiver)) = commit.commit_before_revocation(ctx, deadline) {
                 self.step = Step::PrepareCommit {
                     completion,

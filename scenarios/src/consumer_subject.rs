@@ -1,0 +1,289 @@
+//! The `consumer` subject: our production [`kafka_consumer::Consumer`], driven through the
+//! same [`Subject`] calls as the legacy model. The runner records what the application does
+//! (polls, deliveries, commits); this subject adds what its listener sees — rebalance
+//! callbacks, run on the application side where our design runs them, and the assignment
+//! changes they carry.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
+use kafka_consumer::{Consumer, Error, OffsetAndMetadata, TopicPartition};
+use sim::history::{CallbackKind, Event, Tp};
+use tokio::time::Duration;
+
+use crate::subject::{
+    CommitCompletion, Delivered, ListenerBehaviour, Subject, SubjectContext, SubjectError,
+};
+
+/// Our consumer as a subject.
+pub struct ConsumerSubject {
+    consumer: Consumer,
+    ctx: SubjectContext,
+    completed: Arc<Mutex<Vec<CommitCompletion>>>,
+}
+
+impl ConsumerSubject {
+    /// Starts the consumer (its background task runs on the current simulated node).
+    pub fn new(ctx: SubjectContext) -> Result<Self, String> {
+        let consumer = Consumer::new(ctx.config.clone()).map_err(|e| e.to_string())?;
+        ctx.record(Event::MemberStart {
+            group: ctx.config.group_id().unwrap_or_default().to_owned(),
+        });
+        Ok(Self {
+            consumer,
+            ctx,
+            completed: Arc::default(),
+        })
+    }
+}
+
+/// Kafka's name for what went wrong, as the checkers compare them (`NOT_COORDINATOR`, ...).
+pub fn error_name(error: &Error) -> String {
+    if let Some(code) = error.code() {
+        return screaming_snake(&format!("{code:?}"));
+    }
+    match error {
+        Error::Network(e) if e.to_string().contains("timed out") => "REQUEST_TIMED_OUT".to_owned(),
+        Error::Network(_) => "DISCONNECTED".to_owned(),
+        Error::RebalanceInProgress { .. } => "REBALANCE_IN_PROGRESS".to_owned(),
+        Error::CommitFailed { .. } => "COMMIT_FAILED".to_owned(),
+        Error::Timeout { .. } => "TIMEOUT".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+fn to_tp(tp: &TopicPartition) -> Tp {
+    Tp::new(&*tp.topic, tp.partition)
+}
+
+fn offsets(offsets: &[(Tp, i64)]) -> kafka_consumer::consumer::Offsets {
+    offsets
+        .iter()
+        .map(|(tp, o)| {
+            (
+                TopicPartition::new(tp.topic.as_str(), tp.partition),
+                OffsetAndMetadata::new(*o),
+            )
+        })
+        .collect()
+}
+
+/// The member's generation as the application sees it (-1 outside one).
+fn generation_of(consumer: &Consumer) -> i32 {
+    consumer.group_metadata().map_or(-1, |m| m.generation_id)
+}
+
+/// The application's listener: records each call and takes the scenario's virtual time.
+struct RecordingListener {
+    ctx: SubjectContext,
+    behaviour: ListenerBehaviour,
+}
+
+impl RecordingListener {
+    async fn run(
+        &self,
+        generation: i32,
+        kind: CallbackKind,
+        partitions: &BTreeSet<TopicPartition>,
+        millis: u64,
+    ) {
+        let tps: Vec<Tp> = partitions.iter().map(to_tp).collect();
+        self.ctx.record(Event::CallbackStart {
+            kind,
+            partitions: tps.clone(),
+        });
+        let (assigned, revoked, lost) = match kind {
+            CallbackKind::Assigned => (tps.clone(), Vec::new(), Vec::new()),
+            CallbackKind::Revoked => (Vec::new(), tps.clone(), Vec::new()),
+            CallbackKind::Lost => (Vec::new(), Vec::new(), tps.clone()),
+        };
+        if kind != CallbackKind::Assigned {
+            self.ctx.record(Event::Assignment {
+                generation,
+                assigned: Vec::new(),
+                revoked,
+                lost,
+            });
+        }
+        if millis > 0 {
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+        }
+        if kind == CallbackKind::Assigned {
+            self.ctx.record(Event::Assignment {
+                generation,
+                assigned,
+                revoked: Vec::new(),
+                lost: Vec::new(),
+            });
+        }
+        self.ctx.record(Event::CallbackEnd {
+            kind,
+            partitions: tps,
+            error: None,
+        });
+    }
+}
+
+impl ConsumerRebalanceListener for RecordingListener {
+    fn on_partitions_revoked<'a>(
+        &'a mut self,
+        consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        let generation = generation_of(consumer);
+        Box::pin(async move {
+            self.run(
+                generation,
+                CallbackKind::Revoked,
+                partitions,
+                self.behaviour.revoked_ms,
+            )
+            .await;
+            Ok(())
+        })
+    }
+
+    fn on_partitions_assigned<'a>(
+        &'a mut self,
+        consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        let generation = generation_of(consumer);
+        Box::pin(async move {
+            self.run(
+                generation,
+                CallbackKind::Assigned,
+                partitions,
+                self.behaviour.assigned_ms,
+            )
+            .await;
+            Ok(())
+        })
+    }
+
+    fn on_partitions_lost<'a>(
+        &'a mut self,
+        consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        let generation = generation_of(consumer);
+        Box::pin(async move {
+            self.run(
+                generation,
+                CallbackKind::Lost,
+                partitions,
+                self.behaviour.revoked_ms,
+            )
+            .await;
+            Ok(())
+        })
+    }
+}
+
+impl Subject for ConsumerSubject {
+    async fn assign(&mut self, partitions: Vec<Tp>) {
+        self.ctx.record(Event::ManualAssign {
+            partitions: partitions.clone(),
+        });
+        let tps = partitions
+            .iter()
+            .map(|tp| TopicPartition::new(tp.topic.as_str(), tp.partition));
+        if let Err(error) = self.consumer.assign(tps).await {
+            self.ctx.record(Event::Note {
+                text: format!("assign failed: {error}"),
+            });
+        }
+    }
+
+    async fn subscribe(&mut self, topics: Vec<String>, listener: ListenerBehaviour) {
+        self.ctx.record(Event::Subscribe {
+            topics: topics.clone(),
+        });
+        let listener = RecordingListener {
+            ctx: self.ctx.clone(),
+            behaviour: listener,
+        };
+        if let Err(error) = self
+            .consumer
+            .subscribe_with_listener(topics, listener)
+            .await
+        {
+            self.ctx.record(Event::Note {
+                text: format!("subscribe failed: {error}"),
+            });
+        }
+    }
+
+    async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
+        match self.consumer.poll(timeout).await {
+            Ok(records) => Ok(records
+                .iter()
+                .map(|r| Delivered {
+                    tp: Tp::new(&*r.topic, r.partition),
+                    offset: r.offset,
+                    value: r
+                        .value
+                        .as_deref()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .unwrap_or_default(),
+                })
+                .collect()),
+            Err(error) => Err(SubjectError(error_name(&error))),
+        }
+    }
+
+    async fn commit_async(&mut self, id: u64, offsets_to_commit: Vec<(Tp, i64)>) {
+        let completed = Arc::clone(&self.completed);
+        let started = self.consumer.commit_async_with_callback(
+            Some(offsets(&offsets_to_commit)),
+            move |_, result| {
+                let error = result.err().map(|e| error_name(&e));
+                completed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(CommitCompletion { id, error });
+            },
+        );
+        if let Err(error) = started {
+            let error = Some(error_name(&error));
+            self.completed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(CommitCompletion { id, error });
+        }
+    }
+
+    async fn commit_sync(
+        &mut self,
+        offsets_to_commit: Vec<(Tp, i64)>,
+        timeout: Duration,
+    ) -> Result<(), SubjectError> {
+        self.consumer
+            .commit_sync(Some(offsets(&offsets_to_commit)), timeout)
+            .await
+            .map_err(|e| SubjectError(error_name(&e)))
+    }
+
+    async fn close(&mut self, timeout: Duration) -> Result<(), SubjectError> {
+        self.consumer
+            .close(timeout)
+            .await
+            .map_err(|e| SubjectError(error_name(&e)))
+    }
+
+    async fn take_completed_commits(&mut self) -> Vec<CommitCompletion> {
+        std::mem::take(&mut *self.completed.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
