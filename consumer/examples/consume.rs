@@ -1,5 +1,7 @@
-//! A `kcat -C`-like consumer: assigns every partition of the given topics and prints records
-//! until Ctrl-C, then closes cleanly (with a group: a final commit of what was printed).
+//! A `kcat -C`-like consumer: prints records until Ctrl-C (or `--count`), then closes cleanly.
+//! With `--group`, it joins that consumer group (subscribe; the group shares the partitions
+//! and close commits what was printed and leaves the group); without, it assigns every
+//! partition of the topics.
 //!
 //! ```text
 //! cargo run -p kafka-consumer --example consume -- \
@@ -111,16 +113,21 @@ mod real {
             config = config.group_id(group);
         }
         let mut consumer = Consumer::new(config.build()?)?;
-        let mut partitions = Vec::new();
-        for topic in &args.topics {
-            let found = consumer.partitions_for(topic, TIMEOUT).await?;
-            if found.is_empty() {
-                return Err(format!("topic {topic} does not exist").into());
+        if let Some(group) = &args.group {
+            consumer.subscribe(args.topics.iter().cloned()).await?;
+            eprintln!("consume: joining group {group}");
+        } else {
+            let mut partitions = Vec::new();
+            for topic in &args.topics {
+                let found = consumer.partitions_for(topic, TIMEOUT).await?;
+                if found.is_empty() {
+                    return Err(format!("topic {topic} does not exist").into());
+                }
+                partitions.extend(found.into_iter().map(|p| p.partition));
             }
-            partitions.extend(found.into_iter().map(|p| p.partition));
+            eprintln!("consume: assigned {} partitions", partitions.len());
+            consumer.assign(partitions).await?;
         }
-        eprintln!("consume: assigned {} partitions", partitions.len());
-        consumer.assign(partitions).await?;
 
         let mut printed = 0usize;
         let outcome = loop {
@@ -142,7 +149,7 @@ mod real {
                 }
             }
         };
-        // With a group, close commits the position after the last printed record.
+        // With a group, close commits the position after the last printed record and leaves.
         consumer.close(TIMEOUT).await?;
         eprintln!("consume: {printed} records");
         outcome.map_err(Into::into)

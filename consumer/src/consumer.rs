@@ -1,30 +1,37 @@
 //! The application side (Java's `AsyncKafkaConsumer`): validates calls, sends application
-//! events, drains background events, runs commit callbacks in order, and hands out records from
-//! the shared fetch buffer. It never does network I/O.
+//! events, drains background events, runs rebalance listener and commit callbacks in order, and
+//! hands out records from the shared fetch buffer. It never does network I/O.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
-use crate::config::ConsumerConfig;
+use crate::config::{ConsumerConfig, GroupProtocol};
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
 use crate::internals::completion::{self, Completion, CompletionReceiver};
-use crate::internals::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
+use crate::internals::events::{
+    ApplicationEvent, BackgroundEvent, RebalanceCallback, SeekTarget, SubscriptionRequest,
+};
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
 use crate::internals::network_thread::{self, Channels};
 use crate::internals::settings::ConsumerSettings;
+use crate::internals::subscription_state::TopicPattern;
 use crate::internals::PartitionProgress;
+use crate::rebalance::{
+    callback_error, BorrowedListener, CallbackCompletion, CatchUnwind, ConsumerRebalanceListener,
+    ListenerSlot,
+};
 use crate::rt::{Duration, Instant};
 use crate::types::{
-    ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo,
-    TopicPartition,
+    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
+    PartitionInfo, TopicPartition,
 };
 
 /// Offsets to commit, by partition.
@@ -102,6 +109,24 @@ pub struct ConsumerMetrics {
     /// Iterations of the background loop so far (it wakes only for events, responses and
     /// deadlines; an idle consumer barely moves this).
     pub background_loop_iterations: u64,
+    /// Group rebalances this member completed.
+    pub rebalances: u64,
+    /// How long the last rebalance took, in ms (start to the end of `on_partitions_assigned`).
+    pub last_rebalance_ms: u64,
+}
+
+/// How partitions are chosen, as the application side tracks it (the modes exclude each
+/// other, as in Java).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    /// Neither subscribed nor assigned.
+    Idle,
+    /// `subscribe(topics)`.
+    Topics(BTreeSet<String>),
+    /// `subscribe_pattern`.
+    Pattern(String),
+    /// `assign`.
+    Assigned,
 }
 
 struct AsyncCommit {
@@ -119,7 +144,14 @@ pub struct Consumer {
     buffer: Arc<FetchBuffer>,
     metrics: Arc<SharedMetrics>,
     wakeup: WakeupHandle,
+    mode: Mode,
     assignment: BTreeSet<TopicPartition>,
+    /// The assignment once the rebalance callback in progress is over: applied when the
+    /// callback returns, or at the next call if the caller's future was dropped meanwhile.
+    pending_assignment: Option<BTreeSet<TopicPartition>>,
+    listener: ListenerSlot,
+    in_callback: Arc<AtomicBool>,
+    group_metadata: watch::Receiver<ConsumerGroupMetadata>,
     paused: BTreeSet<TopicPartition>,
     /// Records taken from the buffer for `recv` but not yet returned.
     pending: VecDeque<ConsumerRecord>,
@@ -133,7 +165,7 @@ impl std::fmt::Debug for Consumer {
         f.debug_struct("Consumer")
             .field("client_id", &self.settings.client_id)
             .field("group_id", &self.settings.group_id)
-            .field("assignment", &self.assignment)
+            .field("assignment", self.assignment_view())
             .field("closed", &self.closed)
             .finish()
     }
@@ -183,6 +215,12 @@ impl Consumer {
         let (bg_tx, bg_rx) = mpsc::unbounded_channel();
         let buffer = Arc::new(FetchBuffer::default());
         let metrics = Arc::new(SharedMetrics::default());
+        let (group_tx, group_rx) = watch::channel(ConsumerGroupMetadata {
+            group_id: settings.group_id.clone().unwrap_or_default(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: settings.group_instance_id.clone(),
+        });
         network_thread::start(
             settings.clone(),
             Channels {
@@ -190,6 +228,7 @@ impl Consumer {
                 background_events: bg_tx,
                 buffer: Arc::clone(&buffer),
                 metrics: Arc::clone(&metrics),
+                group_metadata: group_tx,
             },
         )?;
         Ok(Self {
@@ -199,7 +238,12 @@ impl Consumer {
             buffer,
             metrics,
             wakeup: WakeupHandle::default(),
+            mode: Mode::Idle,
             assignment: BTreeSet::new(),
+            pending_assignment: None,
+            listener: Arc::new(Mutex::new(None)),
+            in_callback: Arc::new(AtomicBool::new(false)),
+            group_metadata: group_rx,
             paused: BTreeSet::new(),
             pending: VecDeque::new(),
             async_commits: VecDeque::new(),
@@ -249,19 +293,125 @@ impl Consumer {
         }
     }
 
-    /// Handles queued background events; returns the first error (Java's
-    /// `processBackgroundEvents`).
-    fn process_background_events(&mut self) -> Result<()> {
+    /// Handles queued background events — errors, rebalance callbacks — and returns the first
+    /// error (Java's `processBackgroundEvents`).
+    async fn process_background_events(&mut self) -> Result<()> {
         let mut first = None;
         while let Ok(event) = self.background_events.try_recv() {
-            match event {
-                BackgroundEvent::Error(error) => {
-                    tracing::debug!(%error, "background error");
-                    first.get_or_insert(error);
-                }
+            if let Err(error) = self.handle_background_event(event).await {
+                first.get_or_insert(error);
             }
         }
         first.map_or(Ok(()), Err)
+    }
+
+    async fn handle_background_event(&mut self, event: BackgroundEvent) -> Result<()> {
+        match event {
+            BackgroundEvent::Error(error) => {
+                tracing::debug!(%error, "background error");
+                Err(error)
+            }
+            BackgroundEvent::RebalanceCallbackNeeded {
+                id,
+                callback,
+                partitions,
+                assignment_after,
+            } => {
+                self.run_rebalance_callback(id, callback, partitions, assignment_after)
+                    .await
+            }
+        }
+    }
+
+    /// Runs one listener method and answers the background side, exactly once.
+    async fn run_rebalance_callback(
+        &mut self,
+        id: u64,
+        callback: RebalanceCallback,
+        partitions: BTreeSet<TopicPartition>,
+        assignment_after: BTreeSet<TopicPartition>,
+    ) -> Result<()> {
+        self.settle_assignment();
+        if callback == RebalanceCallback::Assigned {
+            // The new partitions are ours during the callback (it may seek them).
+            self.set_assignment_view(assignment_after);
+        } else {
+            self.pending_assignment = Some(assignment_after);
+        }
+        let completion = CallbackCompletion::start(&self.app_events, &self.in_callback, id);
+        let mut borrowed = BorrowedListener::take(&self.listener);
+        let (name, result) = match borrowed.get() {
+            None => ("", Ok(())),
+            Some(listener) => {
+                let (name, future) = match callback {
+                    RebalanceCallback::Revoked => (
+                        "on_partitions_revoked",
+                        listener.on_partitions_revoked(self, &partitions),
+                    ),
+                    RebalanceCallback::Assigned => (
+                        "on_partitions_assigned",
+                        listener.on_partitions_assigned(self, &partitions),
+                    ),
+                    RebalanceCallback::Lost => (
+                        "on_partitions_lost",
+                        listener.on_partitions_lost(self, &partitions),
+                    ),
+                };
+                (name, callback_error(name, CatchUnwind::new(future).await))
+            }
+        };
+        drop(borrowed);
+        drop(completion);
+        self.settle_assignment();
+        if let Err(error) = &result {
+            tracing::warn!(%error, callback = name, "rebalance listener failed");
+        }
+        result
+    }
+
+    /// Applies the assignment a finished (or abandoned) rebalance callback left pending.
+    fn settle_assignment(&mut self) {
+        if self.in_callback.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(assignment) = self.pending_assignment.take() {
+            self.set_assignment_view(assignment);
+        }
+    }
+
+    /// The application's view of the assignment changes: records held for `recv` and pause
+    /// marks of partitions that went away are dropped.
+    fn set_assignment_view(&mut self, assignment: BTreeSet<TopicPartition>) {
+        self.pending
+            .retain(|r| assignment.contains(&r.topic_partition()));
+        self.paused.retain(|tp| assignment.contains(tp));
+        self.assignment = assignment;
+    }
+
+    /// Waits for `receiver` while running the rebalance callbacks the background side asks
+    /// for meanwhile (`unsubscribe` and `close` revoke through the listener).
+    async fn wait_running_callbacks<T: Clone>(
+        &mut self,
+        mut receiver: CompletionReceiver<T>,
+    ) -> Result<T> {
+        let mut first_error = None;
+        loop {
+            let event = tokio::select! {
+                result = completion::wait(&mut receiver) => {
+                    return match (result, first_error) {
+                        (Ok(_), Some(error)) => Err(error),
+                        (result, _) => result,
+                    };
+                }
+                event = self.background_events.recv() => event,
+            };
+            let Some(event) = event else {
+                return Err(Error::Closed);
+            };
+            if let Err(error) = self.handle_background_event(event).await {
+                first_error.get_or_insert(error);
+            }
+        }
     }
 
     /// Runs the callbacks of completed async commits, in the order they were made.
@@ -306,7 +456,8 @@ impl Consumer {
                 OffsetAndMetadata::with_leader_epoch(record.offset, record.leader_epoch),
             );
         }
-        positions.retain(|tp, _| self.assignment.contains(tp));
+        let assignment = self.assignment_view();
+        positions.retain(|tp, _| assignment.contains(tp));
         positions
     }
 
@@ -314,8 +465,9 @@ impl Consumer {
         &self,
         partitions: impl IntoIterator<Item = &'a TopicPartition>,
     ) -> Result<()> {
+        let assignment = self.assignment_view();
         for tp in partitions {
-            if !self.assignment.contains(tp) {
+            if !assignment.contains(tp) {
                 return Err(Error::IllegalState(format!(
                     "partition {tp} is not assigned"
                 )));
@@ -332,15 +484,22 @@ impl Consumer {
         });
     }
 
-    // ----- assignment -----
+    // ----- assignment and subscription -----
 
     /// Manually assigns exactly these partitions (an empty set unassigns everything). With
-    /// auto-commit, the positions consumed so far are committed first.
+    /// auto-commit, the positions consumed so far are committed first. Not allowed while
+    /// subscribed (the modes exclude each other, as in Java).
     pub async fn assign(
         &mut self,
         partitions: impl IntoIterator<Item = TopicPartition>,
     ) -> Result<()> {
         self.ensure_open()?;
+        self.settle_assignment();
+        if matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+            return Err(Error::IllegalState(
+                "subscription to topics, partitions and pattern are mutually exclusive".to_owned(),
+            ));
+        }
         let partitions: BTreeSet<TopicPartition> = partitions.into_iter().collect();
         if let Some(tp) = partitions
             .iter()
@@ -360,21 +519,163 @@ impl Consumer {
             offsets_to_commit,
             completion,
         })?;
-        self.pending
-            .retain(|r| partitions.contains(&r.topic_partition()));
-        self.paused.retain(|tp| partitions.contains(tp));
-        self.assignment = partitions;
+        self.mode = if partitions.is_empty() {
+            Mode::Idle
+        } else {
+            Mode::Assigned
+        };
+        self.set_assignment_view(partitions);
         completion::wait(&mut receiver.clone()).await
     }
 
-    /// Unassigns everything.
-    pub async fn unsubscribe(&mut self) -> Result<()> {
-        self.assign([]).await
+    /// Subscribes to `topics`: the group (`group.id`) assigns their partitions, joining on the
+    /// next `poll`. Replaces an earlier topic subscription; an empty list unsubscribes.
+    pub async fn subscribe<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+    ) -> Result<()> {
+        let topics: BTreeSet<String> = topics.into_iter().map(Into::into).collect();
+        if topics.is_empty() {
+            return self.unsubscribe().await;
+        }
+        if let Some(topic) = topics.iter().find(|t| t.trim().is_empty()) {
+            return Err(Error::InvalidArgument(format!(
+                "topic names must not be empty, got {topic:?}"
+            )));
+        }
+        self.start_subscription(SubscriptionRequest::Topics(topics.clone()))
+            .await?;
+        self.mode = Mode::Topics(topics);
+        Ok(())
     }
 
-    /// The current assignment.
+    /// Like [`subscribe`](Self::subscribe), with a listener told about every partition the
+    /// group assigns, revokes or loses. It replaces any earlier listener.
+    pub async fn subscribe_with_listener<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+        listener: impl ConsumerRebalanceListener + 'static,
+    ) -> Result<()> {
+        self.set_listener(listener);
+        self.subscribe(topics).await
+    }
+
+    /// Subscribes to every topic whose whole name matches `pattern` (Java's `Pattern`
+    /// semantics: `orders-.*` matches `orders-eu`, not `old-orders-eu`), re-evaluated on every
+    /// metadata refresh; internal topics only with `exclude.internal.topics=false`.
+    pub async fn subscribe_pattern(&mut self, pattern: &str) -> Result<()> {
+        let compiled = TopicPattern::new(pattern).map_err(Error::InvalidArgument)?;
+        self.start_subscription(SubscriptionRequest::Pattern(compiled))
+            .await?;
+        self.mode = Mode::Pattern(pattern.to_owned());
+        Ok(())
+    }
+
+    /// Like [`subscribe_pattern`](Self::subscribe_pattern), with a rebalance listener.
+    pub async fn subscribe_pattern_with_listener(
+        &mut self,
+        pattern: &str,
+        listener: impl ConsumerRebalanceListener + 'static,
+    ) -> Result<()> {
+        self.set_listener(listener);
+        self.subscribe_pattern(pattern).await
+    }
+
+    fn set_listener(&mut self, listener: impl ConsumerRebalanceListener + 'static) {
+        *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(listener));
+    }
+
+    async fn start_subscription(&mut self, subscription: SubscriptionRequest) -> Result<()> {
+        self.ensure_open()?;
+        self.settle_assignment();
+        if self.settings.group_id.is_none() {
+            return Err(Error::InvalidArgument(
+                "subscribing needs a group.id: set group.id to use group management, or use \
+                 assign()"
+                    .to_owned(),
+            ));
+        }
+        if self.settings.group_protocol == GroupProtocol::Consumer {
+            return Err(Error::InvalidArgument(
+                "group.protocol=consumer (KIP-848) is not supported by this version yet; use \
+                 group.protocol=classic"
+                    .to_owned(),
+            ));
+        }
+        let (completion, receiver) = Self::completion("subscribe", self.default_timeout());
+        self.send(ApplicationEvent::Subscribe {
+            subscription,
+            completion,
+        })?;
+        completion::wait(&mut receiver.clone()).await
+    }
+
+    /// Leaves the group (revoking the partitions through the listener first) or drops the
+    /// manual assignment. Waits up to `default.api.timeout.ms`.
+    pub async fn unsubscribe(&mut self) -> Result<()> {
+        self.ensure_open()?;
+        self.settle_assignment();
+        match self.mode {
+            Mode::Topics(_) | Mode::Pattern(_) => {
+                self.run_commit_callbacks();
+                let (completion, receiver) =
+                    Self::completion("unsubscribe", self.default_timeout());
+                self.send(ApplicationEvent::Unsubscribe { completion })?;
+                let result = self.wait_running_callbacks(receiver).await;
+                self.mode = Mode::Idle;
+                self.set_assignment_view(BTreeSet::new());
+                result
+            }
+            Mode::Assigned | Mode::Idle => self.assign([]).await,
+        }
+    }
+
+    /// The partitions this consumer holds now.
     pub fn assignment(&self) -> &BTreeSet<TopicPartition> {
-        &self.assignment
+        self.assignment_view()
+    }
+
+    /// The assignment as the caller sees it: inside a revoke callback the partitions are
+    /// still held; once it is over (or was abandoned) they are gone.
+    fn assignment_view(&self) -> &BTreeSet<TopicPartition> {
+        match &self.pending_assignment {
+            Some(after) if !self.in_callback.load(Ordering::SeqCst) => after,
+            _ => &self.assignment,
+        }
+    }
+
+    /// The subscribed topics (`subscribe`), or the pattern's source (`subscribe_pattern`).
+    pub fn subscription(&self) -> BTreeSet<String> {
+        match &self.mode {
+            Mode::Topics(topics) => topics.clone(),
+            Mode::Pattern(pattern) => [pattern.clone()].into_iter().collect(),
+            Mode::Assigned | Mode::Idle => BTreeSet::new(),
+        }
+    }
+
+    /// Asks the group for a rebalance (Java's `enforceRebalance`); it happens in a later
+    /// `poll`. Ignored outside a group generation.
+    pub fn enforce_rebalance(&mut self, reason: &str) -> Result<()> {
+        self.ensure_open()?;
+        if !matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+            return Err(Error::IllegalState(
+                "enforce_rebalance needs a subscription".to_owned(),
+            ));
+        }
+        self.send(ApplicationEvent::EnforceRebalance {
+            reason: reason.to_owned(),
+        })
+    }
+
+    /// This member's group, generation and member id as of now.
+    pub fn group_metadata(&self) -> Result<ConsumerGroupMetadata> {
+        self.ensure_open()?;
+        if self.settings.group_id.is_none() {
+            return Err(Error::InvalidArgument(
+                "group_metadata needs a group.id".to_owned(),
+            ));
+        }
+        Ok(self.group_metadata.borrow().clone())
     }
 
     // ----- consuming -----
@@ -385,7 +686,13 @@ impl Consumer {
     /// Cancellation-safe: records are taken from the buffer only when the call returns them.
     pub async fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
         self.ensure_open()?;
-        if self.assignment.is_empty() {
+        if self.in_callback.load(Ordering::SeqCst) {
+            return Err(Error::IllegalState(
+                "poll cannot be called from a rebalance listener".to_owned(),
+            ));
+        }
+        self.settle_assignment();
+        if self.mode == Mode::Idle {
             return Err(Error::IllegalState(
                 "not subscribed to any topics or assigned any partitions".to_owned(),
             ));
@@ -409,8 +716,12 @@ impl Consumer {
         }
         let buffer = Arc::clone(&self.buffer);
         let wakeup = self.wakeup.clone();
+        // While waiting inside poll the application is not "away from poll": the poll event is
+        // repeated well within max.poll.interval.ms so the member never leaves the group.
+        let keepalive = Duration::from_millis(self.settings.max_poll_interval_ms / 2);
+        let mut keepalive_at = Instant::now() + keepalive;
         loop {
-            self.process_background_events()?;
+            self.process_background_events().await?;
             let notified = buffer.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -431,13 +742,19 @@ impl Consumer {
             let woke = tokio::select! {
                 () = &mut notified => Woke::Data,
                 event = self.background_events.recv() => Woke::Event(event),
-                () = tokio::time::sleep_until(deadline) => Woke::Deadline,
+                () = tokio::time::sleep_until(deadline.min(keepalive_at)) => Woke::Deadline,
                 () = wakeup.woken() => Woke::Wakeup,
             };
             match woke {
                 Woke::Data => {}
-                Woke::Event(Some(BackgroundEvent::Error(error))) => return Err(error),
+                Woke::Event(Some(event)) => self.handle_background_event(event).await?,
                 Woke::Event(None) => return Err(Error::Closed),
+                Woke::Deadline if Instant::now() < deadline => {
+                    keepalive_at = Instant::now() + keepalive;
+                    self.send(ApplicationEvent::Poll {
+                        offsets_to_commit: self.consumed_positions(),
+                    })?;
+                }
                 Woke::Deadline => return Ok(ConsumerRecords::default()),
                 Woke::Wakeup => return Err(Error::Wakeup),
             }
@@ -454,6 +771,21 @@ impl Consumer {
             let records = self.poll(Duration::from_secs(3_600)).await?;
             self.pending.extend(records);
         }
+    }
+
+    /// The records as a [`Stream`](futures_core::Stream): each item is what
+    /// [`recv`](Self::recv) returns; it ends once the consumer is closed. Dropping the stream
+    /// between items loses nothing.
+    pub fn stream(
+        &mut self,
+    ) -> impl futures_core::Stream<Item = Result<ConsumerRecord>> + Send + '_ {
+        futures_util::stream::unfold(self, |consumer| async move {
+            if consumer.closed {
+                return None;
+            }
+            let item = consumer.recv().await;
+            Some((item, consumer))
+        })
     }
 
     // ----- commits -----
@@ -815,6 +1147,8 @@ impl Consumer {
             fetch_responses: self.metrics.fetch_responses(),
             last_commit_latency_us: self.metrics.last_commit_latency_us(),
             background_loop_iterations: self.metrics.loop_iterations(),
+            rebalances: self.metrics.rebalances(),
+            last_rebalance_ms: self.metrics.last_rebalance_ms(),
         }
     }
 
@@ -834,6 +1168,21 @@ impl Consumer {
             if let Err(error) = self.commit_sync(Some(offsets), remaining).await {
                 tracing::warn!(%error, "auto-commit on close failed");
             }
+        }
+        if matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+            // Revoke through the listener and leave the group (a static member keeps its place
+            // until its session times out), within what is left of the timeout.
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let (completion, receiver) = Self::completion::<()>("leave group on close", remaining);
+            if self
+                .send(ApplicationEvent::Unsubscribe { completion })
+                .is_ok()
+            {
+                if let Err(error) = self.wait_running_callbacks(receiver).await {
+                    tracing::warn!(%error, "leaving the group on close did not complete");
+                }
+            }
+            self.mode = Mode::Idle;
         }
         // From here on, commits waiting for an unknown coordinator fail rather than hang close.
         let _ = self.send(ApplicationEvent::CommitOnClose);

@@ -76,6 +76,14 @@ pub enum Error {
         /// Details.
         message: String,
     },
+    /// A rebalance listener method failed or panicked; the rebalance went on regardless.
+    #[error("rebalance listener {callback} failed: {message}")]
+    RebalanceCallback {
+        /// `on_partitions_revoked`, `on_partitions_assigned` or `on_partitions_lost`.
+        callback: &'static str,
+        /// The callback's error, or its panic message.
+        message: String,
+    },
     /// An argument is invalid (negative offset, empty topic name, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

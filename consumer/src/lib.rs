@@ -17,12 +17,15 @@
 //! - [`consumer`]: the application-facing [`Consumer`].
 
 pub mod assignor;
+#[cfg(not(madsim))]
+pub mod blocking;
 pub mod config;
 pub mod consumer;
 pub mod error;
 pub mod internals;
 pub mod network;
 pub mod protocol;
+pub mod rebalance;
 pub mod records;
 pub mod rt;
 pub mod types;
@@ -30,4 +33,7 @@ pub mod types;
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};
 pub use error::{Error, Result};
-pub use types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};
+pub use rebalance::ConsumerRebalanceListener;
+pub use types::{
+    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition,
+};

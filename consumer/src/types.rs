@@ -203,3 +203,17 @@ impl<'a> IntoIterator for &'a ConsumerRecords {
         self.by_partition.values().flatten()
     }
 }
+
+/// This member's place in its group (Java's `ConsumerGroupMetadata`), e.g. for sending
+/// offsets to a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupMetadata {
+    /// `group.id`.
+    pub group_id: String,
+    /// The generation (classic) the member is in, -1 outside one.
+    pub generation_id: i32,
+    /// The member id the coordinator gave, empty before joining.
+    pub member_id: String,
+    /// `group.instance.id` of a static member.
+    pub group_instance_id: Option<String>,
+}

@@ -23,10 +23,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::completion::Completion;
-use super::context::ManagerContext;
+use super::completion::{Completion, CompletionReceiver};
+use super::context::{GenerationReset, ManagerContext};
 use super::events::CommittedOffsets;
 use super::fetch_buffer::FetchPosition;
+use super::membership::MemberIdentity;
 use super::request_state::RequestState;
 use super::requests::{
     group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
@@ -52,6 +53,8 @@ struct PendingCommit {
     state: RequestState,
     token: Option<u64>,
     sent_at: Option<Instant>,
+    /// The group generation the request carried (subscribe mode).
+    sent_generation: Option<i32>,
 }
 
 enum FetchPurpose {
@@ -149,7 +152,34 @@ impl CommitRequestManager {
             state,
             token: None,
             sent_at: None,
+            sent_generation: None,
         });
+    }
+
+    /// The auto-commit before a rebalance revokes partitions (Java's `onJoinPrepare` commit):
+    /// what earlier polls returned for the assigned partitions, retried until `deadline`.
+    /// `None` when there is nothing to commit.
+    pub fn commit_before_revocation(
+        &mut self,
+        ctx: &ManagerContext<'_>,
+        deadline: Instant,
+    ) -> Option<(Completion<()>, CompletionReceiver<()>)> {
+        self.auto_commit_interval?;
+        let offsets: BTreeMap<_, _> = self
+            .latest_consumed
+            .iter()
+            .filter(|(tp, _)| ctx.subscriptions.is_assigned(tp))
+            .map(|(tp, o)| (tp.clone(), o.clone()))
+            .collect();
+        if offsets.is_empty() {
+            return None;
+        }
+        tracing::debug!(partitions = offsets.len(), "auto-commit before revocation");
+        let timeout_ms = u64::try_from((deadline - ctx.now).as_millis()).unwrap_or(u64::MAX);
+        let (completion, receiver) =
+            Completion::new("auto-commit before revocation", Some(deadline), timeout_ms);
+        self.enqueue_commit(offsets, Some(completion.clone()), true);
+        Some((completion, receiver))
     }
 
     /// `commit_sync` (`retry`) or `commit_async`.
@@ -255,6 +285,9 @@ impl CommitRequestManager {
             }
             return result;
         };
+        if let Some(member) = ctx.member.filter(|m| !m.stable) {
+            self.fail_unsent_outside_generation(member.rebalancing);
+        }
         for commit in &mut self.commits {
             if !commit.state.can_send(ctx.now) {
                 if let Some(at) = commit.state.backoff_until(ctx.now) {
@@ -265,6 +298,7 @@ impl CommitRequestManager {
             self.next_token += 1;
             commit.token = Some(self.next_token);
             commit.sent_at = Some(ctx.now);
+            commit.sent_generation = ctx.member.map(|m| m.generation_id);
             commit.state.on_send();
             tracing::debug!(
                 partitions = commit.offsets.len(),
@@ -272,9 +306,14 @@ impl CommitRequestManager {
                 "sending OffsetCommit"
             );
             result.requests.push(UnsentRequest {
+                timeout_ms: None,
                 target: Target::Node(coordinator),
                 version: None,
-                body: RequestBody::OffsetCommit(commit_request(&group_id, &commit.offsets)),
+                body: RequestBody::OffsetCommit(commit_request(
+                    &group_id,
+                    ctx.member,
+                    &commit.offsets,
+                )),
                 token: self.next_token,
             });
         }
@@ -293,6 +332,7 @@ impl CommitRequestManager {
             fetch.token = Some(self.next_token);
             fetch.state.on_send();
             result.requests.push(UnsentRequest {
+                timeout_ms: None,
                 target: Target::Node(coordinator),
                 version: Some(version),
                 body: RequestBody::OffsetFetch(offset_fetch_request(
@@ -305,6 +345,36 @@ impl CommitRequestManager {
             });
         }
         result
+    }
+
+    /// Java's `sendOffsetCommitRequest` outside a stable generation: a group member commits
+    /// only within one, so unsent commits fail — REBALANCE_IN_PROGRESS while a rebalance is
+    /// under way (poll, then retry), COMMIT_FAILED when the member is out of the group.
+    /// Auto-commits are dropped quietly: the next one commits newer positions.
+    fn fail_unsent_outside_generation(&mut self, rebalancing: bool) {
+        self.commits.retain(|commit| {
+            if commit.token.is_some() {
+                return true;
+            }
+            if let Some(completion) = &commit.completion {
+                let error = if rebalancing {
+                    Error::RebalanceInProgress {
+                        message: "the offset commit cannot be completed since the consumer is \
+                                  undergoing a rebalance; complete it with poll() and retry"
+                            .to_owned(),
+                    }
+                } else {
+                    Error::CommitFailed {
+                        code: None,
+                        message: "the consumer is not part of an active group; it rejoins in \
+                                  poll()"
+                            .to_owned(),
+                    }
+                };
+                completion.complete(Err(error));
+            }
+            false
+        });
     }
 
     /// Newly assigned partitions start from their committed offsets.
@@ -381,8 +451,11 @@ impl CommitRequestManager {
         index: usize,
         result: Result<(ResponseBody, i16), NetworkError>,
     ) {
+        let sent_generation = self.commits.get(index).and_then(|c| c.sent_generation);
         let outcome = match result {
-            Ok((ResponseBody::OffsetCommit(body), _)) => commit_outcome(ctx, &body),
+            Ok((ResponseBody::OffsetCommit(body), _)) => {
+                commit_outcome(ctx, &body, sent_generation)
+            }
             Ok(_) => Outcome::Fail(Error::Internal(
                 "unexpected response to OffsetCommit".into(),
             )),
@@ -526,6 +599,7 @@ fn initialize_positions(
 
 fn commit_request(
     group_id: &str,
+    member: Option<&MemberIdentity>,
     offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
 ) -> OffsetCommitRequest {
     let topics = group_runs(offsets.iter().map(|(tp, offset)| {
@@ -545,8 +619,15 @@ fn commit_request(
     .collect();
     OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group_id.to_owned())))
-        .with_generation_id_or_member_epoch(NO_GENERATION)
-        .with_member_id(StrBytes::default())
+        .with_generation_id_or_member_epoch(member.map_or(NO_GENERATION, |m| m.generation_id))
+        .with_member_id(member.map_or_else(StrBytes::default, |m| {
+            StrBytes::from_string(m.member_id.clone())
+        }))
+        .with_group_instance_id(
+            member
+                .and_then(|m| m.group_instance_id.clone())
+                .map(StrBytes::from_string),
+        )
         .with_topics(topics)
 }
 
@@ -640,7 +721,50 @@ fn coordinator_error<T>(
     }
 }
 
-fn commit_outcome(ctx: &mut ManagerContext<'_>, body: &OffsetCommitResponse) -> Outcome<()> {
+/// Java's classic `OffsetCommitResponseHandler` for the group errors: the generation the
+/// commit carried is refused; a newer one is left alone (a late response never resets it).
+fn generation_error(
+    ctx: &mut ManagerContext<'_>,
+    code: ResponseError,
+    sent_generation: Option<i32>,
+    message: String,
+) -> Option<Outcome<()>> {
+    let member = ctx.member?;
+    let outcome = match code {
+        ResponseError::RebalanceInProgress => {
+            ctx.effects.rejoin_requested = Some(message.clone());
+            Outcome::Fail(Error::RebalanceInProgress { message })
+        }
+        ResponseError::UnknownMemberId | ResponseError::IllegalGeneration => {
+            let sent = sent_generation.unwrap_or(NO_GENERATION);
+            if sent != member.generation_id && member.rebalancing {
+                Outcome::Fail(Error::RebalanceInProgress { message })
+            } else {
+                ctx.effects.generation_reset = Some(GenerationReset {
+                    generation_id: sent,
+                    keep_member_id: code == ResponseError::IllegalGeneration,
+                    reason: message.clone(),
+                });
+                Outcome::Fail(Error::CommitFailed {
+                    code: Some(code),
+                    message,
+                })
+            }
+        }
+        ResponseError::FencedInstanceId => Outcome::Fail(Error::Fenced {
+            code: Some(code),
+            message,
+        }),
+        _ => return None,
+    };
+    Some(outcome)
+}
+
+fn commit_outcome(
+    ctx: &mut ManagerContext<'_>,
+    body: &OffsetCommitResponse,
+    sent_generation: Option<i32>,
+) -> Outcome<()> {
     let first_error = body
         .topics
         .iter()
@@ -651,7 +775,11 @@ fn commit_outcome(ctx: &mut ManagerContext<'_>, body: &OffsetCommitResponse) -> 
         });
     match first_error {
         None => Outcome::Done(()),
-        Some((code, partition)) => coordinator_error(ctx, code, &format!("commit of {partition}")),
+        Some((code, partition)) => {
+            let what = format!("commit of {partition}");
+            generation_error(ctx, code, sent_generation, format!("{what}: {code}"))
+                .unwrap_or_else(|| coordinator_error(ctx, code, &what))
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! What every request manager may read and change during one `poll` or `on_response` call.
 
+use super::events::BackgroundEvent;
 use super::fetch_buffer::FetchBuffer;
+use super::membership::MemberIdentity;
 use super::settings::ConsumerSettings;
 use super::subscription_state::SubscriptionState;
 use crate::error::Error;
@@ -18,6 +20,26 @@ pub(crate) struct Effects {
     pub coordinator_unknown: Option<String>,
     /// Metadata must be refreshed.
     pub metadata_refresh: bool,
+    /// The member must rejoin the group, for this reason (e.g. a commit saw
+    /// REBALANCE_IN_PROGRESS).
+    pub rejoin_requested: Option<String>,
+    /// The group no longer knows the generation a request was sent with (ILLEGAL_GENERATION,
+    /// UNKNOWN_MEMBER_ID): reset it if it is still current.
+    pub generation_reset: Option<GenerationReset>,
+    /// Other events for the application side (rebalance callbacks).
+    pub background_events: Vec<BackgroundEvent>,
+}
+
+/// A generation the coordinator refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GenerationReset {
+    /// The generation the refused request carried.
+    pub generation_id: i32,
+    /// Keep the member id (ILLEGAL_GENERATION: the member is known, its generation is old;
+    /// KAFKA-13419) or drop it (UNKNOWN_MEMBER_ID).
+    pub keep_member_id: bool,
+    /// Why.
+    pub reason: String,
 }
 
 /// A manager's view of the world for one call.
@@ -36,6 +58,11 @@ pub(crate) struct ManagerContext<'a> {
     pub versions: Option<&'a ApiVersionsTable>,
     /// The coordinator's connection id, while known.
     pub coordinator: Option<i32>,
+    /// The group member's identity in subscribe mode (`None` in assign mode).
+    pub member: Option<&'a MemberIdentity>,
+    /// Counts Metadata responses applied so far: a manager that asked for a refresh knows it
+    /// has one when this moves.
+    pub metadata_version: u64,
     /// Jitter for backoffs.
     pub rng: &'a mut SeededRng,
     /// What the manager asks of the loop.
@@ -79,6 +106,8 @@ pub(crate) mod testing {
         pub metadata: Metadata,
         pub versions: Option<ApiVersionsTable>,
         pub coordinator: Option<i32>,
+        pub member: Option<MemberIdentity>,
+        pub metadata_version: u64,
         pub rng: SeededRng,
         pub effects: Effects,
     }
@@ -93,6 +122,8 @@ pub(crate) mod testing {
                 metadata: Metadata::default(),
                 versions: None,
                 coordinator: None,
+                member: None,
+                metadata_version: 0,
                 rng: SeededRng::seed_from_u64(7),
                 effects: Effects::default(),
             }
@@ -107,6 +138,8 @@ pub(crate) mod testing {
                 metadata: &self.metadata,
                 versions: self.versions.as_ref(),
                 coordinator: self.coordinator,
+                member: self.member.as_ref(),
+                metadata_version: self.metadata_version,
                 rng: &mut self.rng,
                 effects: &mut self.effects,
             }

@@ -115,6 +115,7 @@ impl CoordinatorRequestManager {
         self.request_state.on_send();
         tracing::debug!(group_id, version, "sending FindCoordinator");
         result.requests.push(UnsentRequest {
+            timeout_ms: None,
             target: Target::LeastLoaded,
             version: Some(version),
             body: RequestBody::FindCoordinator(request),

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::completion::Completion;
+use super::subscription_state::TopicPattern;
 use crate::error::Error;
 use crate::types::{OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition};
 
@@ -27,6 +28,26 @@ pub(crate) enum SeekTarget {
     End,
 }
 
+/// What `subscribe` / `subscribe_pattern` subscribe to.
+#[derive(Debug, Clone)]
+pub(crate) enum SubscriptionRequest {
+    /// These topics.
+    Topics(BTreeSet<String>),
+    /// The topics matching a pattern, re-evaluated on every metadata refresh.
+    Pattern(TopicPattern),
+}
+
+/// The rebalance listener method a callback-needed event asks the application side to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RebalanceCallback {
+    /// `on_partitions_revoked`: the partitions are given up in an orderly way.
+    Revoked,
+    /// `on_partitions_assigned`.
+    Assigned,
+    /// `on_partitions_lost`: the partitions may already belong to another member.
+    Lost,
+}
+
 /// Application side → background side.
 #[derive(Debug)]
 pub(crate) enum ApplicationEvent {
@@ -44,6 +65,30 @@ pub(crate) enum ApplicationEvent {
         offsets_to_commit: BTreeMap<TopicPartition, OffsetAndMetadata>,
         /// Done when the assignment is in effect.
         completion: Completion<()>,
+    },
+    /// `subscribe` / `subscribe_pattern`: the group is joined on the next poll.
+    Subscribe {
+        /// Topics or pattern.
+        subscription: SubscriptionRequest,
+        /// Done when the subscription is in effect.
+        completion: Completion<()>,
+    },
+    /// `unsubscribe` (and the first half of `close`) in subscribe mode: revoke (or lose) the
+    /// partitions through the listener, leave the group, drop the subscription.
+    Unsubscribe {
+        /// Done when the member has left.
+        completion: Completion<()>,
+    },
+    /// A rebalance listener callback has run on the application side (or failed, panicked, or
+    /// was abandoned: the background side only needs to know it is over).
+    RebalanceCallbackCompleted {
+        /// The id of the callback-needed event.
+        id: u64,
+    },
+    /// `enforce_rebalance`.
+    EnforceRebalance {
+        /// Why, for the logs.
+        reason: String,
     },
     /// `commit_sync` (retries retriable errors until its deadline) or `commit_async` (no retry).
     Commit {
@@ -115,4 +160,17 @@ pub(crate) enum ApplicationEvent {
 pub(crate) enum BackgroundEvent {
     /// An error for the application's next call (Java's `ErrorEvent`).
     Error(Error),
+    /// Run a rebalance listener method, then answer with
+    /// [`ApplicationEvent::RebalanceCallbackCompleted`] — exactly once, whatever happens.
+    RebalanceCallbackNeeded {
+        /// Echoed in the completion.
+        id: u64,
+        /// Which method.
+        callback: RebalanceCallback,
+        /// Its argument.
+        partitions: BTreeSet<TopicPartition>,
+        /// The application's view of the assignment once the callback is over (before an
+        /// `Assigned` callback it already holds the new partitions, so the callback can seek).
+        assignment_after: BTreeSet<TopicPartition>,
+    },
 }

@@ -142,6 +142,7 @@ impl FetchRequestManager {
                 "sending Fetch"
             );
             result.requests.push(UnsentRequest {
+                timeout_ms: None,
                 target: Target::Node(node),
                 version: Some(version),
                 body: RequestBody::Fetch(request),
@@ -171,6 +172,7 @@ impl FetchRequestManager {
                 .with_session_epoch(FINAL_EPOCH);
             self.next_token += 1;
             result.requests.push(UnsentRequest {
+                timeout_ms: None,
                 target: Target::Node(node),
                 version: Some(version),
                 body: RequestBody::Fetch(request),

@@ -9,6 +9,8 @@ pub(crate) struct SharedMetrics {
     commits: AtomicU64,
     last_commit_latency_us: AtomicU64,
     loop_iterations: AtomicU64,
+    rebalances: AtomicU64,
+    last_rebalance_ms: AtomicU64,
 }
 
 impl SharedMetrics {
@@ -21,6 +23,22 @@ impl SharedMetrics {
                 self.commits.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Records the rebalances completed so far and how long the last one took.
+    pub fn record_rebalances(&self, completed: u64, last_ms: u64) {
+        self.rebalances.store(completed, Ordering::Relaxed);
+        self.last_rebalance_ms.store(last_ms, Ordering::Relaxed);
+    }
+
+    /// Rebalances this member completed (an assignment received and its callback run).
+    pub fn rebalances(&self) -> u64 {
+        self.rebalances.load(Ordering::Relaxed)
+    }
+
+    /// How long the last rebalance took, from its start to the assigned callback's end.
+    pub fn last_rebalance_ms(&self) -> u64 {
+        self.last_rebalance_ms.load(Ordering::Relaxed)
     }
 
     /// Counts one background loop iteration.

@@ -16,6 +16,7 @@ pub(crate) mod events;
 pub(crate) mod fetch_buffer;
 pub(crate) mod fetch_request_manager;
 pub(crate) mod fetch_session;
+pub(crate) mod membership;
 pub(crate) mod metrics;
 pub(crate) mod network_thread;
 pub(crate) mod offsets_request_manager;

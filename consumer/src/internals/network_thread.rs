@@ -24,22 +24,23 @@ use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion};
 use super::context::{Effects, ManagerContext};
 use super::coordinator_request_manager::CoordinatorRequestManager;
-use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget};
+use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
 use super::fetch_buffer::{FetchBuffer, FetchPosition};
 use super::fetch_request_manager::FetchRequestManager;
+use super::membership::{ClassicMembershipManager, MemberIdentity};
 use super::metrics::SharedMetrics;
 use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
     earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
 };
 use super::settings::ConsumerSettings;
-use super::subscription_state::{FetchState, SubscriptionState};
+use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::config::AutoOffsetReset;
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
-use crate::types::{OffsetAndMetadata, TopicPartition};
+use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 
 /// The longest the loop sleeps with nothing scheduled (Java's `MAX_POLL_TIMEOUT_MS`).
 const MAX_POLL_TIMEOUT: Duration = Duration::from_millis(5_000);
@@ -54,6 +55,8 @@ pub(crate) struct Channels {
     pub buffer: Arc<FetchBuffer>,
     /// Counters for `metrics()`.
     pub metrics: Arc<SharedMetrics>,
+    /// The group metadata snapshot for `group_metadata()`.
+    pub group_metadata: tokio::sync::watch::Sender<ConsumerGroupMetadata>,
 }
 
 struct Closing {
@@ -68,6 +71,7 @@ pub(crate) struct ConsumerNetworkThread {
     client: NetworkClient,
     subscriptions: SubscriptionState,
     coordinator: CoordinatorRequestManager,
+    membership: Option<ClassicMembershipManager>,
     commit: CommitRequestManager,
     offsets: OffsetsRequestManager,
     metadata: TopicMetadataRequestManager,
@@ -80,12 +84,14 @@ pub(crate) struct ConsumerNetworkThread {
     rng: SeededRng,
     registered_coordinator: Option<i32>,
     closing: Option<Closing>,
+    metadata_version: u64,
 }
 
 /// Starts the background task.
 pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
     let client = NetworkClient::new(settings.network_config())?;
-    let thread = ConsumerNetworkThread::new(settings, client, channels);
+    let membership = ClassicMembershipManager::new(&settings, Instant::now())?;
+    let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
     spawn(thread)
 }
 
@@ -113,7 +119,12 @@ fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
 }
 
 impl ConsumerNetworkThread {
-    fn new(settings: ConsumerSettings, client: NetworkClient, channels: Channels) -> Self {
+    fn new(
+        settings: ConsumerSettings,
+        client: NetworkClient,
+        channels: Channels,
+        membership: Option<ClassicMembershipManager>,
+    ) -> Self {
         let (responses_tx, responses_rx) = mpsc::unbounded_channel();
         Self {
             coordinator: CoordinatorRequestManager::new(
@@ -121,6 +132,7 @@ impl ConsumerNetworkThread {
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
             ),
+            membership,
             commit: CommitRequestManager::new(&settings),
             offsets: OffsetsRequestManager::new(settings.retry_backoff_ms),
             metadata: TopicMetadataRequestManager::new(
@@ -140,6 +152,7 @@ impl ConsumerNetworkThread {
             rng: SeededRng::from_runtime(),
             registered_coordinator: None,
             closing: None,
+            metadata_version: 0,
         }
     }
 
@@ -210,6 +223,8 @@ impl ConsumerNetworkThread {
                 metadata,
                 versions: versions.as_ref(),
                 coordinator: None,
+                member: None,
+                metadata_version: self.metadata_version,
                 rng: &mut self.rng,
                 effects: &mut effects,
             };
@@ -241,14 +256,60 @@ impl ConsumerNetworkThread {
             ApplicationEvent::Poll { offsets_to_commit } => {
                 self.commit.on_poll(now, offsets_to_commit);
                 let mut effects = Effects::default();
-                self.with_ctx(now, &mut effects, |ctx, this| this.offsets.on_poll(ctx));
+                self.with_ctx(now, &mut effects, |ctx, m| {
+                    m.offsets.on_poll(ctx);
+                    if let Some(membership) = m.membership.as_deref_mut() {
+                        membership.on_poll(ctx);
+                    }
+                });
                 self.apply(effects, now);
+            }
+            ApplicationEvent::Subscribe {
+                subscription,
+                completion,
+            } => {
+                let result = self.subscribe(subscription);
+                completion.complete(result);
+            }
+            ApplicationEvent::Unsubscribe { completion } => {
+                self.reaper.add(&completion);
+                match self.membership.as_mut() {
+                    Some(membership) if self.subscriptions.has_auto_assigned_partitions() => {
+                        membership.leave(Some(completion));
+                    }
+                    _ => {
+                        self.subscriptions.unsubscribe();
+                        self.channels.buffer.set_assignment(&BTreeSet::new());
+                        completion.complete(Ok(()));
+                    }
+                }
+            }
+            ApplicationEvent::RebalanceCallbackCompleted { id } => {
+                let mut effects = Effects::default();
+                self.with_ctx(now, &mut effects, |ctx, m| {
+                    if let Some(membership) = m.membership.as_deref_mut() {
+                        membership.on_callback_completed(ctx, id);
+                    }
+                });
+                self.apply(effects, now);
+            }
+            ApplicationEvent::EnforceRebalance { reason } => {
+                if let Some(membership) = self.membership.as_mut() {
+                    membership.enforce_rebalance(reason);
+                }
             }
             ApplicationEvent::Assign {
                 partitions,
                 offsets_to_commit,
                 completion,
             } => {
+                if self.subscriptions.has_auto_assigned_partitions() {
+                    completion.complete(Err(Error::IllegalState(
+                        "subscription to topics, partitions and pattern are mutually exclusive"
+                            .to_owned(),
+                    )));
+                    return;
+                }
                 self.commit.auto_commit_now(offsets_to_commit);
                 self.subscriptions.assign_from_user(&partitions);
                 self.channels.buffer.set_assignment(&partitions);
@@ -316,6 +377,56 @@ impl ConsumerNetworkThread {
         }
     }
 
+    /// `subscribe` / `subscribe_pattern`: the modes exclude each other, as in Java; a member
+    /// in the group rejoins with the new subscription.
+    fn subscribe(&mut self, subscription: SubscriptionRequest) -> Result<()> {
+        let Some(membership) = self.membership.as_mut() else {
+            return Err(Error::InvalidArgument(
+                "subscribing needs a group.id (group management)".to_owned(),
+            ));
+        };
+        let exclusive = || {
+            Err(Error::IllegalState(
+                "subscription to topics, partitions and pattern are mutually exclusive".to_owned(),
+            ))
+        };
+        match (self.subscriptions.subscription_type(), &subscription) {
+            (SubscriptionType::UserAssigned, _)
+            | (SubscriptionType::AutoTopics, SubscriptionRequest::Pattern(_))
+            | (SubscriptionType::AutoPattern(_), SubscriptionRequest::Topics(_)) => {
+                return exclusive()
+            }
+            _ => {}
+        }
+        if membership.is_leaving() {
+            return Err(Error::IllegalState(
+                "the consumer is leaving the group; subscribe again once unsubscribe returns"
+                    .to_owned(),
+            ));
+        }
+        match subscription {
+            SubscriptionRequest::Topics(topics) => {
+                tracing::info!(?topics, "subscribed");
+                self.subscriptions.subscribe(topics);
+            }
+            SubscriptionRequest::Pattern(pattern) => {
+                self.subscriptions.subscribe_pattern(pattern);
+                let exclude_internal = self.settings.exclude_internal_topics;
+                let topics: Vec<&str> = self
+                    .client
+                    .metadata()
+                    .topics()
+                    .filter(|t| !(t.is_internal && exclude_internal))
+                    .map(|t| t.name.as_str())
+                    .collect();
+                self.subscriptions.match_pattern(topics);
+            }
+        }
+        membership.on_subscription_changed();
+        self.metadata.request_refresh();
+        Ok(())
+    }
+
     fn seek(&mut self, partitions: &[TopicPartition], target: &SeekTarget) -> Result<()> {
         for tp in partitions {
             if !self.subscriptions.is_assigned(tp) {
@@ -372,6 +483,11 @@ impl ConsumerNetworkThread {
         f: impl FnOnce(&mut ManagerContext<'_>, &mut Managers<'_>) -> R,
     ) -> R {
         let versions = self.client.any_api_versions();
+        let member: Option<MemberIdentity> = self
+            .membership
+            .as_ref()
+            .filter(|_| self.subscriptions.has_auto_assigned_partitions())
+            .map(ClassicMembershipManager::identity);
         let mut ctx = ManagerContext {
             now,
             settings: &self.settings,
@@ -380,11 +496,14 @@ impl ConsumerNetworkThread {
             metadata: self.client.metadata(),
             versions: versions.as_ref(),
             coordinator: self.coordinator.coordinator().map(|c| c.connection_id),
+            member: member.as_ref(),
+            metadata_version: self.metadata_version,
             rng: &mut self.rng,
             effects,
         };
         let mut managers = Managers {
             coordinator: &mut self.coordinator,
+            membership: self.membership.as_mut(),
             commit: &mut self.commit,
             offsets: &mut self.offsets,
             metadata: &mut self.metadata,
@@ -397,10 +516,12 @@ impl ConsumerNetworkThread {
         let mut effects = Effects::default();
         let closing = self.closing.is_some();
         let results: Vec<(ManagerId, PollResult)> = self.with_ctx(now, &mut effects, |ctx, m| {
-            let mut results = vec![
-                (ManagerId::Coordinator, m.coordinator.poll(ctx)),
-                (ManagerId::Commit, m.commit.poll(ctx)),
-            ];
+            let mut results = vec![(ManagerId::Coordinator, m.coordinator.poll(ctx))];
+            // Membership before commits: a rebalance's auto-commit goes out in this round.
+            if let Some(membership) = m.membership.as_deref_mut() {
+                results.push((ManagerId::Membership, membership.poll(ctx, m.commit)));
+            }
+            results.push((ManagerId::Commit, m.commit.poll(ctx)));
             if !closing {
                 results.push((ManagerId::Offsets, m.offsets.poll(ctx)));
                 results.push((ManagerId::Metadata, m.metadata.poll(ctx)));
@@ -410,6 +531,7 @@ impl ConsumerNetworkThread {
         });
         self.apply(effects, now);
         self.register_coordinator();
+        self.publish_group_metadata();
         let mut next = None;
         for (manager, result) in results {
             next = earliest(next, result.next_poll_at);
@@ -418,6 +540,10 @@ impl ConsumerNetworkThread {
             }
         }
         self.complete_position_waiters(now);
+        if let Some(membership) = &self.membership {
+            let (completed, last_ms) = membership.rebalance_stats();
+            self.channels.metrics.record_rebalances(completed, last_ms);
+        }
         self.channels.metrics.record(
             self.fetch.responses_received,
             self.commit
@@ -487,12 +613,52 @@ impl ConsumerNetworkThread {
         }
     }
 
-    fn apply(&mut self, effects: Effects, now: Instant) {
+    /// Publishes the group metadata snapshot when it changed.
+    fn publish_group_metadata(&self) {
+        let Some(membership) = &self.membership else {
+            return;
+        };
+        let generation = membership.generation();
+        self.channels.group_metadata.send_if_modified(|current| {
+            let changed = current.generation_id != generation.generation_id
+                || current.member_id != generation.member_id;
+            if changed {
+                current.generation_id = generation.generation_id;
+                current.member_id.clone_from(&generation.member_id);
+            }
+            changed
+        });
+    }
+
+    fn apply(&mut self, mut effects: Effects, now: Instant) {
+        let rejoin = effects.rejoin_requested.take();
+        let reset = effects.generation_reset.take();
+        if rejoin.is_some() || reset.is_some() {
+            let mut nested = Effects::default();
+            self.with_ctx(now, &mut nested, |ctx, m| {
+                if let Some(membership) = m.membership.as_deref_mut() {
+                    if let Some(reason) = rejoin {
+                        membership.request_rejoin(reason);
+                    }
+                    if let Some(reset) = &reset {
+                        membership.on_generation_reset(ctx, reset);
+                    }
+                }
+            });
+            effects.errors.append(&mut nested.errors);
+            effects
+                .background_events
+                .append(&mut nested.background_events);
+        }
         for error in effects.errors {
             let _ = self
                 .channels
                 .background_events
                 .send(BackgroundEvent::Error(error));
+            self.channels.buffer.wake();
+        }
+        for event in effects.background_events {
+            let _ = self.channels.background_events.send(event);
             self.channels.buffer.wake();
         }
         if let Some(reason) = effects.coordinator_unknown {
@@ -518,6 +684,7 @@ impl ConsumerNetworkThread {
         if let (ManagerId::Metadata, Ok((ResponseBody::Metadata(body), _))) = (manager, &result) {
             if let Some(scope) = self.metadata.scope_of(token) {
                 self.client.update_metadata(body, scope);
+                self.metadata_version += 1;
             }
         }
         let mut effects = Effects::default();
@@ -531,6 +698,11 @@ impl ConsumerNetworkThread {
                 }
             }
             ManagerId::Fetch => m.fetch.on_response(ctx, token, result),
+            ManagerId::Membership => {
+                if let Some(membership) = m.membership.as_deref_mut() {
+                    membership.on_response(ctx, token, result);
+                }
+            }
         });
         if let Some(error) = self.coordinator.take_fatal_error() {
             self.commit.fail_all(&error);
@@ -544,11 +716,12 @@ impl ConsumerNetworkThread {
             version,
             body,
             token,
+            timeout_ms,
         } = request;
         tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
         let options = RequestOptions {
             version,
-            timeout_ms: None,
+            timeout_ms,
         };
         let tx = self.responses_tx.clone();
         macro_rules! forward {
@@ -574,6 +747,10 @@ impl ConsumerNetworkThread {
             RequestBody::OffsetForLeaderEpoch(r) => forward!(r, OffsetForLeaderEpoch),
             RequestBody::Fetch(r) => forward!(r, Fetch),
             RequestBody::Metadata(r) => forward!(r, Metadata),
+            RequestBody::JoinGroup(r) => forward!(r, JoinGroup),
+            RequestBody::SyncGroup(r) => forward!(r, SyncGroup),
+            RequestBody::Heartbeat(r) => forward!(r, Heartbeat),
+            RequestBody::LeaveGroup(r) => forward!(r, LeaveGroup),
         }
     }
 }
@@ -581,6 +758,7 @@ impl ConsumerNetworkThread {
 /// The managers, borrowed together next to a context.
 pub(crate) struct Managers<'a> {
     coordinator: &'a mut CoordinatorRequestManager,
+    membership: Option<&'a mut ClassicMembershipManager>,
     commit: &'a mut CommitRequestManager,
     offsets: &'a mut OffsetsRequestManager,
     metadata: &'a mut TopicMetadataRequestManager,

@@ -312,6 +312,7 @@ impl OffsetsRequestManager {
         self.next_token += 1;
         self.in_flight.insert(self.next_token, in_flight);
         result.requests.push(UnsentRequest {
+            timeout_ms: None,
             target: Target::Node(leader),
             version,
             body,

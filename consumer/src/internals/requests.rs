@@ -2,10 +2,12 @@
 //! tagged with the manager and a token so the loop can route each response to its owner.
 
 use kafka_protocol::messages::{
-    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
+    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
@@ -47,6 +49,8 @@ pub(crate) enum ManagerId {
     Metadata,
     /// `FetchRequestManager`.
     Fetch,
+    /// The group membership manager (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+    Membership,
 }
 
 macro_rules! bodies {
@@ -76,6 +80,10 @@ bodies! {
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     Fetch(FetchRequest, FetchResponse),
     Metadata(MetadataRequest, MetadataResponse),
+    JoinGroup(JoinGroupRequest, JoinGroupResponse),
+    SyncGroup(SyncGroupRequest, SyncGroupResponse),
+    Heartbeat(HeartbeatRequest, HeartbeatResponse),
+    LeaveGroup(LeaveGroupRequest, LeaveGroupResponse),
 }
 
 /// A request and where to send it.
@@ -89,6 +97,8 @@ pub(crate) struct UnsentRequest {
     pub body: RequestBody,
     /// The manager's token, returned with the response.
     pub token: u64,
+    /// Overrides `request.timeout.ms` (JoinGroup waits for the whole rebalance).
+    pub timeout_ms: Option<u64>,
 }
 
 /// A response (or the network failure in its place), on its way back to its manager.

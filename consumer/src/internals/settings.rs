@@ -4,7 +4,7 @@
 //! ([`ConsumerSettings::from_config`]); the internals read nothing else. It is crate-internal:
 //! `ConsumerConfig` is the one public way to configure a consumer.
 
-use crate::config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
+use crate::config::{Assignor, AutoOffsetReset, ConsumerConfig, GroupProtocol, IsolationLevel};
 use crate::network::NetworkConfig;
 use crate::rt::next_client_id_sequence;
 
@@ -20,6 +20,19 @@ pub(crate) struct ConsumerSettings {
     pub group_id: Option<String>,
     /// `group.instance.id`: static membership.
     pub group_instance_id: Option<String>,
+    /// `group.protocol`.
+    pub group_protocol: GroupProtocol,
+    /// `session.timeout.ms` (classic protocol).
+    pub session_timeout_ms: u64,
+    /// `heartbeat.interval.ms` (classic protocol).
+    pub heartbeat_interval_ms: u64,
+    /// `max.poll.interval.ms`: the longest the application may stay away from `poll` before
+    /// the member leaves the group; also the rebalance timeout sent in JoinGroup.
+    pub max_poll_interval_ms: u64,
+    /// `partition.assignment.strategy` (classic protocol), in preference order.
+    pub partition_assignment_strategy: Vec<Assignor>,
+    /// `exclude.internal.topics`: a pattern never matches internal topics.
+    pub exclude_internal_topics: bool,
     /// `auto.offset.reset`.
     pub auto_offset_reset: AutoOffsetReset,
     /// `enable.auto.commit` (only effective with a `group.id`).
@@ -67,6 +80,12 @@ impl Default for ConsumerSettings {
             client_id: "kafka-consumer-rs".to_owned(),
             group_id: None,
             group_instance_id: None,
+            group_protocol: GroupProtocol::Classic,
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 3_000,
+            max_poll_interval_ms: 300_000,
+            partition_assignment_strategy: vec![Assignor::Range, Assignor::CooperativeSticky],
+            exclude_internal_topics: true,
             auto_offset_reset: AutoOffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval_ms: 5_000,
@@ -118,6 +137,12 @@ impl ConsumerSettings {
             client_id,
             group_id: config.group_id().map(str::to_owned),
             group_instance_id: config.group_instance_id().map(str::to_owned),
+            group_protocol: config.group_protocol(),
+            session_timeout_ms: u64::try_from(config.session_timeout_ms()).unwrap_or(0),
+            heartbeat_interval_ms: u64::try_from(config.heartbeat_interval_ms()).unwrap_or(0),
+            max_poll_interval_ms: config.max_poll_interval_ms().into(),
+            partition_assignment_strategy: config.partition_assignment_strategy().to_vec(),
+            exclude_internal_topics: config.exclude_internal_topics(),
             auto_offset_reset: config.auto_offset_reset(),
             enable_auto_commit: config.enable_auto_commit(),
             auto_commit_interval_ms: config.auto_commit_interval_ms().into(),
@@ -253,6 +278,24 @@ mod tests {
             }),
             ("check.crcs", "false", "false", |s| s.check_crcs.to_string()),
             ("client.rack", "rack-a", "rack-a", |s| s.client_rack.clone()),
+            ("session.timeout.ms", "12000", "12000", |s| {
+                s.session_timeout_ms.to_string()
+            }),
+            ("heartbeat.interval.ms", "1000", "1000", |s| {
+                s.heartbeat_interval_ms.to_string()
+            }),
+            ("max.poll.interval.ms", "90000", "90000", |s| {
+                s.max_poll_interval_ms.to_string()
+            }),
+            (
+                "partition.assignment.strategy",
+                "roundrobin",
+                "[RoundRobin]",
+                |s| format!("{:?}", s.partition_assignment_strategy),
+            ),
+            ("exclude.internal.topics", "false", "false", |s| {
+                s.exclude_internal_topics.to_string()
+            }),
         ];
         let text: String = table
             .iter()
@@ -294,8 +337,22 @@ mod tests {
             metadata_max_age_ms: _,
             check_crcs: _,
             client_rack: _,
+            group_protocol: _, // checked below: its classic-only keys exclude `consumer` here
+            session_timeout_ms: _,
+            heartbeat_interval_ms: _,
+            max_poll_interval_ms: _,
+            partition_assignment_strategy: _,
+            exclude_internal_topics: _,
         } = settings;
-        assert_eq!(table.len(), 23);
+        assert_eq!(table.len(), 28);
+        let config = ConsumerConfig::from_properties_str(
+            "bootstrap.servers = b:1\ngroup.protocol = consumer",
+        )
+        .unwrap();
+        assert_eq!(
+            ConsumerSettings::from(&config).group_protocol,
+            GroupProtocol::Consumer
+        );
     }
 
     #[test]

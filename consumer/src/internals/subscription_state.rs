@@ -1,11 +1,55 @@
-//! What the consumer is assigned and where each partition stands (Java's `SubscriptionState`),
-//! owned by the background task alone. Positions themselves live in the shared
-//! [`FetchBuffer`](super::fetch_buffer::FetchBuffer) (see there for why).
+//! What the consumer subscribes to, what it is assigned and where each partition stands (Java's
+//! `SubscriptionState`), owned by the background task alone. Positions themselves live in the
+//! shared [`FetchBuffer`](super::fetch_buffer::FetchBuffer) (see there for why).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::AutoOffsetReset;
 use crate::types::TopicPartition;
+
+/// A topic pattern of `subscribe_pattern`: Java's `Pattern.matcher(topic).matches()`, i.e. the
+/// whole topic name must match.
+#[derive(Debug, Clone)]
+pub(crate) struct TopicPattern {
+    source: String,
+    anchored: regex::Regex,
+}
+
+impl TopicPattern {
+    /// Compiles `pattern`; the error names what is wrong with it.
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        regex::Regex::new(&format!("^(?:{pattern})$"))
+            .map(|anchored| Self {
+                source: pattern.to_owned(),
+                anchored,
+            })
+            .map_err(|e| format!("invalid topic pattern {pattern:?}: {e}"))
+    }
+
+    /// Whether the whole of `topic` matches.
+    pub fn matches(&self, topic: &str) -> bool {
+        self.anchored.is_match(topic)
+    }
+
+    /// The pattern as the user wrote it.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+/// How partitions get assigned (Java's `SubscriptionType`); the modes exclude each other.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum SubscriptionType {
+    /// Neither subscribed nor assigned.
+    #[default]
+    None,
+    /// `subscribe(topics)`: the group assigns partitions of these topics.
+    AutoTopics,
+    /// `subscribe_pattern`: the group assigns partitions of the topics the pattern matches.
+    AutoPattern(TopicPattern),
+    /// `assign(partitions)`: the application chose the partitions.
+    UserAssigned,
+}
 
 /// A partition's fetch state (Java's `FetchStates`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,17 +69,159 @@ pub(crate) enum FetchState {
 struct PartitionState {
     fetch_state: FetchState,
     paused: bool,
+    /// Being revoked: not fetched, and data fetched for it is not handed out (so nothing is
+    /// consumed twice once its new owner starts).
+    pending_revocation: bool,
+    /// Newly assigned by the group, `on_partitions_assigned` not yet run: not fetched, so the
+    /// callback can still seek (KAFKA-16107).
+    awaiting_callback: bool,
 }
 
-/// The assignment and per-partition state.
+/// The subscription, the assignment and per-partition state.
 #[derive(Debug, Default)]
 pub(crate) struct SubscriptionState {
+    subscription_type: SubscriptionType,
+    /// The topics subscribed to (for a pattern: those it matched in the latest metadata).
+    subscribed_topics: BTreeSet<String>,
+    /// The topics any group member subscribes to, while this member leads the group: the
+    /// leader's assignor needs their metadata.
+    group_subscription: BTreeSet<String>,
     assignment: BTreeMap<TopicPartition, PartitionState>,
 }
 
 impl SubscriptionState {
+    /// The subscription mode.
+    pub fn subscription_type(&self) -> &SubscriptionType {
+        &self.subscription_type
+    }
+
+    /// Whether the group assigns the partitions (`subscribe` or `subscribe_pattern`).
+    pub fn has_auto_assigned_partitions(&self) -> bool {
+        matches!(
+            self.subscription_type,
+            SubscriptionType::AutoTopics | SubscriptionType::AutoPattern(_)
+        )
+    }
+
+    /// `subscribe(topics)`; returns whether the subscribed topics changed.
+    pub fn subscribe(&mut self, topics: BTreeSet<String>) -> bool {
+        self.subscription_type = SubscriptionType::AutoTopics;
+        self.set_subscribed_topics(topics)
+    }
+
+    /// `subscribe_pattern`: the matching topics are resolved from metadata
+    /// ([`Self::match_pattern`]).
+    pub fn subscribe_pattern(&mut self, pattern: TopicPattern) {
+        tracing::info!(pattern = pattern.as_str(), "subscribed to pattern");
+        self.subscription_type = SubscriptionType::AutoPattern(pattern);
+    }
+
+    /// Re-evaluates a pattern subscription against every topic the cluster has; returns
+    /// whether the subscribed topics changed.
+    pub fn match_pattern<'a>(&mut self, topics: impl IntoIterator<Item = &'a str>) -> bool {
+        let SubscriptionType::AutoPattern(pattern) = &self.subscription_type else {
+            return false;
+        };
+        let matched = topics
+            .into_iter()
+            .filter(|t| pattern.matches(t))
+            .map(str::to_owned)
+            .collect();
+        self.set_subscribed_topics(matched)
+    }
+
+    fn set_subscribed_topics(&mut self, topics: BTreeSet<String>) -> bool {
+        if self.subscribed_topics == topics {
+            return false;
+        }
+        tracing::info!(?topics, "subscribed topics changed");
+        self.subscribed_topics = topics;
+        true
+    }
+
+    /// `unsubscribe`: no subscription, no assignment.
+    pub fn unsubscribe(&mut self) {
+        self.subscription_type = SubscriptionType::None;
+        self.subscribed_topics.clear();
+        self.group_subscription.clear();
+        self.assignment.clear();
+    }
+
+    /// The subscribed topics.
+    pub fn subscribed_topics(&self) -> &BTreeSet<String> {
+        &self.subscribed_topics
+    }
+
+    /// Sets the group's topics while leading it (empty otherwise).
+    pub fn set_group_subscription(&mut self, topics: BTreeSet<String>) {
+        self.group_subscription = topics;
+    }
+
+    /// The topics whose metadata the consumer needs: subscribed, the group's (leader), and
+    /// assigned.
+    pub fn metadata_topics(&self) -> BTreeSet<String> {
+        let mut topics: BTreeSet<String> = self
+            .subscribed_topics
+            .union(&self.group_subscription)
+            .cloned()
+            .collect();
+        topics.extend(self.assignment.keys().map(|tp| tp.topic.to_string()));
+        topics
+    }
+
+    /// Whether metadata must cover every topic (a pattern is matched against all of them).
+    pub fn needs_all_topics_metadata(&self) -> bool {
+        matches!(self.subscription_type, SubscriptionType::AutoPattern(_))
+    }
+
+    /// Replaces the assignment with what the group assigned; `awaiting_callback` are the new
+    /// partitions `on_partitions_assigned` has yet to see. Returns the partitions removed.
+    pub fn assign_from_subscribed(
+        &mut self,
+        partitions: &BTreeSet<TopicPartition>,
+        awaiting_callback: &BTreeSet<TopicPartition>,
+    ) -> Vec<TopicPartition> {
+        let (added, removed) = self.replace_assignment(partitions);
+        for tp in added {
+            if let Some(s) = self.assignment.get_mut(&tp) {
+                s.awaiting_callback = awaiting_callback.contains(&tp);
+            }
+        }
+        removed
+    }
+
+    /// Stops fetching `partitions` ahead of their revocation.
+    pub fn mark_pending_revocation(&mut self, partitions: &BTreeSet<TopicPartition>) {
+        for tp in partitions {
+            if let Some(s) = self.assignment.get_mut(tp) {
+                s.pending_revocation = true;
+            }
+        }
+    }
+
+    /// `on_partitions_assigned` has run: the partitions may be fetched.
+    pub fn enable_awaiting_callback(&mut self, partitions: &BTreeSet<TopicPartition>) {
+        for tp in partitions {
+            if let Some(s) = self.assignment.get_mut(tp) {
+                s.awaiting_callback = false;
+            }
+        }
+    }
+
     /// Replaces the manual assignment; returns (added, removed).
     pub fn assign_from_user(
+        &mut self,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
+        self.subscription_type = if partitions.is_empty() {
+            SubscriptionType::None
+        } else {
+            SubscriptionType::UserAssigned
+        };
+        self.replace_assignment(partitions)
+    }
+
+    fn replace_assignment(
         &mut self,
         partitions: &BTreeSet<TopicPartition>,
     ) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
@@ -56,6 +242,8 @@ impl SubscriptionState {
                     PartitionState {
                         fetch_state: FetchState::Initializing,
                         paused: false,
+                        pending_revocation: false,
+                        awaiting_callback: false,
                     },
                 );
                 added.push(tp.clone());
@@ -133,12 +321,17 @@ impl SubscriptionState {
             .collect()
     }
 
-    /// Assigned, not paused, with a valid position: may be fetched (the fetch manager also
-    /// skips partitions with buffered data).
+    /// Assigned, not paused, not being revoked, past `on_partitions_assigned`, with a valid
+    /// position: may be fetched (the fetch manager also skips partitions with buffered data).
     pub fn fetchable_partitions(&self) -> Vec<TopicPartition> {
         self.assignment
             .iter()
-            .filter(|(_, s)| !s.paused && s.fetch_state == FetchState::Fetching)
+            .filter(|(_, s)| {
+                !s.paused
+                    && !s.pending_revocation
+                    && !s.awaiting_callback
+                    && s.fetch_state == FetchState::Fetching
+            })
             .map(|(tp, _)| tp.clone())
             .collect()
     }

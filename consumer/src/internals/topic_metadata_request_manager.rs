@@ -89,13 +89,9 @@ impl TopicMetadataRequestManager {
     /// Sends refreshes and user requests that are due.
     pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
         let mut result = PollResult::default();
-        let wanted: BTreeSet<String> = ctx
-            .subscriptions
-            .assigned()
-            .iter()
-            .map(|tp| tp.topic.to_string())
-            .collect();
-        if !wanted.is_subset(&self.covered_topics) {
+        let all_topics = ctx.subscriptions.needs_all_topics_metadata();
+        let wanted = ctx.subscriptions.metadata_topics();
+        if !all_topics && !wanted.is_subset(&self.covered_topics) {
             self.refresh_requested = true;
         }
         let expires_at = self.last_refresh_at.map(|at| at + self.max_age);
@@ -115,13 +111,23 @@ impl TopicMetadataRequestManager {
             } else if self.state.can_send(ctx.now) {
                 self.next_token += 1;
                 let token = self.next_token;
-                tracing::debug!(topics = ?wanted, "refreshing metadata");
-                let request = metadata_request_for_topics(wanted.iter().map(String::as_str), false);
-                self.scopes.insert(token, MetadataScope::ListedTopics);
+                tracing::debug!(topics = ?wanted, all_topics, "refreshing metadata");
+                let (request, scope) = if all_topics {
+                    // A pattern subscription matches against every topic (Java's
+                    // `needMetadataForAllTopics`).
+                    (metadata_request_all_topics(), MetadataScope::AllTopics)
+                } else {
+                    (
+                        metadata_request_for_topics(wanted.iter().map(String::as_str), false),
+                        MetadataScope::ListedTopics,
+                    )
+                };
+                self.scopes.insert(token, scope);
                 self.in_flight = Some((token, wanted));
                 self.state.on_send();
                 self.refresh_requested = false;
                 result.requests.push(UnsentRequest {
+                    timeout_ms: None,
                     target: Target::LeastLoaded,
                     version: None,
                     body: RequestBody::Metadata(request),
@@ -157,6 +163,7 @@ impl TopicMetadataRequestManager {
             user.token = Some(self.next_token);
             user.state.on_send();
             result.requests.push(UnsentRequest {
+                timeout_ms: None,
                 target: Target::LeastLoaded,
                 version: None,
                 body: RequestBody::Metadata(request),

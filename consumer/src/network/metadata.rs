@@ -177,6 +177,11 @@ impl Metadata {
         }
     }
 
+    /// Every known topic.
+    pub fn topics(&self) -> impl Iterator<Item = &TopicMetadata> {
+        self.topics.values()
+    }
+
     /// A broker by node id.
     pub fn broker(&self, node_id: i32) -> Option<&Broker> {
         self.brokers.get(&node_id)

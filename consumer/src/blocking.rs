@@ -1,0 +1,262 @@
+//! A blocking facade for programs without async (real runtime only): the same consumer, each
+//! call run to completion on a private current-thread runtime. The background network task
+//! still runs on its own thread, so heartbeats flow while the program is busy between polls.
+//!
+//! Do not call it from inside an async runtime (blocking there would stall that runtime's
+//! thread; tokio refuses it with a panic): use [`Consumer`] there.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::ConsumerConfig;
+use crate::consumer::{Consumer, ConsumerMetrics, Offsets, WakeupHandle};
+use crate::error::{Error, Result};
+use crate::rebalance::ConsumerRebalanceListener;
+use crate::rt::Duration;
+use crate::types::{
+    ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
+    PartitionInfo, TopicPartition,
+};
+
+/// A [`Consumer`] with blocking methods.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use kafka_consumer::blocking::BlockingConsumer;
+/// use kafka_consumer::{AutoOffsetReset, ConsumerConfig};
+///
+/// let config = ConsumerConfig::builder()
+///     .bootstrap_servers(["localhost:9092"])
+///     .group_id("orders")
+///     .auto_offset_reset(AutoOffsetReset::Earliest)
+///     .build()?;
+/// let mut consumer = BlockingConsumer::new(config)?;
+/// consumer.subscribe(["orders"])?;
+/// loop {
+///     for record in consumer.poll(Duration::from_millis(500))?.iter() {
+///         println!("{}-{}@{}", record.topic, record.partition, record.offset);
+///     }
+/// }
+/// # }
+/// ```
+pub struct BlockingConsumer {
+    runtime: tokio::runtime::Runtime,
+    consumer: Consumer,
+}
+
+impl std::fmt::Debug for BlockingConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BlockingConsumer")
+            .field(&self.consumer)
+            .finish()
+    }
+}
+
+impl BlockingConsumer {
+    /// Starts a consumer (see [`Consumer::new`]).
+    pub fn new(config: ConsumerConfig) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot build a runtime: {e}").into()))?;
+        // The consumer starts its background thread; entering the runtime gives its handles a
+        // timer and reactor.
+        let consumer = {
+            let _entered = runtime.enter();
+            Consumer::new(config)?
+        };
+        Ok(Self { runtime, consumer })
+    }
+
+    /// A handle that interrupts a blocking call from another thread.
+    pub fn wakeup_handle(&self) -> WakeupHandle {
+        self.consumer.wakeup_handle()
+    }
+
+    /// See [`Consumer::subscribe`].
+    pub fn subscribe<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+    ) -> Result<()> {
+        self.runtime.block_on(self.consumer.subscribe(topics))
+    }
+
+    /// See [`Consumer::subscribe_with_listener`].
+    pub fn subscribe_with_listener<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+        listener: impl ConsumerRebalanceListener + 'static,
+    ) -> Result<()> {
+        self.runtime
+            .block_on(self.consumer.subscribe_with_listener(topics, listener))
+    }
+
+    /// See [`Consumer::subscribe_pattern`].
+    pub fn subscribe_pattern(&mut self, pattern: &str) -> Result<()> {
+        self.runtime
+            .block_on(self.consumer.subscribe_pattern(pattern))
+    }
+
+    /// See [`Consumer::assign`].
+    pub fn assign(&mut self, partitions: impl IntoIterator<Item = TopicPartition>) -> Result<()> {
+        self.runtime.block_on(self.consumer.assign(partitions))
+    }
+
+    /// See [`Consumer::unsubscribe`].
+    pub fn unsubscribe(&mut self) -> Result<()> {
+        self.runtime.block_on(self.consumer.unsubscribe())
+    }
+
+    /// See [`Consumer::assignment`].
+    pub fn assignment(&self) -> &BTreeSet<TopicPartition> {
+        self.consumer.assignment()
+    }
+
+    /// See [`Consumer::subscription`].
+    pub fn subscription(&self) -> BTreeSet<String> {
+        self.consumer.subscription()
+    }
+
+    /// See [`Consumer::poll`].
+    pub fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
+        self.runtime.block_on(self.consumer.poll(timeout))
+    }
+
+    /// See [`Consumer::recv`].
+    pub fn recv(&mut self) -> Result<ConsumerRecord> {
+        self.runtime.block_on(self.consumer.recv())
+    }
+
+    /// See [`Consumer::commit_sync`].
+    pub fn commit_sync(&mut self, offsets: Option<Offsets>, timeout: Duration) -> Result<()> {
+        self.runtime
+            .block_on(self.consumer.commit_sync(offsets, timeout))
+    }
+
+    /// See [`Consumer::commit_async_with_callback`].
+    pub fn commit_async(
+        &mut self,
+        offsets: Option<Offsets>,
+        callback: impl FnOnce(&Offsets, Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        let _entered = self.runtime.enter();
+        self.consumer.commit_async_with_callback(offsets, callback)
+    }
+
+    /// See [`Consumer::committed`].
+    pub fn committed(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>> {
+        self.runtime
+            .block_on(self.consumer.committed(partitions, timeout))
+    }
+
+    /// See [`Consumer::seek`].
+    pub fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<()> {
+        self.runtime.block_on(self.consumer.seek(partition, offset))
+    }
+
+    /// See [`Consumer::seek_to_beginning`].
+    pub fn seek_to_beginning(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.runtime
+            .block_on(self.consumer.seek_to_beginning(partitions))
+    }
+
+    /// See [`Consumer::seek_to_end`].
+    pub fn seek_to_end(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<()> {
+        self.runtime.block_on(self.consumer.seek_to_end(partitions))
+    }
+
+    /// See [`Consumer::position`].
+    pub fn position(&mut self, partition: &TopicPartition, timeout: Duration) -> Result<i64> {
+        self.runtime
+            .block_on(self.consumer.position(partition, timeout))
+    }
+
+    /// See [`Consumer::pause`].
+    pub fn pause(&mut self, partitions: impl IntoIterator<Item = TopicPartition>) -> Result<()> {
+        self.runtime.block_on(self.consumer.pause(partitions))
+    }
+
+    /// See [`Consumer::resume`].
+    pub fn resume(&mut self, partitions: impl IntoIterator<Item = TopicPartition>) -> Result<()> {
+        self.runtime.block_on(self.consumer.resume(partitions))
+    }
+
+    /// See [`Consumer::paused`].
+    pub fn paused(&self) -> &BTreeSet<TopicPartition> {
+        self.consumer.paused()
+    }
+
+    /// See [`Consumer::beginning_offsets`].
+    pub fn beginning_offsets(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>> {
+        self.runtime
+            .block_on(self.consumer.beginning_offsets(partitions, timeout))
+    }
+
+    /// See [`Consumer::end_offsets`].
+    pub fn end_offsets(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>> {
+        self.runtime
+            .block_on(self.consumer.end_offsets(partitions, timeout))
+    }
+
+    /// See [`Consumer::offsets_for_times`].
+    pub fn offsets_for_times(
+        &mut self,
+        timestamps_ms: BTreeMap<TopicPartition, i64>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>> {
+        self.runtime
+            .block_on(self.consumer.offsets_for_times(timestamps_ms, timeout))
+    }
+
+    /// See [`Consumer::partitions_for`].
+    pub fn partitions_for(&mut self, topic: &str, timeout: Duration) -> Result<Vec<PartitionInfo>> {
+        self.runtime
+            .block_on(self.consumer.partitions_for(topic, timeout))
+    }
+
+    /// See [`Consumer::list_topics`].
+    pub fn list_topics(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Vec<PartitionInfo>>> {
+        self.runtime.block_on(self.consumer.list_topics(timeout))
+    }
+
+    /// See [`Consumer::group_metadata`].
+    pub fn group_metadata(&self) -> Result<ConsumerGroupMetadata> {
+        self.consumer.group_metadata()
+    }
+
+    /// See [`Consumer::enforce_rebalance`].
+    pub fn enforce_rebalance(&mut self, reason: &str) -> Result<()> {
+        self.consumer.enforce_rebalance(reason)
+    }
+
+    /// See [`Consumer::metrics`].
+    pub fn metrics(&self) -> ConsumerMetrics {
+        self.consumer.metrics()
+    }
+
+    /// See [`Consumer::close`].
+    pub fn close(&mut self, timeout: Duration) -> Result<()> {
+        self.runtime.block_on(self.consumer.close(timeout))
+    }
+}
