@@ -13,12 +13,17 @@ fn main() {
 }
 
 async fn run(args: ClientArgs) -> Result<Stats, String> {
-    let config = ConsumerConfig::builder()
+    let mut builder = ConsumerConfig::builder()
         .bootstrap_servers([&args.bootstrap])
         .client_id("bench-ours")
         .auto_offset_reset(AutoOffsetReset::Earliest)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .set("enable.auto.commit", "false");
+    if args.mode == Mode::Subscribe {
+        builder = builder
+            .group_id(&args.group)
+            .set("group.protocol", args.protocol.name());
+    }
+    let config = builder.build().map_err(|e| e.to_string())?;
     let mut consumer = Consumer::new(config).map_err(|e| e.to_string())?;
     let mut stats = Stats::start(&args);
     match args.mode {
@@ -52,12 +57,11 @@ async fn assign(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String
     consumer.assign(partitions).await.map_err(|e| e.to_string())
 }
 
-/// Group subscription (single consumer and the 3-member group workload). `Consumer::subscribe`
-/// has not landed on `main` yet: the driver reports this error text in the table instead of a
-/// number.
-async fn subscribe(_consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
-    Err(format!(
-        "not measured: Consumer::subscribe (group.protocol={}) has not landed",
-        args.protocol.name()
-    ))
+/// Group subscription (the single-consumer subscribe workload and each member of the group
+/// workload); the group assigns the partitions on the next `poll`.
+async fn subscribe(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
+    consumer
+        .subscribe([args.topic.as_str()])
+        .await
+        .map_err(|e| e.to_string())
 }
