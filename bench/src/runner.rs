@@ -179,13 +179,14 @@ fn bench_line(stdout: &str) -> Option<BTreeMap<String, u128>> {
     )
 }
 
-/// The last meaningful stderr line, flattened for the TSV.
+/// The first exception line of a Java stack trace, else the last meaningful stderr line,
+/// flattened for the TSV.
 fn error_text(outcome: &ChildOutcome) -> String {
-    let line = outcome
-        .stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
+    let mut lines = outcome.stderr.lines().filter(|l| !l.trim().is_empty());
+    let line = lines
+        .clone()
+        .find(|l| l.starts_with("Exception in thread") || l.contains("Exception: "))
+        .or_else(|| lines.next_back())
         .unwrap_or("no output");
     let mut text = if outcome.killed {
         format!("killed after the deadline; last stderr: {line}")
