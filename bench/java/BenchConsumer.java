@@ -1,0 +1,115 @@
+// Apache Kafka's Java consumer (kafka-clients from Maven Central), as one benchmarked client
+// process: the same command line, stop rule and report line as the Rust clients
+// (bench/src/lib.rs). group.protocol selects the implementation even in assign mode:
+// classic = ClassicKafkaConsumer, consumer = AsyncKafkaConsumer.
+//
+//   java -cp <kafka classpath>:<dir of this class> BenchConsumer --bootstrap H:P --topic T
+//        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
+//        --window-ms MS --expected N [--leave-after-ms MS]
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+public final class BenchConsumer {
+    private static final long FIRST_RECORD_TIMEOUT_NS = 90_000_000_000L;
+
+    public static void main(String[] argv) {
+        String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
+        int partitions = 0;
+        long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1;
+        for (int i = 0; i + 1 < argv.length; i += 2) {
+            String v = argv[i + 1];
+            switch (argv[i]) {
+                case "--bootstrap": bootstrap = v; break;
+                case "--topic": topic = v; break;
+                case "--partitions": partitions = Integer.parseInt(v); break;
+                case "--mode": mode = v; break;
+                case "--group": group = v; break;
+                case "--protocol": protocol = v; break;
+                case "--window-ms": windowMs = Long.parseLong(v); break;
+                case "--expected": expected = Long.parseLong(v); break;
+                case "--leave-after-ms": leaveAfterMs = Long.parseLong(v); break;
+                default: fail("unknown argument " + argv[i]);
+            }
+        }
+        if (bootstrap == null || topic == null || partitions <= 0) {
+            fail("--bootstrap, --topic and --partitions are required");
+        }
+        long window = (leaveAfterMs >= 0 ? Math.min(leaveAfterMs, windowMs) : windowMs) * 1_000_000L;
+
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("client.id", "bench-java-" + protocol);
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        props.put("group.protocol", protocol);
+        if (mode.equals("subscribe")) {
+            props.put("group.id", group);
+        }
+        KafkaConsumer<byte[], byte[]> consumer =
+            new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+
+        Instant wallStart = Instant.now();
+        long start = System.nanoTime();
+        if (mode.equals("assign")) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (int p = 0; p < partitions; p++) {
+                tps.add(new TopicPartition(topic, p));
+            }
+            consumer.assign(tps);
+        } else if (mode.equals("subscribe")) {
+            consumer.subscribe(List.of(topic));
+        } else {
+            fail("unknown mode " + mode);
+        }
+
+        long first = -1, last = -1, maxGap = 0, records = 0, bytes = 0;
+        while (true) {
+            ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
+            int n = batch.count();
+            if (n > 0) {
+                long now = System.nanoTime();
+                if (first < 0) {
+                    first = now;
+                }
+                if (last >= 0) {
+                    maxGap = Math.max(maxGap, now - last);
+                }
+                last = now;
+                for (ConsumerRecord<byte[], byte[]> r : batch) {
+                    bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
+                }
+                records += n;
+            }
+            if (first < 0) {
+                if (System.nanoTime() - start > FIRST_RECORD_TIMEOUT_NS) {
+                    fail("no record within 90 s");
+                }
+            } else if (records >= expected || System.nanoTime() - first >= window) {
+                break;
+            }
+        }
+        consumer.close();
+
+        long base = wallStart.getEpochSecond() * 1_000_000_000L + wallStart.getNano();
+        System.out.println("BENCH records=" + records + " bytes=" + bytes
+            + " start_ns=" + base
+            + " first_ns=" + (base + (first - start))
+            + " last_ns=" + (base + (last - start))
+            + " max_gap_ns=" + maxGap);
+    }
+
+    private static void fail(String message) {
+        System.err.println("BenchConsumer: " + message);
+        System.exit(1);
+    }
+}

@@ -1,0 +1,67 @@
+//! `confluent-kafka` from crates.io (Confluent's Rust translation of the Java client's
+//! `AsyncKafkaConsumer`), as one benchmarked client process. It supports only
+//! `group.protocol=consumer`; zero-copy `BytesDeserializer` for keys and values.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use confluent_kafka::common::serialization::BytesDeserializer;
+use confluent_kafka::common::TopicPartition;
+use confluent_kafka::consumer::{Consumer, ConsumerConfig, KafkaConsumer};
+use kafka_bench::{client_main, len, ClientArgs, Mode, Stats};
+
+fn main() {
+    client_main("client-confluent", |args| {
+        let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+        runtime.block_on(run(args))
+    });
+}
+
+async fn run(args: ClientArgs) -> Result<Stats, String> {
+    let mut props = HashMap::new();
+    props.insert("bootstrap.servers".to_owned(), args.bootstrap.clone());
+    props.insert("client.id".to_owned(), "bench-confluent".to_owned());
+    props.insert("auto.offset.reset".to_owned(), "earliest".to_owned());
+    props.insert("enable.auto.commit".to_owned(), "false".to_owned());
+    props.insert("group.protocol".to_owned(), args.protocol.name().to_owned());
+    if args.mode == Mode::Subscribe {
+        props.insert("group.id".to_owned(), args.group.clone());
+    }
+    let config = ConsumerConfig::new(&props).map_err(|e| e.to_string())?;
+    let mut consumer: KafkaConsumer<Bytes, Bytes> =
+        KafkaConsumer::new(config, BytesDeserializer::new(), BytesDeserializer::new())
+            .map_err(|e| e.to_string())?;
+    let mut stats = Stats::start(&args);
+    match args.mode {
+        Mode::Assign => {
+            let partitions = (0..args.partitions)
+                .map(|p| TopicPartition::new(args.topic.as_str(), p))
+                .collect();
+            consumer
+                .assign(partitions)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Mode::Subscribe => consumer
+            .subscribe_with_topics(vec![args.topic.clone()])
+            .await
+            .map_err(|e| e.to_string())?,
+    }
+    loop {
+        let records = consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut bytes = 0;
+        for record in &records {
+            bytes += len(record.key().map(|k| &k[..])) + len(record.value().map(|v| &v[..]));
+        }
+        stats.delivered(records.count() as u64, bytes);
+        if stats.done()? {
+            break;
+        }
+    }
+    consumer.close().await.map_err(|e| e.to_string())?;
+    Ok(stats)
+}

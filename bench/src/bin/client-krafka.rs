@@ -1,0 +1,68 @@
+//! `krafka` from crates.io (pure-Rust async client), as one benchmarked client process.
+
+use std::time::Duration;
+
+use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats};
+use krafka::consumer::{AutoOffsetReset, GroupProtocol};
+use krafka::Kafka;
+
+fn main() {
+    client_main("client-krafka", |args| {
+        let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+        runtime.block_on(run(args))
+    });
+}
+
+async fn run(args: ClientArgs) -> Result<Stats, String> {
+    let kafka = Kafka::builder(args.bootstrap.clone())
+        .client_id("bench-krafka")
+        .connect()
+        .await
+        .map_err(|e| e.to_string())?;
+    let builder = match args.mode {
+        Mode::Assign => kafka.consumer_without_group(),
+        Mode::Subscribe => kafka
+            .consumer(args.group.clone())
+            .group_protocol(match args.protocol {
+                Protocol::Classic => GroupProtocol::Classic,
+                Protocol::Consumer => GroupProtocol::Consumer,
+            }),
+    };
+    let builder = match args.max_buffered_records {
+        Some(max) => builder.max_buffered_records(max),
+        None => builder,
+    };
+    let consumer = builder
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .enable_auto_commit(false)
+        .build()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut stats = Stats::start(&args);
+    match args.mode {
+        Mode::Assign => consumer
+            .assign(&args.topic, (0..args.partitions).collect())
+            .await
+            .map_err(|e| e.to_string())?,
+        Mode::Subscribe => consumer
+            .subscribe([args.topic.as_str()])
+            .await
+            .map_err(|e| e.to_string())?,
+    }
+    loop {
+        let records = consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut bytes = 0;
+        for record in &records {
+            bytes += len(record.key.as_deref()) + len(record.value.as_deref());
+        }
+        stats.delivered(records.len() as u64, bytes);
+        if stats.done()? {
+            break;
+        }
+    }
+    consumer.close().await.map_err(|e| e.to_string())?;
+    Ok(stats)
+}

@@ -1,0 +1,67 @@
+//! Our consumer (`kafka-consumer`), as one benchmarked client process.
+
+use std::time::Duration;
+
+use kafka_bench::{client_main, len, ClientArgs, Mode, Stats};
+use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
+
+fn main() {
+    client_main("client-ours", |args| {
+        let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+        runtime.block_on(run(args))
+    });
+}
+
+async fn run(args: ClientArgs) -> Result<Stats, String> {
+    let mut builder = ConsumerConfig::builder()
+        .bootstrap_servers([&args.bootstrap])
+        .client_id("bench-ours")
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .set("enable.auto.commit", "false");
+    if args.mode == Mode::Subscribe {
+        builder = builder
+            .group_id(&args.group)
+            .set("group.protocol", args.protocol.name());
+    }
+    let config = builder.build().map_err(|e| e.to_string())?;
+    let mut consumer = Consumer::new(config).map_err(|e| e.to_string())?;
+    let mut stats = Stats::start(&args);
+    match args.mode {
+        Mode::Assign => assign(&mut consumer, &args).await?,
+        Mode::Subscribe => subscribe(&mut consumer, &args).await?,
+    }
+    loop {
+        let records = consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut bytes = 0;
+        for record in &records {
+            bytes += len(record.key.as_deref()) + len(record.value.as_deref());
+        }
+        stats.delivered(records.count() as u64, bytes);
+        if stats.done()? {
+            break;
+        }
+    }
+    consumer
+        .close(Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(stats)
+}
+
+/// Every partition of the topic, from the earliest offset (`auto.offset.reset`).
+async fn assign(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
+    let partitions = (0..args.partitions).map(|p| TopicPartition::new(args.topic.as_str(), p));
+    consumer.assign(partitions).await.map_err(|e| e.to_string())
+}
+
+/// Group subscription (the single-consumer subscribe workload and each member of the group
+/// workload); the group assigns the partitions on the next `poll`.
+async fn subscribe(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
+    consumer
+        .subscribe([args.topic.as_str()])
+        .await
+        .map_err(|e| e.to_string())
+}

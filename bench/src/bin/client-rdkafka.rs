@@ -1,0 +1,64 @@
+//! `rdkafka` (librdkafka, bundled and built from source), as one benchmarked client process.
+//! The plain `BaseConsumer` poll loop: one message per `poll`.
+
+use std::time::Duration;
+
+use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+fn main() {
+    client_main("client-rdkafka", run);
+}
+
+fn run(args: ClientArgs) -> Result<Stats, String> {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &args.bootstrap)
+        .set("client.id", "bench-rdkafka")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        // librdkafka's assign() fails with "Local: Unknown group" without a group.id; assigning
+        // joins no group, so assign mode gets one too.
+        .set("group.id", &args.group);
+    if args.mode == Mode::Subscribe {
+        config.set("group.protocol", args.protocol.name());
+    }
+    let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
+    let mut stats = Stats::start(&args);
+    match args.mode {
+        Mode::Assign => {
+            let mut partitions = TopicPartitionList::new();
+            for p in 0..args.partitions {
+                partitions
+                    .add_partition_offset(&args.topic, p, Offset::Beginning)
+                    .map_err(|e| e.to_string())?;
+            }
+            consumer.assign(&partitions).map_err(|e| e.to_string())?;
+        }
+        Mode::Subscribe => {
+            debug_assert!(matches!(
+                args.protocol,
+                Protocol::Classic | Protocol::Consumer
+            ));
+            consumer
+                .subscribe(&[args.topic.as_str()])
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    loop {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(message)) => stats.delivered(1, len(message.key()) + len(message.payload())),
+            Some(Err(error)) => return Err(error.to_string()),
+            None => {}
+        }
+        if stats.done()? {
+            break;
+        }
+    }
+    // Dropping the consumer closes it (and leaves the group).
+    drop(consumer);
+    Ok(stats)
+}

@@ -1,0 +1,151 @@
+//! Fills the benchmark topics with Kafka's own Java producer (`ProducerPerformance` from
+//! kafka-tools 4.1.1, the class behind `kafka-producer-perf-test.sh`).
+//!
+//! One topic per record size and codec, 12 partitions, named after its record count so a topic
+//! is filled once and reused by later runs. Values are drawn at random from 10,000 distinct
+//! log-like lines of exactly the record size (a JSON-ish prefix, then random hex), so the codecs
+//! compress about as they would real events, not a single repeated payload. Keys are null.
+//! Producer: acks=1, linger.ms=20, batch.size=64 KiB (with the default 16 KiB a pilot fill of
+//! 100 B records ran at ~70,000 records/s here, too slow for topics this size).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{bench_dir, kafka_classpath, output, Codec, Options, PARTITIONS};
+
+/// The topic holding `records` records of `size` bytes produced with `codec`.
+pub fn topic_name(size: usize, codec: Codec, records: u64) -> String {
+    format!("bench-{size}b-{}-{records}", codec.name())
+}
+
+const TOOL_JVM: [&str; 3] = ["-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"];
+
+fn tool(classpath: &str, class: &str) -> Command {
+    let mut command = Command::new("java");
+    command.args(TOOL_JVM).arg("-cp").arg(classpath).arg(class);
+    command
+}
+
+/// 10,000 distinct lines, each exactly `size` bytes, deterministic (xorshift, fixed seed).
+fn payload_file(size: usize) -> Result<PathBuf, String> {
+    let path = bench_dir().join(format!("target/payloads-{size}.txt"));
+    if path.exists() {
+        return Ok(path);
+    }
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15 ^ size as u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    const ACTIONS: [&str; 5] = ["view", "click", "add_to_cart", "checkout", "search"];
+    let mut text = String::new();
+    for seq in 0..10_000u64 {
+        let mut line = String::new();
+        let _ = write!(
+            line,
+            "{{\"seq\":{seq},\"user\":\"u{:06}\",\"action\":\"{}\",\"ts\":{},\"data\":\"",
+            next() % 1_000_000,
+            ACTIONS[(next() % 5) as usize],
+            1_790_000_000_000u64 + next() % 1_000_000_000,
+        );
+        while line.len() < size - 2 {
+            let _ = write!(line, "{:x}", next() % 16);
+        }
+        line.truncate(size - 2);
+        line.push_str("\"}");
+        debug_assert_eq!(line.len(), size);
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::create_dir_all(bench_dir().join("target")).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// The sum of the topic's end offsets (0 when it does not exist).
+fn end_offsets(classpath: &str, bootstrap: &str, topic: &str) -> u64 {
+    let listed = output(
+        tool(classpath, "org.apache.kafka.tools.GetOffsetShell").args([
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+        ]),
+    )
+    .unwrap_or_default();
+    listed
+        .lines()
+        .filter_map(|line| line.rsplit(':').next()?.trim().parse::<u64>().ok())
+        .sum()
+}
+
+pub fn fill(options: &Options) -> Result<(), String> {
+    if options.bootstrap.is_empty() {
+        return Err("KAFKA_BOOTSTRAP is not set (start the broker with bench/run)".to_owned());
+    }
+    let classpath = kafka_classpath()?;
+    for &size in &options.sizes {
+        let payloads = payload_file(size)?;
+        for &codec in &options.codecs {
+            let records = options.records(size);
+            let topic = topic_name(size, codec, records);
+            let have = end_offsets(&classpath, &options.bootstrap, &topic);
+            if have == records {
+                eprintln!("kafka-bench: {topic}: {have} records, reused");
+                continue;
+            }
+            if have > 0 {
+                return Err(format!(
+                    "{topic} holds {have} records, not {records} (an interrupted fill?): delete it \
+                     with TopicCommand --delete or restart the broker with a fresh state dir"
+                ));
+            }
+            output(
+                tool(&classpath, "org.apache.kafka.tools.TopicCommand").args([
+                    "--bootstrap-server",
+                    &options.bootstrap,
+                    "--create",
+                    "--if-not-exists",
+                    "--topic",
+                    &topic,
+                    "--partitions",
+                    &PARTITIONS.to_string(),
+                    "--replication-factor",
+                    "1",
+                ]),
+            )?;
+            eprintln!("kafka-bench: {topic}: producing {records} records ...");
+            let started = Instant::now();
+            let produced = output(
+                tool(&classpath, "org.apache.kafka.tools.ProducerPerformance")
+                    .args(["--topic", &topic, "--num-records", &records.to_string()])
+                    .args(["--throughput", "-1", "--payload-file"])
+                    .arg(&payloads)
+                    .args([
+                        "--producer-props",
+                        &format!("bootstrap.servers={}", options.bootstrap),
+                        &format!("compression.type={}", codec.name()),
+                        "acks=1",
+                        "linger.ms=20",
+                        "batch.size=65536",
+                    ]),
+            )?;
+            let summary = produced.lines().last().unwrap_or_default();
+            eprintln!(
+                "kafka-bench: {topic}: {summary} ({:.0?})",
+                started.elapsed()
+            );
+            // The last acks can race the end-offset lookup; give the log a moment.
+            std::thread::sleep(Duration::from_millis(500));
+            let have = end_offsets(&classpath, &options.bootstrap, &topic);
+            if have != records {
+                return Err(format!("{topic}: produced {records}, broker has {have}"));
+            }
+        }
+    }
+    Ok(())
+}

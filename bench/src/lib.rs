@@ -1,0 +1,226 @@
+//! What every benchmarked client process shares: its command line, the stop rule and the
+//! measurements it reports to the driver.
+//!
+//! A client process is started by the driver (`kafka-bench`), consumes one topic in one mode,
+//! and prints exactly one line starting with `BENCH ` on stdout (see [`Stats::report`]). CPU time
+//! and peak RSS are not measured here: the driver takes them from `wait4` on the child.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How a client reads the topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every partition assigned by hand, from the earliest offset, no group.
+    Assign,
+    /// A group member: `subscribe(topic)` with a group id (the driver starts one member for the
+    /// single-consumer workload, three for the group workload).
+    Subscribe,
+}
+
+/// The group protocol a subscribing client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Classic,
+    Consumer,
+}
+
+impl Protocol {
+    /// Kafka's `group.protocol` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Classic => "classic",
+            Protocol::Consumer => "consumer",
+        }
+    }
+}
+
+/// A client process's command line.
+#[derive(Debug, Clone)]
+pub struct ClientArgs {
+    pub bootstrap: String,
+    pub topic: String,
+    pub partitions: i32,
+    pub mode: Mode,
+    pub group: String,
+    pub protocol: Protocol,
+    /// Stop this long after the first record.
+    pub window: Duration,
+    /// Stop after this many records (the topic's size).
+    pub expected: u64,
+    /// Group workload: leave the group (close) this long after the first record, forcing the
+    /// other members to rebalance.
+    pub leave_after: Option<Duration>,
+    /// krafka only: its `max_buffered_records` (default 500; 0 = no cap).
+    pub max_buffered_records: Option<i32>,
+}
+
+impl ClientArgs {
+    /// Parses `--bootstrap H:P --topic T --partitions N --mode assign|subscribe --group G
+    /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]`.
+    pub fn parse() -> Result<Self, String> {
+        let mut args = ClientArgs {
+            bootstrap: String::new(),
+            topic: String::new(),
+            partitions: 0,
+            mode: Mode::Assign,
+            group: String::new(),
+            protocol: Protocol::Classic,
+            window: Duration::from_secs(5),
+            expected: u64::MAX,
+            leave_after: None,
+            max_buffered_records: None,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let value = it.next().ok_or(format!("{flag} needs a value"))?;
+            let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
+            match flag.as_str() {
+                "--bootstrap" => args.bootstrap = value,
+                "--topic" => args.topic = value,
+                "--partitions" => {
+                    args.partitions = value.parse().map_err(|e| format!("{flag}: {e}"))?
+                }
+                "--mode" => {
+                    args.mode = match value.as_str() {
+                        "assign" => Mode::Assign,
+                        "subscribe" => Mode::Subscribe,
+                        other => return Err(format!("unknown mode {other}")),
+                    }
+                }
+                "--group" => args.group = value,
+                "--protocol" => {
+                    args.protocol = match value.as_str() {
+                        "classic" => Protocol::Classic,
+                        "consumer" => Protocol::Consumer,
+                        other => return Err(format!("unknown protocol {other}")),
+                    }
+                }
+                "--window-ms" => args.window = Duration::from_millis(number(&value)?),
+                "--expected" => args.expected = number(&value)?,
+                "--leave-after-ms" => {
+                    args.leave_after = Some(Duration::from_millis(number(&value)?))
+                }
+                "--max-buffered-records" => {
+                    args.max_buffered_records =
+                        Some(value.parse().map_err(|e| format!("{flag}: {e}"))?)
+                }
+                other => return Err(format!("unknown argument {other}")),
+            }
+        }
+        if args.bootstrap.is_empty() || args.topic.is_empty() || args.partitions <= 0 {
+            return Err("--bootstrap, --topic and --partitions are required".to_owned());
+        }
+        if args.mode == Mode::Subscribe && args.group.is_empty() {
+            return Err("--mode subscribe needs --group".to_owned());
+        }
+        Ok(args)
+    }
+}
+
+/// How long a client waits for its first record before giving up.
+pub const FIRST_RECORD_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Counts what a client hands to the application, and decides when it stops.
+#[derive(Debug)]
+pub struct Stats {
+    wall_start: SystemTime,
+    start: Instant,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    records: u64,
+    bytes: u64,
+    max_gap: Duration,
+    window: Duration,
+    expected: u64,
+}
+
+impl Stats {
+    /// Starts the clock: call right before `subscribe`/`assign`.
+    pub fn start(args: &ClientArgs) -> Self {
+        Stats {
+            wall_start: SystemTime::now(),
+            start: Instant::now(),
+            first: None,
+            last: None,
+            records: 0,
+            bytes: 0,
+            max_gap: Duration::ZERO,
+            window: args.leave_after.unwrap_or(args.window).min(args.window),
+            expected: args.expected,
+        }
+    }
+
+    /// Notes `records` records with `bytes` bytes of keys and values, handed to the application
+    /// now (one poll's worth, or one record).
+    pub fn delivered(&mut self, records: u64, bytes: u64) {
+        if records == 0 {
+            return;
+        }
+        let now = Instant::now();
+        if self.first.is_none() {
+            self.first = Some(now);
+        }
+        if let Some(last) = self.last {
+            self.max_gap = self.max_gap.max(now - last);
+        }
+        self.last = Some(now);
+        self.records += records;
+        self.bytes += bytes;
+    }
+
+    /// Whether the client should stop: its window since the first record is over, or it has
+    /// read the whole topic. Errors when no record came within [`FIRST_RECORD_TIMEOUT`].
+    pub fn done(&self) -> Result<bool, String> {
+        match self.first {
+            None if self.start.elapsed() > FIRST_RECORD_TIMEOUT => Err(format!(
+                "no record within {} s",
+                FIRST_RECORD_TIMEOUT.as_secs()
+            )),
+            None => Ok(false),
+            Some(first) => Ok(self.records >= self.expected || first.elapsed() >= self.window),
+        }
+    }
+
+    /// The line the driver reads, on stdout: counts, and times as nanoseconds since the Unix
+    /// epoch (so the driver can line up the members of a group).
+    pub fn report(&self) -> String {
+        let epoch_ns = |at: Option<Instant>| -> u128 {
+            let base = self
+                .wall_start
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
+            at.map_or(0, |t| base + (t - self.start).as_nanos())
+        };
+        format!(
+            "BENCH records={} bytes={} start_ns={} first_ns={} last_ns={} max_gap_ns={}",
+            self.records,
+            self.bytes,
+            epoch_ns(Some(self.start)),
+            epoch_ns(self.first),
+            epoch_ns(self.last),
+            self.max_gap.as_nanos(),
+        )
+    }
+}
+
+/// Runs a client's `main` body: parses the arguments, runs it, prints the report or the error
+/// (exit status 1).
+pub fn client_main<F>(name: &str, body: F)
+where
+    F: FnOnce(ClientArgs) -> Result<Stats, String>,
+{
+    let outcome = ClientArgs::parse().and_then(body);
+    match outcome {
+        Ok(stats) => println!("{}", stats.report()),
+        Err(error) => {
+            eprintln!("{name}: {error}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The length of an optional byte slice.
+pub fn len(bytes: Option<&[u8]>) -> u64 {
+    bytes.map_or(0, |b| b.len() as u64)
+}

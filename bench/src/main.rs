@@ -1,0 +1,341 @@
+//! `kafka-bench`: fills topics on the real Apache Kafka broker with Kafka's own Java producer,
+//! runs every client on every workload as a separate child process (alternating, several
+//! repetitions), and writes the table into `BENCHMARKS.md` and the chart `bench/peers.svg`.
+//!
+//! ```text
+//! kafka-bench all|fill|run|report [--sizes 100,1024] [--codecs none,lz4,zstd]
+//!     [--codecs-groups none] [--modes assign,subscribe,group] [--clients ours,rdkafka,...] [--reps 3]
+//!     [--window-ms 5000] [--records-100 N] [--records-1024 N]
+//! ```
+//!
+//! The broker comes from `KAFKA_BOOTSTRAP` (see `bench/run`, which starts it).
+
+mod fill;
+mod report;
+mod runner;
+mod svg;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kafka_bench::Protocol;
+
+/// Partitions of every benchmark topic.
+pub const PARTITIONS: i32 = 12;
+
+/// A record codec the topic is produced with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Codec {
+    None,
+    Lz4,
+    Zstd,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Codec::None),
+            "lz4" => Ok(Codec::Lz4),
+            "zstd" => Ok(Codec::Zstd),
+            other => Err(format!("unknown codec {other}")),
+        }
+    }
+}
+
+/// How the clients read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WorkloadMode {
+    /// One consumer, every partition assigned by hand.
+    Assign,
+    /// One consumer, `subscribe` in a fresh group.
+    Subscribe,
+    /// Three members of a fresh group; the third leaves after `LEAVE_AFTER_MS` of fetching,
+    /// forcing a rebalance of the other two.
+    Group,
+}
+
+impl WorkloadMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadMode::Assign => "assign",
+            WorkloadMode::Subscribe => "subscribe",
+            WorkloadMode::Group => "group",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "assign" => Ok(WorkloadMode::Assign),
+            "subscribe" => Ok(WorkloadMode::Subscribe),
+            "group" => Ok(WorkloadMode::Group),
+            other => Err(format!("unknown mode {other}")),
+        }
+    }
+}
+
+/// One cell of the matrix: record size, codec, mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Workload {
+    pub size: usize,
+    pub codec: Codec,
+    pub mode: WorkloadMode,
+}
+
+impl Workload {
+    /// `100B/none/assign`.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            size_label(self.size),
+            self.codec.name(),
+            self.mode.name()
+        )
+    }
+}
+
+pub fn size_label(size: usize) -> String {
+    if size.is_multiple_of(1024) {
+        format!("{}KiB", size / 1024)
+    } else {
+        format!("{size}B")
+    }
+}
+
+/// How a client is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// A binary of this crate (`target/release/<name>`).
+    Rust(&'static str),
+    /// `bench/java/BenchConsumer.java` on the kafka-clients 4.1.1 classpath.
+    Java,
+}
+
+/// A benchmarked client: implementation and the group protocol it uses when it subscribes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client {
+    pub name: &'static str,
+    pub launch: Launch,
+    pub protocol: Protocol,
+    /// Extra arguments for the client process.
+    pub extra: &'static [&'static str],
+}
+
+/// Every client, in the order of the table.
+pub const CLIENTS: [Client; 7] = [
+    Client {
+        name: "ours",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Classic,
+        extra: &[],
+    },
+    Client {
+        name: "rdkafka",
+        launch: Launch::Rust("client-rdkafka"),
+        protocol: Protocol::Classic,
+        extra: &[],
+    },
+    Client {
+        name: "confluent-kafka",
+        launch: Launch::Rust("client-confluent"),
+        protocol: Protocol::Consumer,
+        extra: &[],
+    },
+    Client {
+        name: "krafka",
+        launch: Launch::Rust("client-krafka"),
+        protocol: Protocol::Classic,
+        extra: &[],
+    },
+    // krafka's default max_buffered_records=500 caps what it fetches ahead at 500 records;
+    // without the cap it fetches like the others.
+    Client {
+        name: "krafka-unbuffered",
+        launch: Launch::Rust("client-krafka"),
+        protocol: Protocol::Classic,
+        extra: &["--max-buffered-records", "0"],
+    },
+    Client {
+        name: "java-classic",
+        launch: Launch::Java,
+        protocol: Protocol::Classic,
+        extra: &[],
+    },
+    Client {
+        name: "java-consumer",
+        launch: Launch::Java,
+        protocol: Protocol::Consumer,
+        extra: &[],
+    },
+];
+
+/// The driver's options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub command: String,
+    pub sizes: Vec<usize>,
+    pub codecs: Vec<Codec>,
+    /// Codecs for the subscribe and group modes (default: `codecs`).
+    pub codecs_groups: Option<Vec<Codec>>,
+    pub modes: Vec<WorkloadMode>,
+    pub clients: Vec<Client>,
+    pub reps: usize,
+    pub window_ms: u64,
+    pub records_100: u64,
+    pub records_1024: u64,
+    pub bootstrap: String,
+}
+
+impl Options {
+    pub fn records(&self, size: usize) -> u64 {
+        if size <= 100 {
+            self.records_100
+        } else {
+            self.records_1024
+        }
+    }
+
+    pub fn workloads(&self) -> Vec<Workload> {
+        let mut all = Vec::new();
+        for &mode in &self.modes {
+            let codecs = match (mode, &self.codecs_groups) {
+                (WorkloadMode::Subscribe | WorkloadMode::Group, Some(codecs)) => codecs,
+                _ => &self.codecs,
+            };
+            for &size in &self.sizes {
+                for &codec in codecs {
+                    all.push(Workload { size, codec, mode });
+                }
+            }
+        }
+        all
+    }
+}
+
+fn list<T>(value: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    value.split(',').map(|s| parse(s.trim())).collect()
+}
+
+fn parse_options() -> Result<Options, String> {
+    let argv: Vec<String> = std::env::args().collect();
+    let mut options = Options {
+        command: std::env::var("BENCH_COMMAND").unwrap_or_else(|_| argv.join(" ")),
+        sizes: vec![100, 1024],
+        codecs: vec![Codec::None, Codec::Lz4, Codec::Zstd],
+        codecs_groups: None,
+        modes: vec![
+            WorkloadMode::Assign,
+            WorkloadMode::Subscribe,
+            WorkloadMode::Group,
+        ],
+        clients: CLIENTS.to_vec(),
+        reps: 3,
+        window_ms: 5_000,
+        records_100: 7_000_000,
+        records_1024: 2_000_000,
+        bootstrap: std::env::var("KAFKA_BOOTSTRAP").unwrap_or_default(),
+    };
+    let mut it = argv.iter().skip(2);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--sizes" => options.sizes = list(value, |s| s.parse().map_err(|e| format!("{e}")))?,
+            "--codecs" => options.codecs = list(value, Codec::parse)?,
+            "--codecs-groups" => options.codecs_groups = Some(list(value, Codec::parse)?),
+            "--modes" => options.modes = list(value, WorkloadMode::parse)?,
+            "--clients" => {
+                options.clients = list(value, |name| {
+                    CLIENTS
+                        .iter()
+                        .find(|c| c.name == name)
+                        .copied()
+                        .ok_or(format!("unknown client {name}"))
+                })?
+            }
+            "--reps" => options.reps = number(value)? as usize,
+            "--window-ms" => options.window_ms = number(value)?,
+            "--records-100" => options.records_100 = number(value)?,
+            "--records-1024" => options.records_1024 = number(value)?,
+            "--bootstrap" => options.bootstrap = value.clone(),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(options)
+}
+
+/// `bench/`.
+pub fn bench_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The repository root.
+pub fn repo_dir() -> PathBuf {
+    bench_dir().join("..")
+}
+
+/// Where raw results and run metadata live.
+pub fn results_dir() -> PathBuf {
+    bench_dir().join("results")
+}
+
+/// Runs a command, returning its stdout; an error carries its stderr's tail.
+pub fn output(command: &mut Command) -> Result<String, String> {
+    let out = command.output().map_err(|e| format!("{command:?}: {e}"))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        return Err(format!(
+            "{:?} failed ({}): {}",
+            command.get_program(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The Kafka 4.1.1 classpath resolved by the test harness (`testing/kafka/run classpath`).
+pub fn kafka_classpath() -> Result<String, String> {
+    let script = repo_dir().join("testing/kafka/run");
+    Ok(output(Command::new(script).arg("classpath"))?
+        .trim()
+        .to_owned())
+}
+
+fn main() {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(error) => {
+            eprintln!("kafka-bench: {error}");
+            std::process::exit(2);
+        }
+    };
+    let verb = std::env::args().nth(1).unwrap_or_default();
+    let outcome = match verb.as_str() {
+        "fill" => fill::fill(&options),
+        "run" => runner::run(&options),
+        "report" => report::report(),
+        "all" => fill::fill(&options)
+            .and_then(|()| runner::run(&options))
+            .and_then(|()| report::report()),
+        _ => Err("usage: kafka-bench all|fill|run|report [options] (see bench/src/main.rs)".into()),
+    };
+    if let Err(error) = outcome {
+        eprintln!("kafka-bench: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// Whether a path exists and is newer than another.
+pub fn newer(path: &Path, than: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((modified(path), modified(than)), (Some(a), Some(b)) if a >= b)
+}

@@ -1,0 +1,481 @@
+//! Runs the matrix: every workload, `reps` rounds, every client once per round (the order
+//! rotates from round to round), each client as its own child process(es). CPU time and peak RSS
+//! come from `wait4` on each child; throughput and latencies from the child's `BENCH` line.
+//! Raw rows go to `bench/results/peers.tsv`, run metadata to `bench/results/peers.meta`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fill::topic_name;
+use crate::{
+    bench_dir, kafka_classpath, newer, output, repo_dir, results_dir, Client, Launch, Options,
+    Workload, WorkloadMode, PARTITIONS,
+};
+
+/// In the group workload, the third member leaves this long after its first record.
+pub const LEAVE_AFTER_MS: u64 = 2_000;
+/// Members of the group workload.
+pub const GROUP_MEMBERS: usize = 3;
+
+/// What one child process did.
+#[derive(Debug, Default)]
+struct ChildOutcome {
+    stdout: String,
+    stderr: String,
+    exit: i32,
+    cpu_s: f64,
+    max_rss_kb: i64,
+    killed: bool,
+}
+
+/// One row of `peers.tsv`.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub workload: String,
+    pub client: String,
+    pub rep: usize,
+    pub ok: bool,
+    pub records: u64,
+    pub bytes: u64,
+    /// First record to last record (earliest first, latest last over the members).
+    pub fetch_s: f64,
+    /// `subscribe`/`assign` call to last record.
+    pub join_s: f64,
+    /// `subscribe`/`assign` call to first record (the slowest member's).
+    pub first_ms: f64,
+    /// Longest gap between two deliveries (over the members that stayed).
+    pub max_gap_ms: f64,
+    /// User + system CPU seconds, summed over the members.
+    pub cpu_s: f64,
+    /// Peak RSS, the largest member's.
+    pub rss_kb: i64,
+    pub error: String,
+}
+
+pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\trecords\tbytes\tfetch_s\tjoin_s\tfirst_ms\tmax_gap_ms\tcpu_s\trss_kb\terror";
+
+impl Row {
+    fn tsv(&self) -> String {
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.3}\t{:.3}\t{:.4}\t{}\t{}",
+            self.workload,
+            self.client,
+            self.rep,
+            if self.ok { "ok" } else { "fail" },
+            self.records,
+            self.bytes,
+            self.fetch_s,
+            self.join_s,
+            self.first_ms,
+            self.max_gap_ms,
+            self.cpu_s,
+            self.rss_kb,
+            self.error
+        )
+    }
+
+    pub fn parse(line: &str) -> Option<Row> {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 13 {
+            return None;
+        }
+        Some(Row {
+            workload: f[0].to_owned(),
+            client: f[1].to_owned(),
+            rep: f[2].parse().ok()?,
+            ok: f[3] == "ok",
+            records: f[4].parse().ok()?,
+            bytes: f[5].parse().ok()?,
+            fetch_s: f[6].parse().ok()?,
+            join_s: f[7].parse().ok()?,
+            first_ms: f[8].parse().ok()?,
+            max_gap_ms: f[9].parse().ok()?,
+            cpu_s: f[10].parse().ok()?,
+            rss_kb: f[11].parse().ok()?,
+            error: f[12].to_owned(),
+        })
+    }
+}
+
+/// Spawns the children at once and waits for all of them; each is killed (SIGKILL, by its own
+/// pid, before it is reaped) if it outlives `deadline`.
+fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildOutcome>, String> {
+    let started = Instant::now();
+    let mut running = Vec::new();
+    for mut command in commands {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{:?}: {e}", command.get_program()))?;
+        let pid = child.id() as libc::pid_t;
+        let mut out = child.stdout.take().ok_or("no stdout")?;
+        let mut err = child.stderr.take().ok_or("no stderr")?;
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        // `child` is reaped by wait4 below, never by std: dropping a Child does not wait.
+        drop(child);
+        running.push((pid, out, err));
+    }
+    let mut outcomes = Vec::new();
+    for (pid, out, err) in running {
+        let mut outcome = ChildOutcome::default();
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: `pid` is our own unreaped child; status and usage are valid out-pointers.
+            let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            if reaped == pid {
+                let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+                outcome.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+                outcome.max_rss_kb = usage.ru_maxrss;
+                outcome.exit = if libc::WIFEXITED(status) {
+                    libc::WEXITSTATUS(status)
+                } else {
+                    -1
+                };
+                break;
+            }
+            if reaped < 0 {
+                return Err(format!("wait4({pid}): {}", std::io::Error::last_os_error()));
+            }
+            if started.elapsed() > deadline && !outcome.killed {
+                // SAFETY: signalling our own child, which is not reaped yet (so the pid is ours).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                outcome.killed = true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        outcome.stdout = out.join().unwrap_or_default();
+        outcome.stderr = err.join().unwrap_or_default();
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+/// The `key=value` fields of a child's `BENCH` line.
+fn bench_line(stdout: &str) -> Option<BTreeMap<String, u128>> {
+    let line = stdout.lines().find(|l| l.starts_with("BENCH "))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k.to_owned(), v.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// The first exception line of a Java stack trace, else the last meaningful stderr line,
+/// flattened for the TSV.
+fn error_text(outcome: &ChildOutcome) -> String {
+    let mut lines = outcome.stderr.lines().filter(|l| !l.trim().is_empty());
+    let line = lines
+        .clone()
+        .find(|l| l.starts_with("Exception in thread") || l.contains("Exception: "))
+        .or_else(|| lines.next_back())
+        .unwrap_or("no output");
+    let mut text = if outcome.killed {
+        format!("killed after the deadline; last stderr: {line}")
+    } else {
+        format!("exit {}: {line}", outcome.exit)
+    };
+    text = text.replace(['\t', '\r', '\n'], " ");
+    text.truncate(400);
+    text
+}
+
+struct Launcher {
+    release_dir: PathBuf,
+    java_classpath: String,
+    java_log_config: PathBuf,
+}
+
+impl Launcher {
+    fn new() -> Result<Self, String> {
+        let release_dir = bench_dir().join("target/release");
+        let java_dir = bench_dir().join("target/java");
+        std::fs::create_dir_all(&java_dir).map_err(|e| e.to_string())?;
+        let kafka = kafka_classpath()?;
+        let source = bench_dir().join("java/BenchConsumer.java");
+        if !newer(&java_dir.join("BenchConsumer.class"), &source) {
+            output(
+                Command::new("javac")
+                    .args(["-cp", &kafka, "-d"])
+                    .arg(&java_dir)
+                    .arg(&source),
+            )?;
+        }
+        // kafka-clients logs through slf4j/log4j2: warnings and errors to stderr only.
+        let java_log_config = java_dir.join("log4j2.properties");
+        std::fs::write(
+            &java_log_config,
+            "status = warn\nappender.err.type = Console\nappender.err.name = ERR\n\
+             appender.err.target = SYSTEM_ERR\nappender.err.layout.type = PatternLayout\n\
+             appender.err.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = warn\n\
+             rootLogger.appenderRef.err.ref = ERR\n",
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Launcher {
+            release_dir,
+            java_classpath: format!("{kafka}:{}", java_dir.display()),
+            java_log_config,
+        })
+    }
+
+    fn command(&self, client: &Client, args: &[String]) -> Command {
+        let mut command = match client.launch {
+            Launch::Rust(binary) => Command::new(self.release_dir.join(binary)),
+            Launch::Java => {
+                let mut c = Command::new("java");
+                c.args(["-Xmx512m", "-Djava.awt.headless=true"])
+                    .arg(format!(
+                        "-Dlog4j2.configurationFile={}",
+                        self.java_log_config.display()
+                    ))
+                    .args(["-cp", &self.java_classpath, "BenchConsumer"]);
+                c
+            }
+        };
+        command.args(args).current_dir(repo_dir());
+        command
+    }
+}
+
+/// One run of one client on one workload.
+fn run_one(
+    launcher: &Launcher,
+    options: &Options,
+    workload: &Workload,
+    client: &Client,
+    rep: usize,
+    serial: usize,
+) -> Result<Row, String> {
+    let records = options.records(workload.size);
+    let topic = topic_name(workload.size, workload.codec, records);
+    let group = format!(
+        "bench-{}-{}-{}-{serial}",
+        client.name,
+        workload.label().replace('/', "-"),
+        std::process::id()
+    );
+    let base = |leave: Option<u64>| -> Vec<String> {
+        let mut args = vec![
+            "--bootstrap".to_owned(),
+            options.bootstrap.clone(),
+            "--topic".to_owned(),
+            topic.clone(),
+            "--partitions".to_owned(),
+            PARTITIONS.to_string(),
+            "--mode".to_owned(),
+            if workload.mode == WorkloadMode::Assign {
+                "assign"
+            } else {
+                "subscribe"
+            }
+            .to_owned(),
+            "--group".to_owned(),
+            group.clone(),
+            "--protocol".to_owned(),
+            client.protocol.name().to_owned(),
+            "--window-ms".to_owned(),
+            options.window_ms.to_string(),
+            "--expected".to_owned(),
+            records.to_string(),
+        ];
+        args.extend(client.extra.iter().map(|s| (*s).to_owned()));
+        if let Some(ms) = leave {
+            args.extend(["--leave-after-ms".to_owned(), ms.to_string()]);
+        }
+        args
+    };
+    let commands: Vec<Command> = if workload.mode == WorkloadMode::Group {
+        (0..GROUP_MEMBERS)
+            .map(|member| {
+                let leave = (member == GROUP_MEMBERS - 1).then_some(LEAVE_AFTER_MS);
+                launcher.command(client, &base(leave))
+            })
+            .collect()
+    } else {
+        vec![launcher.command(client, &base(None))]
+    };
+    let deadline = Duration::from_millis(options.window_ms) + Duration::from_secs(150);
+    let outcomes = run_children(commands, deadline)?;
+
+    let mut row = Row {
+        workload: workload.label(),
+        client: client.name.to_owned(),
+        rep,
+        ok: true,
+        records: 0,
+        bytes: 0,
+        fetch_s: 0.0,
+        join_s: 0.0,
+        first_ms: 0.0,
+        max_gap_ms: 0.0,
+        cpu_s: 0.0,
+        rss_kb: 0,
+        error: String::new(),
+    };
+    let (mut start, mut first, mut last) = (u128::MAX, u128::MAX, 0u128);
+    for (member, outcome) in outcomes.iter().enumerate() {
+        row.cpu_s += outcome.cpu_s;
+        row.rss_kb = row.rss_kb.max(outcome.max_rss_kb);
+        let fields = (outcome.exit == 0 && !outcome.killed)
+            .then(|| bench_line(&outcome.stdout))
+            .flatten();
+        let Some(f) = fields else {
+            if row.ok {
+                row.ok = false;
+                row.error = if outcomes.len() > 1 {
+                    format!("member {member}: {}", error_text(outcome))
+                } else {
+                    error_text(outcome)
+                };
+            }
+            continue;
+        };
+        let get = |k: &str| f.get(k).copied().unwrap_or(0);
+        row.records += get("records") as u64;
+        row.bytes += get("bytes") as u64;
+        start = start.min(get("start_ns"));
+        first = first.min(get("first_ns"));
+        last = last.max(get("last_ns"));
+        row.first_ms = row
+            .first_ms
+            .max(get("first_ns").saturating_sub(get("start_ns")) as f64 / 1e6);
+        let stayed = workload.mode != WorkloadMode::Group || member < GROUP_MEMBERS - 1;
+        if stayed {
+            row.max_gap_ms = row.max_gap_ms.max(get("max_gap_ns") as f64 / 1e6);
+        }
+    }
+    if row.ok {
+        row.fetch_s = last.saturating_sub(first) as f64 / 1e9;
+        row.join_s = last.saturating_sub(start) as f64 / 1e9;
+    }
+    Ok(row)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn first_line(command: &mut Command) -> String {
+    let out = command.output().ok();
+    out.map(|o| {
+        let text = if o.stdout.is_empty() {
+            o.stderr
+        } else {
+            o.stdout
+        };
+        String::from_utf8_lossy(&text)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    })
+    .unwrap_or_default()
+}
+
+fn utc_now() -> String {
+    first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]))
+}
+
+pub fn run(options: &Options) -> Result<(), String> {
+    if options.bootstrap.is_empty() {
+        return Err("KAFKA_BOOTSTRAP is not set (start the broker with bench/run)".to_owned());
+    }
+    let launcher = Launcher::new()?;
+    std::fs::create_dir_all(results_dir()).map_err(|e| e.to_string())?;
+    let commit = first_line(
+        Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(repo_dir()),
+    );
+    let cpu = first_line(Command::new("sh").args(["-c", "lscpu | sed -n 's/^Model name: *//p'"]));
+    let mut meta = vec![
+        format!("command={}", options.command),
+        format!("commit={commit}"),
+        format!("started={}", utc_now()),
+        format!(
+            "machine={} cores, {cpu}",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        format!("rustc={}", first_line(Command::new("rustc").arg("-V"))),
+        format!("java={}", first_line(Command::new("java").arg("-version"))),
+        format!("load_start={}", load_average()),
+        format!("reps={}", options.reps),
+        format!("window_ms={}", options.window_ms),
+        format!("records_100={}", options.records_100),
+        format!("records_1024={}", options.records_1024),
+    ];
+    let meta_path = results_dir().join("peers.meta");
+    let write_meta = |meta: &[String]| {
+        std::fs::write(&meta_path, meta.join("\n") + "\n").map_err(|e| e.to_string())
+    };
+    write_meta(&[meta.clone(), vec!["finished=(interrupted)".to_owned()]].concat())?;
+    let tsv_path = results_dir().join("peers.tsv");
+    let mut lines = vec![TSV_HEADER.to_owned()];
+    let mut serial = 0;
+    // A client that failed a workload is not retried on it (the error is in the table).
+    let mut failed: BTreeSet<(String, &str)> = BTreeSet::new();
+    let workloads = options.workloads();
+    let total = workloads.len() * options.reps * options.clients.len();
+    for workload in &workloads {
+        for rep in 0..options.reps {
+            let n = options.clients.len();
+            for i in 0..n {
+                let client = &options.clients[(i + rep) % n];
+                serial += 1;
+                if failed.contains(&(workload.label(), client.name)) {
+                    continue;
+                }
+                let row = run_one(&launcher, options, workload, client, rep, serial)?;
+                eprintln!(
+                    "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
+                    row.workload,
+                    row.client,
+                    rep + 1,
+                    if row.ok {
+                        format!(
+                            "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms",
+                            row.records,
+                            row.fetch_s,
+                            row.records as f64 / row.fetch_s.max(1e-9),
+                            row.cpu_s,
+                            row.rss_kb / 1024,
+                            row.first_ms,
+                            row.max_gap_ms
+                        )
+                    } else {
+                        format!("FAILED: {}", row.error)
+                    }
+                );
+                if !row.ok {
+                    failed.insert((workload.label(), client.name));
+                }
+                lines.push(row.tsv());
+                // Written after every run: an interrupted run keeps what it measured.
+                std::fs::write(&tsv_path, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    meta.push(format!("finished={}", utc_now()));
+    meta.push(format!("load_end={}", load_average()));
+    write_meta(&meta)
+}
