@@ -36,6 +36,10 @@ fn timeline_shows_lanes_faults_commits_and_the_violation() {
             .is_ok()
     });
     let Some(browser) = browser else {
+        assert!(
+            std::env::var("REQUIRE_CHROMIUM").as_deref() != Ok("1"),
+            "REQUIRE_CHROMIUM=1 but `chromium` is not installed: the timeline check cannot run"
+        );
         eprintln!(
             "\n*** SKIPPED: headless Chromium check of the timeline: `chromium` is not installed \
              (apt-get install chromium) ***\n"
