@@ -20,6 +20,8 @@ use crate::types::{
 /// A [`Consumer`] with blocking methods.
 ///
 /// ```no_run
+/// # #[cfg(madsim)] fn main() {}
+/// # #[cfg(not(madsim))]
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use kafka_consumer::blocking::BlockingConsumer;

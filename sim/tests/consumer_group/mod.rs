@@ -1,0 +1,486 @@
+//! Shared by `sim_consumer_group.rs` and `sim_consumer_group_determinism.rs`: three of our
+//! consumers as a classic group on their own simulated nodes against a 3-broker simulated
+//! cluster, a fault plan drawn from the seed, a journal of what the members saw, and the checks.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
+use kafka_consumer::rt::Duration;
+use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
+use madsim::runtime::Handle;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sim::cluster::Cluster;
+use sim::coordinator::placement::offsets_partition_for;
+use sim::fault::{Direction, Fault, FaultPlan};
+use sim::group::shard::GroupCoordinatorFactory;
+
+use super::support::batch;
+
+pub const PARTITIONS: i32 = 12;
+pub const RECORDS_PER_PARTITION: usize = 400;
+pub const MEMBERS: usize = 3;
+pub const GROUP: &str = "sim-group";
+pub const OFFSETS_PARTITIONS: i32 = 3;
+
+/// What the members saw, in virtual-time order.
+#[derive(Default)]
+pub struct Journal {
+    pub deliveries: BTreeMap<(i32, i64), u32>,
+    pub violations: Vec<String>,
+    /// Errors `poll` returned, for the failure report (faults make some expected).
+    pub errors: Vec<String>,
+    /// Each member's latest view: assignment, generation, member id, rebalances completed.
+    pub views: BTreeMap<usize, (BTreeSet<TopicPartition>, i32, String, u64)>,
+    /// The longest a `poll` returned after its timeout, in virtual µs.
+    pub max_poll_overshoot_us: u128,
+    /// Per member: partitions owned (per the listener) and the last offset seen in each.
+    pub owned: BTreeMap<usize, BTreeMap<TopicPartition, Option<i64>>>,
+    pub callbacks: usize,
+}
+
+pub type Shared = Arc<Mutex<Journal>>;
+
+pub struct Recorder {
+    member: usize,
+    journal: Shared,
+}
+
+impl Recorder {
+    fn apply(&self, what: &str, partitions: &BTreeSet<TopicPartition>) {
+        let mut journal = self.journal.lock().unwrap();
+        journal.callbacks += 1;
+        let member = self.member;
+        let mut violations = Vec::new();
+        let owned = journal.owned.entry(member).or_default();
+        for tp in partitions {
+            let had = owned.contains_key(tp);
+            match what {
+                "assigned" if had => violations.push(format!("m{member}: {tp} assigned twice")),
+                "assigned" => {
+                    owned.insert(tp.clone(), None);
+                }
+                _ if !had => violations.push(format!("m{member}: {tp} {what} but not owned")),
+                _ => {
+                    owned.remove(tp);
+                }
+            }
+        }
+        journal.violations.extend(violations);
+    }
+}
+
+impl ConsumerRebalanceListener for Recorder {
+    fn on_partitions_revoked<'a>(
+        &'a mut self,
+        consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            self.apply("revoked", partitions);
+            if !partitions.is_empty() {
+                // Best effort, as applications do: a failed commit only means redelivery.
+                let _ = consumer.commit_sync(None, Duration::from_secs(5)).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn on_partitions_assigned<'a>(
+        &'a mut self,
+        _consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            self.apply("assigned", partitions);
+            Ok(())
+        })
+    }
+
+    fn on_partitions_lost<'a>(
+        &'a mut self,
+        _consumer: &'a mut Consumer,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            self.apply("lost", partitions);
+            Ok(())
+        })
+    }
+}
+
+pub fn config(bootstrap: &[String], member: usize) -> ConsumerConfig {
+    ConsumerConfig::builder()
+        .bootstrap_servers(bootstrap.iter().cloned())
+        .group_id(GROUP)
+        .client_id(format!("m{member}"))
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "1000")
+        .set("max.poll.interval.ms", "20000")
+        .set("auto.commit.interval.ms", "1000")
+        .set("request.timeout.ms", "5000")
+        .set("max.poll.records", "10")
+        .build()
+        .unwrap()
+}
+
+pub const POLL_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Keeps the longest time a poll ran past its timeout.
+pub fn note_overshoot(journal: &Shared, started: tokio::time::Instant) {
+    let overshoot = tokio::time::Instant::now()
+        .saturating_duration_since(started + POLL_TIMEOUT)
+        .as_micros();
+    let mut j = journal.lock().unwrap();
+    j.max_poll_overshoot_us = j.max_poll_overshoot_us.max(overshoot);
+}
+
+/// Notes each record and checks it belongs to an ownership and moves forward.
+pub fn record_deliveries(
+    journal: &Shared,
+    index: usize,
+    records: &kafka_consumer::ConsumerRecords,
+) {
+    let mut j = journal.lock().unwrap();
+    for r in records.iter() {
+        *j.deliveries.entry((r.partition, r.offset)).or_default() += 1;
+        let tp = r.topic_partition();
+        let last = j.owned.entry(index).or_default().get(&tp).copied();
+        match last {
+            None => j
+                .violations
+                .push(format!("m{index}: record of {tp} it does not own")),
+            Some(Some(prev)) if r.offset <= prev => j.violations.push(format!(
+                "m{index}: {tp} went from {prev} back to {}",
+                r.offset
+            )),
+            Some(_) => {
+                j.owned.entry(index).or_default().insert(tp, Some(r.offset));
+            }
+        }
+    }
+}
+
+/// A member: polls until `stop`, recording what it gets and its view of the group.
+pub async fn member(index: usize, bootstrap: Vec<String>, journal: Shared, stop: Arc<AtomicBool>) {
+    let mut consumer = Consumer::new(config(&bootstrap, index)).unwrap();
+    consumer
+        .subscribe_with_listener(
+            ["t"],
+            Recorder {
+                member: index,
+                journal: Arc::clone(&journal),
+            },
+        )
+        .await
+        .unwrap();
+    while !stop.load(Ordering::SeqCst) {
+        let started = tokio::time::Instant::now();
+        let polled = consumer.poll(POLL_TIMEOUT).await;
+        note_overshoot(&journal, started);
+        let records = match polled {
+            Ok(records) => records,
+            Err(error) => {
+                let now = tokio::time::Instant::now();
+                journal
+                    .lock()
+                    .unwrap()
+                    .errors
+                    .push(format!("m{index} at {now:?}: {error}"));
+                continue;
+            }
+        };
+        record_deliveries(&journal, index, &records);
+        let view = (
+            consumer.assignment().clone(),
+            consumer.group_metadata().map_or(-1, |m| m.generation_id),
+            consumer
+                .group_metadata()
+                .map(|m| m.member_id)
+                .unwrap_or_default(),
+            consumer.metrics().rebalances,
+        );
+        journal.lock().unwrap().views.insert(index, view);
+        // Processing time: consumption spans the whole fault window (~30 virtual s).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = consumer.close(Duration::from_secs(10)).await;
+}
+
+/// The fault plan for a seed: three faults within the first 40 virtual seconds, each healed
+/// within 15 s.
+pub fn plan(seed: u64) -> FaultPlan {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let coordinator_partition = offsets_partition_for(GROUP, OFFSETS_PARTITIONS);
+    let mut plan = FaultPlan::new();
+    for _ in 0..3 {
+        let at = rng.gen_range(3_000..40_000);
+        let heal = at + rng.gen_range(2_000..15_000);
+        let broker = rng.gen_range(1..=3);
+        let member = format!("member-{}", rng.gen_range(0..MEMBERS));
+        match rng.gen_range(0..5) {
+            0 => {
+                plan.push((at, Fault::KillBroker { broker }));
+                plan.push((heal, Fault::RestartBroker { broker }));
+            }
+            1 => plan.push((at, Fault::RestartBroker { broker })),
+            2 => plan.push((
+                at,
+                Fault::MoveCoordinator {
+                    offsets_partition: coordinator_partition,
+                    to: None,
+                },
+            )),
+            3 => {
+                plan.push((
+                    at,
+                    Fault::ClogNode {
+                        node: member.clone(),
+                        direction: Direction::Both,
+                    },
+                ));
+                plan.push((
+                    heal,
+                    Fault::UnclogNode {
+                        node: member,
+                        direction: Direction::Both,
+                    },
+                ));
+            }
+            _ => {
+                plan.push((
+                    at,
+                    Fault::ClogNode {
+                        node: member.clone(),
+                        direction: Direction::Out,
+                    },
+                ));
+                plan.push((
+                    heal,
+                    Fault::UnclogNode {
+                        node: member,
+                        direction: Direction::Out,
+                    },
+                ));
+            }
+        }
+    }
+    plan.sort_by_key(|(at, _)| *at);
+    plan
+}
+
+/// A member that joins and leaves the group over and over (a rebalance every few seconds);
+/// what it consumes counts as delivered.
+pub async fn churner(bootstrap: Vec<String>, journal: Shared, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        let mut consumer = Consumer::new(config(&bootstrap, 9)).unwrap();
+        consumer.subscribe(["t"]).await.unwrap();
+        let until = tokio::time::Instant::now() + Duration::from_secs(3);
+        while tokio::time::Instant::now() < until && !stop.load(Ordering::SeqCst) {
+            if let Ok(records) = consumer.poll(POLL_TIMEOUT).await {
+                let mut j = journal.lock().unwrap();
+                for r in records.iter() {
+                    *j.deliveries.entry((r.partition, r.offset)).or_default() += 1;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let _ = consumer.close(Duration::from_secs(5)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+pub struct Outcome {
+    pub journal: Journal,
+    pub assignments: Vec<BTreeSet<TopicPartition>>,
+    pub plan: FaultPlan,
+}
+
+pub async fn run_group(seed: u64) -> Outcome {
+    run_group_with(seed, plan(seed), false).await
+}
+
+pub async fn run_group_with(seed: u64, plan: FaultPlan, churn: bool) -> Outcome {
+    let cluster = Arc::new(
+        Cluster::builder()
+            .brokers(3)
+            .topic("t", PARTITIONS)
+            .offsets_partitions(OFFSETS_PARTITIONS)
+            .group_shards(Arc::new(GroupCoordinatorFactory::default()))
+            .build()
+            .await,
+    );
+    for p in 0..PARTITIONS {
+        for chunk in 0..RECORDS_PER_PARTITION / 50 {
+            let values: Vec<String> = (0..50).map(|i| format!("{p}-{chunk}-{i}")).collect();
+            let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+            cluster.controller().append("t", p, batch(&refs)).unwrap();
+        }
+    }
+    let journal: Shared = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let bootstrap = cluster.bootstrap_servers();
+    let handles: Vec<_> = (0..MEMBERS)
+        .map(|i| {
+            let node = Handle::current()
+                .create_node()
+                .name(format!("member-{i}"))
+                .ip(format!("10.0.3.{}", i + 1).parse().unwrap())
+                .build();
+            node.spawn(member(
+                i,
+                bootstrap.clone(),
+                Arc::clone(&journal),
+                Arc::clone(&stop),
+            ))
+        })
+        .collect();
+    let churn_stop = Arc::new(AtomicBool::new(false));
+    let churner = churn.then(|| {
+        let node = Handle::current()
+            .create_node()
+            .name("churner")
+            .ip("10.0.3.9".parse().unwrap())
+            .build();
+        node.spawn(churner(
+            bootstrap.clone(),
+            Arc::clone(&journal),
+            Arc::clone(&churn_stop),
+        ))
+    });
+    let _ = seed;
+    let faults = {
+        let cluster = Arc::clone(&cluster);
+        let plan = plan.clone();
+        tokio::spawn(async move { cluster.run_plan(&plan).await })
+    };
+    let total = PARTITIONS as usize * RECORDS_PER_PARTITION;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let done = journal.lock().unwrap().deliveries.len() >= total;
+        if done || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+    }
+    faults.await.unwrap();
+    churn_stop.store(true, Ordering::SeqCst);
+    if let Some(churner) = churner {
+        churner.await.unwrap();
+    }
+    // Let the group settle after the last fault: every member in the same generation, every
+    // partition owned exactly once, for 3 s in a row (a member coming back from a network cut
+    // rejoins some seconds after the cut heals). Bounded: a group that never settles fails the
+    // check below.
+    let settle_deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    let mut stable_for = 0;
+    while stable_for < 3 && tokio::time::Instant::now() < settle_deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let j = journal.lock().unwrap();
+        let generations: BTreeSet<i32> = j.views.values().map(|v| v.1).collect();
+        let owned: usize = j.views.values().map(|v| v.0.len()).sum();
+        let union: BTreeSet<&TopicPartition> = j.views.values().flat_map(|v| v.0.iter()).collect();
+        let settled = j.views.len() == MEMBERS
+            && generations.len() == 1
+            && owned == PARTITIONS as usize
+            && union.len() == owned;
+        stable_for = if settled { stable_for + 1 } else { 0 };
+    }
+    // The settled assignments, read together: members leave one after the other below, and
+    // each leave rebalances the members still running.
+    let settled: Vec<BTreeSet<TopicPartition>> = journal
+        .lock()
+        .unwrap()
+        .views
+        .values()
+        .map(|v| v.0.clone())
+        .collect();
+    stop.store(true, Ordering::SeqCst);
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    let journal = std::mem::take(&mut *journal.lock().unwrap());
+    Outcome {
+        journal,
+        assignments: settled,
+        plan,
+    }
+}
+
+/// Runs `simulation` under `seed` in a fresh runtime on its own thread.
+pub fn simulate<F: std::future::Future<Output = Outcome> + 'static>(
+    seed: u64,
+    simulation: impl FnOnce() -> F + Send + 'static,
+) -> Outcome {
+    #[allow(clippy::disallowed_methods)] // outside the simulation: one OS thread per runtime
+    let thread = std::thread::spawn(move || {
+        let runtime =
+            madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+        // SIM_GROUP_TRACE=N writes seed N's consumer and broker logs (virtual time) to
+        // target/sim-group-trace-N.log, for diagnosing a failure.
+        let traced = std::env::var("SIM_GROUP_TRACE").ok() == Some(seed.to_string());
+        if !traced {
+            return runtime.block_on(simulation());
+        }
+        let path = format!("{}/sim-group-trace-{seed}.log", env!("CARGO_TARGET_TMPDIR"));
+        let file = std::fs::File::create(&path).expect("trace file");
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("kafka_consumer=debug,sim=info")
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .finish();
+        eprintln!("tracing seed {seed} to {path}");
+        tracing::subscriber::with_default(subscriber, || runtime.block_on(simulation()))
+    });
+    thread.join().unwrap()
+}
+
+pub fn run(seed: u64) -> Outcome {
+    simulate(seed, move || run_group(seed))
+}
+
+pub fn check(seed: u64, outcome: &Outcome) -> Result<(), String> {
+    let j = &outcome.journal;
+    let repro = format!("SIM_GROUP_SEED={seed} cargo stest -p sim --test sim_consumer_group");
+    if let Some(v) = j.violations.first() {
+        return Err(format!(
+            "seed {seed}: {v} (plan {:?}); repro: {repro}",
+            outcome.plan
+        ));
+    }
+    let total = PARTITIONS as usize * RECORDS_PER_PARTITION;
+    if j.deliveries.len() != total {
+        return Err(format!(
+            "seed {seed}: {} of {total} records delivered (plan {:?}); repro: {repro}",
+            j.deliveries.len(),
+            outcome.plan
+        ));
+    }
+    let mut union = BTreeSet::new();
+    for assignment in &outcome.assignments {
+        for tp in assignment {
+            if !union.insert(tp.clone()) {
+                return Err(format!(
+                    "seed {seed}: {tp} owned twice at the end; repro: {repro}"
+                ));
+            }
+        }
+    }
+    if union.len() != PARTITIONS as usize {
+        return Err(format!(
+            "seed {seed}: {} of {PARTITIONS} partitions owned at the end: {:?}; views {:?}; \
+             poll errors {:?}; plan {:?}; repro: {repro}",
+            union.len(),
+            outcome.assignments,
+            j.views,
+            j.errors,
+            outcome.plan
+        ));
+    }
+    Ok(())
+}
