@@ -419,3 +419,115 @@ async fn kip848_a_restarted_member_resumes_from_committed_offsets() {
         "resumed exactly after the committed offsets"
     );
 }
+
+/// A static member (`group.instance.id`) that closes leaves with epoch -2: the broker keeps
+/// its place for the session timeout, so restarting within it gives the same partitions back
+/// and the other member sees no rebalance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip848_a_static_member_restarted_within_the_session_gets_its_partitions_back() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let topic = unique("kip848-static");
+    let group = unique("kip848-group");
+    create_topic(&mut admin, &topic, 4).await;
+    let seen = Arc::new(Seen::default());
+    let static_config = |member: &str| {
+        ConsumerConfig::builder()
+            .bootstrap_servers([bootstrap.as_str()])
+            .group_id(group.as_str())
+            .client_id(member)
+            .group_instance_id(member)
+            .auto_offset_reset(AutoOffsetReset::Earliest)
+            .set("group.protocol", "consumer")
+            .build()
+            .unwrap()
+    };
+    let start = |member: &'static str| {
+        let config = static_config(member);
+        let topic = topic.clone();
+        let seen = Arc::clone(&seen);
+        async move {
+            let mut consumer = Consumer::new(config).unwrap();
+            consumer
+                .subscribe_with_listener(
+                    [topic],
+                    CommitOnRevoke {
+                        member: member.to_owned(),
+                        seen,
+                    },
+                )
+                .await
+                .unwrap();
+            consumer
+        }
+    };
+    let poll_until_owning = |mut consumer: Consumer, count: usize| async move {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while consumer.assignment().len() != count {
+            assert!(
+                Instant::now() < deadline,
+                "owns {:?}",
+                consumer.assignment()
+            );
+            consumer.poll(Duration::from_millis(100)).await.unwrap();
+        }
+        consumer
+    };
+    let s0 = start("s0").await;
+    let s0 = poll_until_owning(s0, 4).await;
+    let s1 = start("s1").await;
+    // Both poll until the broker split the partitions between them.
+    let stop = Arc::new(AtomicBool::new(false));
+    let s1_task = {
+        let stop = Arc::clone(&stop);
+        tokio::spawn(async move {
+            let mut s1 = s1;
+            while !stop.load(Ordering::SeqCst) {
+                s1.poll(Duration::from_millis(100)).await.unwrap();
+            }
+            s1
+        })
+    };
+    let mut s0 = poll_until_owning(s0, 2).await;
+    wait_until("s1 owns two partitions", Duration::from_secs(30), || {
+        seen.callbacks
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c == "s1:assigned:2")
+    })
+    .await;
+    let before = s0.assignment().clone();
+    let s1_calls_before = seen
+        .callbacks
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.starts_with("s1:"))
+        .count();
+    s0.close(Duration::from_secs(10)).await.unwrap();
+    let s0 = start("s0").await;
+    let s0 = poll_until_owning(s0, 2).await;
+    assert_eq!(*s0.assignment(), before, "the same partitions back");
+    sleep(Duration::from_secs(2)).await;
+    let s1_calls_after = seen
+        .callbacks
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.starts_with("s1:"))
+        .count();
+    assert_eq!(
+        s1_calls_after,
+        s1_calls_before,
+        "the other member saw no rebalance: {:?}",
+        seen.callbacks.lock().unwrap()
+    );
+    stop.store(true, Ordering::SeqCst);
+    let mut s1 = s1_task.await.unwrap();
+    let mut s0 = s0;
+    s0.close(Duration::from_secs(10)).await.unwrap();
+    s1.close(Duration::from_secs(10)).await.unwrap();
+    let violations = seen.violations.lock().unwrap();
+    assert!(violations.is_empty(), "violations: {violations:?}");
+}
