@@ -868,3 +868,36 @@ fn offset_fetch_carries_the_member_epoch_and_retries_a_stale_one() {
     assert_eq!(requests.len(), 1, "retried after the backoff");
     assert!(matches!(requests[0].body, RequestBody::OffsetFetch(_)));
 }
+
+#[test]
+fn leaving_waits_for_a_revoke_callback_already_out_and_never_revokes_twice() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0, 1]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[1])));
+    h.poll_reconcile();
+    let revoke = h.one_callback(RebalanceCallback::Revoked, &[0]);
+    let (completion, receiver) = Completion::new("unsubscribe", None, 0);
+    {
+        let mut ctx = h.p.ctx();
+        h.m.leave(&mut ctx, Some(completion));
+    }
+    h.poll_reconcile();
+    assert!(
+        h.callbacks().is_empty(),
+        "the reconciliation's callback finishes first"
+    );
+    h.complete(revoke);
+    assert!(
+        h.callbacks().is_empty(),
+        "the abandoned reconciliation assigns nothing"
+    );
+    h.poll_reconcile();
+    let leave_revoke = h.one_callback(RebalanceCallback::Revoked, &[1]);
+    h.complete(leave_revoke);
+    let (token, leave) = h.heartbeat();
+    assert_eq!(leave.member_epoch, -1);
+    h.respond(token, ok(&member, -1, None));
+    assert!(matches!(*receiver.borrow(), Some(Ok(()))));
+}
