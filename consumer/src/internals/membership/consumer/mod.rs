@@ -704,10 +704,14 @@ impl ConsumerMembershipManager {
         let Some(coordinator) = ctx.coordinator else {
             return;
         };
-        if !self.state.is_leaving() && ctx.now >= self.poll_deadline {
-            return self.leave_on_poll_timeout(ctx, result);
+        if !self.state.is_leaving() {
+            if ctx.now >= self.poll_deadline {
+                return self.leave_on_poll_timeout(ctx, result);
+            }
+            // Never a wake-up in the past: the loop would spin (a leaving member's poll timer
+            // may expire while the application runs its callbacks).
+            result.wake_at(self.poll_deadline);
         }
-        result.wake_at(self.poll_deadline);
         if self.heartbeat_in_flight.is_some() {
             return;
         }

@@ -901,3 +901,39 @@ fn leaving_waits_for_a_revoke_callback_already_out_and_never_revokes_twice() {
     h.respond(token, ok(&member, -1, None));
     assert!(matches!(*receiver.borrow(), Some(Ok(()))));
 }
+
+#[test]
+fn a_leaving_member_past_its_poll_deadline_never_asks_for_a_wake_up_in_the_past() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0]);
+    let (completion, _receiver) = Completion::new("close", None, 0);
+    {
+        let mut ctx = h.p.ctx();
+        h.m.leave(&mut ctx, Some(completion));
+    }
+    h.poll_reconcile();
+    h.one_callback(RebalanceCallback::Revoked, &[0]);
+    // The application runs the callback for longer than max.poll.interval.ms.
+    h.p.advance_ms(61_000);
+    let result = h.poll();
+    assert!(
+        result.next_poll_at.is_none_or(|at| at > h.p.now),
+        "a wake-up at {:?} with now {:?} would spin the loop",
+        result.next_poll_at,
+        h.p.now
+    );
+    assert_eq!(
+        h.m.state(),
+        MemberState::PrepareLeaving,
+        "no poll-timeout leave"
+    );
+    for request in &result.requests {
+        let RequestBody::ConsumerGroupHeartbeat(hb) = &request.body else {
+            panic!("{request:?}");
+        };
+        assert_eq!(
+            hb.member_epoch, 1,
+            "{member}: still a member until it leaves"
+        );
+    }
+}
