@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
 
-use crate::config::{ConsumerConfig, GroupProtocol};
+use crate::config::ConsumerConfig;
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
 use crate::internals::completion::{self, Completion, CompletionReceiver};
@@ -592,13 +592,6 @@ impl Consumer {
             return Err(Error::InvalidArgument(
                 "subscribing needs a group.id: set group.id to use group management, or use \
                  assign()"
-                    .to_owned(),
-            ));
-        }
-        if self.settings.group_protocol == GroupProtocol::Consumer {
-            return Err(Error::InvalidArgument(
-                "group.protocol=consumer (KIP-848) is not supported by this version yet; use \
-                 group.protocol=classic"
                     .to_owned(),
             ));
         }

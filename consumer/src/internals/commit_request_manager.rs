@@ -33,7 +33,7 @@ use super::requests::{
     group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::FetchState;
-use crate::config::IsolationLevel;
+use crate::config::{GroupProtocol, IsolationLevel};
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
@@ -55,6 +55,10 @@ struct PendingCommit {
     sent_at: Option<Instant>,
     /// The group generation the request carried (subscribe mode).
     sent_generation: Option<i32>,
+    /// The auto-commit before a reconciliation revokes partitions: with the consumer
+    /// protocol, STALE_MEMBER_EPOCH is retried with the newest epoch (Java's
+    /// `maybeAutoCommitSyncBeforeRevocation`).
+    before_revocation: bool,
 }
 
 enum FetchPurpose {
@@ -153,6 +157,7 @@ impl CommitRequestManager {
             token: None,
             sent_at: None,
             sent_generation: None,
+            before_revocation: false,
         });
     }
 
@@ -179,6 +184,9 @@ impl CommitRequestManager {
         let (completion, receiver) =
             Completion::new("auto-commit before revocation", Some(deadline), timeout_ms);
         self.enqueue_commit(offsets, Some(completion.clone()), true);
+        if let Some(commit) = self.commits.back_mut() {
+            commit.before_revocation = true;
+        }
         Some((completion, receiver))
     }
 
@@ -340,6 +348,7 @@ impl CommitRequestManager {
                     &fetch.partitions,
                     version,
                     require_stable,
+                    epoch_member(ctx),
                 )),
                 token: self.next_token,
             });
@@ -452,9 +461,17 @@ impl CommitRequestManager {
         result: Result<(ResponseBody, i16), NetworkError>,
     ) {
         let sent_generation = self.commits.get(index).and_then(|c| c.sent_generation);
+        let before_revocation = self.commits.get(index).is_some_and(|c| c.before_revocation);
         let outcome = match result {
             Ok((ResponseBody::OffsetCommit(body), _)) => {
-                commit_outcome(ctx, &body, sent_generation)
+                match commit_outcome(ctx, &body, sent_generation) {
+                    // Retried (until the rebalance timeout) with the epoch the next heartbeat
+                    // brings; any other commit fails with COMMIT_FAILED (KAFKA-16033).
+                    Outcome::Fail(error) if before_revocation && is_stale_member_epoch(&error) => {
+                        Outcome::Retry(error)
+                    }
+                    outcome => outcome,
+                }
             }
             Ok(_) => Outcome::Fail(Error::Internal(
                 "unexpected response to OffsetCommit".into(),
@@ -505,7 +522,18 @@ impl CommitRequestManager {
         result: Result<(ResponseBody, i16), NetworkError>,
     ) {
         let outcome = match result {
-            Ok((ResponseBody::OffsetFetch(body), version)) => fetch_outcome(ctx, &body, version),
+            Ok((ResponseBody::OffsetFetch(body), version)) => {
+                match fetch_outcome(ctx, &body, version) {
+                    // Retried with the newest epoch while the member has one; never a fall-back
+                    // to the reset policy.
+                    Outcome::Fail(error)
+                        if is_stale_member_epoch(&error) && epoch_member(ctx).is_some() =>
+                    {
+                        Outcome::Retry(error)
+                    }
+                    outcome => outcome,
+                }
+            }
             Ok(_) => Outcome::Fail(Error::Internal("unexpected response to OffsetFetch".into())),
             Err(error) => network_outcome(ctx, error),
         };
@@ -631,11 +659,28 @@ fn commit_request(
         .with_topics(topics)
 }
 
+/// The member id and epoch OffsetFetch v9+ carries: a consumer-protocol member with an epoch.
+fn epoch_member<'a>(ctx: &ManagerContext<'a>) -> Option<&'a MemberIdentity> {
+    ctx.member
+        .filter(|m| ctx.settings.group_protocol == GroupProtocol::Consumer && m.generation_id > 0)
+}
+
+fn is_stale_member_epoch(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::CommitFailed {
+            code: Some(ResponseError::StaleMemberEpoch),
+            ..
+        }
+    )
+}
+
 fn offset_fetch_request(
     group_id: &str,
     partitions: &BTreeSet<TopicPartition>,
     version: i16,
     require_stable: bool,
+    member: Option<&MemberIdentity>,
 ) -> OffsetFetchRequest {
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for tp in partitions {
@@ -657,8 +702,8 @@ fn offset_fetch_request(
             // empty list), not null.
             .with_groups(vec![OffsetFetchRequestGroup::default()
                 .with_group_id(group)
-                .with_member_id(None)
-                .with_member_epoch(NO_GENERATION)
+                .with_member_id(member.map(|m| StrBytes::from_string(m.member_id.clone())))
+                .with_member_epoch(member.map_or(NO_GENERATION, |m| m.generation_id))
                 .with_topics(Some(topics))])
     } else {
         let topics = by_topic

@@ -27,7 +27,7 @@ use super::coordinator_request_manager::CoordinatorRequestManager;
 use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
 use super::fetch_buffer::{FetchBuffer, FetchPosition};
 use super::fetch_request_manager::FetchRequestManager;
-use super::membership::{ClassicMembershipManager, MemberIdentity};
+use super::membership::{MemberIdentity, Membership};
 use super::metrics::SharedMetrics;
 use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
@@ -71,7 +71,7 @@ pub(crate) struct ConsumerNetworkThread {
     client: NetworkClient,
     subscriptions: SubscriptionState,
     coordinator: CoordinatorRequestManager,
-    membership: Option<ClassicMembershipManager>,
+    membership: Option<Membership>,
     commit: CommitRequestManager,
     offsets: OffsetsRequestManager,
     metadata: TopicMetadataRequestManager,
@@ -90,7 +90,7 @@ pub(crate) struct ConsumerNetworkThread {
 /// Starts the background task.
 pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
     let client = NetworkClient::new(settings.network_config())?;
-    let membership = ClassicMembershipManager::new(&settings, Instant::now())?;
+    let membership = Membership::new(&settings, Instant::now())?;
     let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
     spawn(thread)
 }
@@ -123,7 +123,7 @@ impl ConsumerNetworkThread {
         settings: ConsumerSettings,
         client: NetworkClient,
         channels: Channels,
-        membership: Option<ClassicMembershipManager>,
+        membership: Option<Membership>,
     ) -> Self {
         let (responses_tx, responses_rx) = mpsc::unbounded_channel();
         Self {
@@ -273,15 +273,18 @@ impl ConsumerNetworkThread {
             }
             ApplicationEvent::Unsubscribe { completion } => {
                 self.reaper.add(&completion);
-                match self.membership.as_mut() {
-                    Some(membership) if self.subscriptions.has_auto_assigned_partitions() => {
-                        membership.leave(Some(completion));
-                    }
-                    _ => {
-                        self.subscriptions.unsubscribe();
-                        self.channels.buffer.set_assignment(&BTreeSet::new());
-                        completion.complete(Ok(()));
-                    }
+                if self.membership.is_some() && self.subscriptions.has_auto_assigned_partitions() {
+                    let mut effects = Effects::default();
+                    self.with_ctx(now, &mut effects, |ctx, m| {
+                        if let Some(membership) = m.membership.as_deref_mut() {
+                            membership.leave(ctx, Some(completion));
+                        }
+                    });
+                    self.apply(effects, now);
+                } else {
+                    self.subscriptions.unsubscribe();
+                    self.channels.buffer.set_assignment(&BTreeSet::new());
+                    completion.complete(Ok(()));
                 }
             }
             ApplicationEvent::RebalanceCallbackCompleted { id } => {
@@ -487,7 +490,7 @@ impl ConsumerNetworkThread {
             .membership
             .as_ref()
             .filter(|_| self.subscriptions.has_auto_assigned_partitions())
-            .map(ClassicMembershipManager::identity);
+            .map(Membership::identity);
         let mut ctx = ManagerContext {
             now,
             settings: &self.settings,
@@ -529,6 +532,7 @@ impl ConsumerNetworkThread {
             }
             results
         });
+        self.fail_commits_on_membership_fatal();
         self.apply(effects, now);
         self.register_coordinator();
         self.publish_group_metadata();
@@ -618,13 +622,12 @@ impl ConsumerNetworkThread {
         let Some(membership) = &self.membership else {
             return;
         };
-        let generation = membership.generation();
+        let (generation_id, member_id) = membership.group_metadata();
         self.channels.group_metadata.send_if_modified(|current| {
-            let changed = current.generation_id != generation.generation_id
-                || current.member_id != generation.member_id;
+            let changed = current.generation_id != generation_id || current.member_id != member_id;
             if changed {
-                current.generation_id = generation.generation_id;
-                current.member_id.clone_from(&generation.member_id);
+                current.generation_id = generation_id;
+                member_id.clone_into(&mut current.member_id);
             }
             changed
         });
@@ -707,7 +710,20 @@ impl ConsumerNetworkThread {
         if let Some(error) = self.coordinator.take_fatal_error() {
             self.commit.fail_all(&error);
         }
+        self.fail_commits_on_membership_fatal();
         self.apply(effects, now);
+    }
+
+    /// A fatal membership error fails every pending commit at once instead of letting it
+    /// hang until its deadline.
+    fn fail_commits_on_membership_fatal(&mut self) {
+        if let Some(error) = self
+            .membership
+            .as_mut()
+            .and_then(Membership::take_new_fatal)
+        {
+            self.commit.fail_all(&error);
+        }
     }
 
     fn send(&mut self, manager: ManagerId, request: UnsentRequest) {
@@ -751,6 +767,7 @@ impl ConsumerNetworkThread {
             RequestBody::SyncGroup(r) => forward!(r, SyncGroup),
             RequestBody::Heartbeat(r) => forward!(r, Heartbeat),
             RequestBody::LeaveGroup(r) => forward!(r, LeaveGroup),
+            RequestBody::ConsumerGroupHeartbeat(r) => forward!(r, ConsumerGroupHeartbeat),
         }
     }
 }
@@ -758,7 +775,7 @@ impl ConsumerNetworkThread {
 /// The managers, borrowed together next to a context.
 pub(crate) struct Managers<'a> {
     coordinator: &'a mut CoordinatorRequestManager,
-    membership: Option<&'a mut ClassicMembershipManager>,
+    membership: Option<&'a mut Membership>,
     commit: &'a mut CommitRequestManager,
     offsets: &'a mut OffsetsRequestManager,
     metadata: &'a mut TopicMetadataRequestManager,

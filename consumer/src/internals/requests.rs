@@ -2,12 +2,12 @@
 //! tagged with the manager and a token so the loop can route each response to its owner.
 
 use kafka_protocol::messages::{
-    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest,
-    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse,
-    TopicName,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
@@ -49,7 +49,8 @@ pub(crate) enum ManagerId {
     Metadata,
     /// `FetchRequestManager`.
     Fetch,
-    /// The group membership manager (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+    /// The group membership manager (JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
+    /// ConsumerGroupHeartbeat).
     Membership,
 }
 
@@ -84,6 +85,7 @@ bodies! {
     SyncGroup(SyncGroupRequest, SyncGroupResponse),
     Heartbeat(HeartbeatRequest, HeartbeatResponse),
     LeaveGroup(LeaveGroupRequest, LeaveGroupResponse),
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
 }
 
 /// A request and where to send it.

@@ -31,6 +31,9 @@ pub(crate) struct ConsumerSettings {
     pub max_poll_interval_ms: u64,
     /// `partition.assignment.strategy` (classic protocol), in preference order.
     pub partition_assignment_strategy: Vec<Assignor>,
+    /// `group.remote.assignor` (consumer protocol): the server-side assignor to ask for;
+    /// `None` lets the broker choose.
+    pub group_remote_assignor: Option<String>,
     /// `exclude.internal.topics`: a pattern never matches internal topics.
     pub exclude_internal_topics: bool,
     /// `auto.offset.reset`.
@@ -85,6 +88,7 @@ impl Default for ConsumerSettings {
             heartbeat_interval_ms: 3_000,
             max_poll_interval_ms: 300_000,
             partition_assignment_strategy: vec![Assignor::Range, Assignor::CooperativeSticky],
+            group_remote_assignor: None,
             exclude_internal_topics: true,
             auto_offset_reset: AutoOffsetReset::Latest,
             enable_auto_commit: true,
@@ -142,6 +146,7 @@ impl ConsumerSettings {
             heartbeat_interval_ms: u64::try_from(config.heartbeat_interval_ms()).unwrap_or(0),
             max_poll_interval_ms: config.max_poll_interval_ms().into(),
             partition_assignment_strategy: config.partition_assignment_strategy().to_vec(),
+            group_remote_assignor: config.group_remote_assignor().map(str::to_owned),
             exclude_internal_topics: config.exclude_internal_topics(),
             auto_offset_reset: config.auto_offset_reset(),
             enable_auto_commit: config.enable_auto_commit(),
@@ -343,6 +348,7 @@ mod tests {
             max_poll_interval_ms: _,
             partition_assignment_strategy: _,
             exclude_internal_topics: _,
+            group_remote_assignor: _, // checked below: a consumer-protocol key
         } = settings;
         assert_eq!(table.len(), 28);
         let config = ConsumerConfig::from_properties_str(
@@ -352,6 +358,17 @@ mod tests {
         assert_eq!(
             ConsumerSettings::from(&config).group_protocol,
             GroupProtocol::Consumer
+        );
+        assert_eq!(ConsumerSettings::from(&config).group_remote_assignor, None);
+        let config = ConsumerConfig::from_properties_str(
+            "bootstrap.servers = b:1\ngroup.protocol = consumer\ngroup.remote.assignor = range",
+        )
+        .unwrap();
+        assert_eq!(
+            ConsumerSettings::from(&config)
+                .group_remote_assignor
+                .as_deref(),
+            Some("range")
         );
     }
 

@@ -1,31 +1,191 @@
 //! Group membership on the background side: who this member is in the group, when it joins,
 //! and the rebalance steps that run the application's listener (via callback-needed events).
 //!
-//! The classic protocol (JoinGroup / SyncGroup / Heartbeat / LeaveGroup) lives in
-//! [`classic`]; the KIP-848 protocol plugs into the same seam: the loop asks the manager for
-//! requests, routes responses and callback completions to it, and hands the commit manager the
-//! [`MemberIdentity`] to stamp commits with.
+//! Two protocols, chosen by `group.protocol`: classic (JoinGroup / SyncGroup / Heartbeat /
+//! LeaveGroup) in [`classic`], and KIP-848 (ConsumerGroupHeartbeat) in [`consumer`]. The loop
+//! talks to either through [`Membership`]: it asks for requests, routes responses and
+//! callback completions, and hands the commit manager the [`MemberIdentity`] to stamp commits
+//! with.
 
 pub(crate) mod classic;
+pub(crate) mod consumer;
 mod heartbeat;
 mod state;
 
 pub(crate) use classic::ClassicMembershipManager;
+pub(crate) use consumer::ConsumerMembershipManager;
 pub(crate) use state::MemberState;
+
+use crate::config::GroupProtocol;
+use crate::error::Error;
+use crate::internals::commit_request_manager::CommitRequestManager;
+use crate::internals::completion::Completion;
+use crate::internals::context::{GenerationReset, ManagerContext};
+use crate::internals::requests::{PollResult, ResponseBody};
+use crate::internals::settings::ConsumerSettings;
+use crate::network::NetworkError;
+use crate::rt::Instant;
 
 /// What a commit needs to know about the member (Java's `Generation` plus the state checks of
 /// `generationIfStable` / `rebalanceInProgress`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MemberIdentity {
-    /// The generation (classic) the member belongs to, -1 outside a generation.
+    /// The generation (classic) or member epoch (consumer protocol) the member belongs to,
+    /// -1 outside the group.
     pub generation_id: i32,
-    /// The member id the coordinator gave, empty before the first join.
+    /// The member id, empty before the first join.
     pub member_id: String,
     /// `group.instance.id` of a static member.
     pub group_instance_id: Option<String>,
-    /// Whether the member is stable in its generation: only then may it commit.
+    /// Whether the member is stable in its generation (classic) or has an epoch (consumer
+    /// protocol): only then may it commit.
     pub stable: bool,
     /// Whether a rebalance is under way (commits then fail with REBALANCE_IN_PROGRESS rather
-    /// than COMMIT_FAILED, telling the caller to poll and retry).
+    /// than COMMIT_FAILED, telling the caller to poll and retry). Classic only.
     pub rebalancing: bool,
+}
+
+/// The membership manager of the configured `group.protocol`.
+#[derive(Debug)]
+pub(crate) enum Membership {
+    /// `group.protocol=classic`.
+    Classic(Box<ClassicMembershipManager>),
+    /// `group.protocol=consumer` (KIP-848).
+    Consumer(Box<ConsumerMembershipManager>),
+}
+
+impl Membership {
+    /// The manager for the settings' group and protocol; `None` without a `group.id`.
+    pub fn new(settings: &ConsumerSettings, now: Instant) -> Result<Option<Self>, Error> {
+        Ok(match settings.group_protocol {
+            GroupProtocol::Classic => {
+                ClassicMembershipManager::new(settings, now)?.map(|m| Self::Classic(Box::new(m)))
+            }
+            GroupProtocol::Consumer => {
+                ConsumerMembershipManager::new(settings, now).map(|m| Self::Consumer(Box::new(m)))
+            }
+        })
+    }
+
+    /// What commits must carry.
+    pub fn identity(&self) -> MemberIdentity {
+        match self {
+            Self::Classic(m) => m.identity(),
+            Self::Consumer(m) => m.identity(),
+        }
+    }
+
+    /// The generation (or member epoch) and member id for `group_metadata()`.
+    pub fn group_metadata(&self) -> (i32, &str) {
+        match self {
+            Self::Classic(m) => {
+                let g = m.generation();
+                (g.generation_id, g.member_id.as_str())
+            }
+            Self::Consumer(m) => m.group_metadata(),
+        }
+    }
+
+    /// Whether a leave is under way.
+    pub fn is_leaving(&self) -> bool {
+        match self {
+            Self::Classic(m) => m.is_leaving(),
+            Self::Consumer(m) => m.is_leaving(),
+        }
+    }
+
+    /// `unsubscribe` / `close`.
+    pub fn leave(&mut self, ctx: &mut ManagerContext<'_>, completion: Option<Completion<()>>) {
+        match self {
+            Self::Classic(m) => m.leave(completion),
+            Self::Consumer(m) => m.leave(ctx, completion),
+        }
+    }
+
+    /// The application polled.
+    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+        match self {
+            Self::Classic(m) => m.on_poll(ctx),
+            Self::Consumer(m) => m.on_poll(ctx),
+        }
+    }
+
+    /// The subscription changed. The consumer protocol sends the new one with the next
+    /// heartbeat (the field changed); nothing else to do.
+    pub fn on_subscription_changed(&mut self) {
+        if let Self::Classic(m) = self {
+            m.on_subscription_changed();
+        }
+    }
+
+    /// `enforce_rebalance`: the coordinator drives every rebalance of the consumer protocol,
+    /// so only classic members act on it (as in Java's `AsyncKafkaConsumer`).
+    pub fn enforce_rebalance(&mut self, reason: String) {
+        match self {
+            Self::Classic(m) => m.enforce_rebalance(reason),
+            Self::Consumer(_) => {
+                tracing::debug!(
+                    reason,
+                    "enforce_rebalance has no effect with group.protocol=consumer"
+                );
+            }
+        }
+    }
+
+    /// Polls the manager.
+    pub fn poll(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        commit: &mut CommitRequestManager,
+    ) -> PollResult {
+        match self {
+            Self::Classic(m) => m.poll(ctx, commit),
+            Self::Consumer(m) => m.poll(ctx, commit),
+        }
+    }
+
+    /// Routes a response.
+    pub fn on_response(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        token: u64,
+        result: Result<(ResponseBody, i16), NetworkError>,
+    ) {
+        match self {
+            Self::Classic(m) => m.on_response(ctx, token, result),
+            Self::Consumer(m) => m.on_response(ctx, token, result),
+        }
+    }
+
+    /// A listener callback is over.
+    pub fn on_callback_completed(&mut self, ctx: &mut ManagerContext<'_>, id: u64) {
+        match self {
+            Self::Classic(m) => m.on_callback_completed(ctx, id),
+            Self::Consumer(m) => m.on_callback_completed(ctx, id),
+        }
+    }
+
+    /// A commit asked for a rejoin (classic REBALANCE_IN_PROGRESS; the consumer protocol
+    /// never does).
+    pub fn request_rejoin(&mut self, reason: String) {
+        if let Self::Classic(m) = self {
+            m.request_rejoin(reason);
+        }
+    }
+
+    /// A commit saw the generation refused. Classic resets it; with the consumer protocol
+    /// only heartbeats fence the member (Java's `CommitRequestManager` just fails the commit).
+    pub fn on_generation_reset(&mut self, ctx: &mut ManagerContext<'_>, reset: &GenerationReset) {
+        if let Self::Classic(m) = self {
+            m.on_generation_reset(ctx, reset);
+        }
+    }
+
+    /// A fatal membership error since the last call: the loop fails pending commits with it.
+    pub fn take_new_fatal(&mut self) -> Option<Error> {
+        match self {
+            Self::Classic(_) => None,
+            Self::Consumer(m) => m.take_new_fatal(),
+        }
+    }
 }
