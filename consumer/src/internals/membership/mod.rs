@@ -75,6 +75,14 @@ impl Membership {
         }
     }
 
+    /// Rebalances (reconciliations) completed and the last one's duration in ms.
+    pub fn rebalance_stats(&self) -> (u64, u64) {
+        match self {
+            Self::Classic(m) => m.rebalance_stats(),
+            Self::Consumer(m) => m.rebalance_stats(),
+        }
+    }
+
     /// The generation (or member epoch) and member id for `group_metadata()`.
     pub fn group_metadata(&self) -> (i32, &str) {
         match self {

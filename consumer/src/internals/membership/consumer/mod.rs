@@ -176,6 +176,10 @@ pub(crate) struct ConsumerMembershipManager {
     reconciliation: Option<Reconciliation>,
     /// Moves on every fence, rejoin, leave and fatal error: work started before is stale.
     incarnation: u64,
+    /// When the reconciliation under way started (for metrics).
+    reconciliation_started_at: Option<Instant>,
+    /// Reconciliations completed, and the last one's duration in ms.
+    rebalances: (u64, u64),
     heartbeat_interval: Duration,
     next_heartbeat_at: Instant,
     heartbeat_state: RequestState,
@@ -230,6 +234,8 @@ impl ConsumerMembershipManager {
             topic_names: BTreeMap::new(),
             reconciliation: None,
             incarnation: 0,
+            reconciliation_started_at: None,
+            rebalances: (0, 0),
             heartbeat_interval: Duration::from_millis(DEFAULT_HEARTBEAT_INTERVAL_MS),
             next_heartbeat_at: now,
             heartbeat_state: RequestState::new(
@@ -280,6 +286,11 @@ impl ConsumerMembershipManager {
     }
 
     /// What commits must carry: the member epoch in place of a generation.
+    /// Reconciliations completed and the last one's duration in ms.
+    pub fn rebalance_stats(&self) -> (u64, u64) {
+        self.rebalances
+    }
+
     pub fn identity(&self) -> MemberIdentity {
         let (epoch, member_id) = self.group_metadata();
         MemberIdentity {

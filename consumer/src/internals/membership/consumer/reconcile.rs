@@ -104,6 +104,7 @@ impl ConsumerMembershipManager {
         commit: &mut CommitRequestManager,
         result: &mut PollResult,
     ) {
+        self.reconciliation_started_at.get_or_insert(ctx.now);
         let (partitions, unresolved) = self.resolve(ctx);
         let resolved = LocalAssignment {
             local_epoch: self.target.local_epoch,
@@ -240,8 +241,17 @@ impl ConsumerMembershipManager {
                     return;
                 }
                 ctx.subscriptions.enable_awaiting_callback(&r.added);
+                let took_ms = self
+                    .reconciliation_started_at
+                    .take()
+                    .map_or(0, |at| (ctx.now - at).as_millis());
+                self.rebalances = (
+                    self.rebalances.0 + 1,
+                    u64::try_from(took_ms).unwrap_or(u64::MAX),
+                );
                 tracing::info!(
                     local_epoch = r.resolved.local_epoch,
+                    took_ms,
                     "reconciliation complete"
                 );
                 self.current = r.resolved;
