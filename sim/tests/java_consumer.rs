@@ -185,7 +185,11 @@ async fn group_scenario(protocol: &str) {
         before[..2],
         "the leave changed assignments"
     );
-    let m3 = last_assignment(&out, "rejoin", "m3").expect("m3 got an assignment");
+    // Under load the join can complete after the scenario moved on to its next phase.
+    let m3 = ["rejoin", "produce-3", "close"]
+        .into_iter()
+        .find_map(|phase| last_assignment(&out, phase, "m3"))
+        .expect("m3 got an assignment");
     assert!(!m3.is_empty(), "the rejoining member got partitions");
 
     // Committed offsets cover everything: each partition's commit is its log end.
