@@ -15,47 +15,12 @@
 mod consumer_group;
 mod support;
 
-use consumer_group::{check, run, run_group_with, simulate, MEMBERS};
+use consumer_group::{check, run_group_with, simulate, Protocol};
 use sim::fault::FaultPlan;
 
 #[test]
 fn a_group_of_our_consumers_survives_seeded_faults() {
-    let seeds: Vec<u64> = match std::env::var("SIM_GROUP_SEED") {
-        Ok(seed) => vec![seed.parse().expect("SIM_GROUP_SEED is a number")],
-        Err(_) => {
-            let count: u64 = std::env::var("SIM_GROUP_SEEDS")
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(12);
-            (1..=count).collect()
-        }
-    };
-    let mut failures = Vec::new();
-    let mut duplicates = 0usize;
-    let mut callbacks = 0usize;
-    for &seed in &seeds {
-        let outcome = run(seed);
-        duplicates += outcome
-            .journal
-            .deliveries
-            .values()
-            .map(|n| *n as usize - 1)
-            .sum::<usize>();
-        callbacks += outcome.journal.callbacks;
-        if let Err(failure) = check(seed, &outcome) {
-            failures.push(failure);
-        }
-    }
-    eprintln!(
-        "{} seeds: {} failed, {duplicates} duplicate deliveries, {callbacks} listener calls",
-        seeds.len(),
-        failures.len()
-    );
-    assert!(
-        callbacks >= seeds.len() * MEMBERS,
-        "the members took part in rebalances"
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    consumer_group::run_seeds(Protocol::Classic);
 }
 
 /// `poll()` overshoot during continuous rebalances: a fourth member joins and leaves every few
@@ -67,7 +32,9 @@ fn poll_overshoot_during_continuous_rebalances() {
     let mut worst = 0u128;
     let mut rebalances = 0usize;
     for seed in 1..=3 {
-        let outcome = simulate(seed, move || run_group_with(seed, FaultPlan::new(), true));
+        let outcome = simulate(seed, move || {
+            run_group_with(seed, Protocol::Classic, FaultPlan::new(), true)
+        });
         if let Err(failure) = check(seed, &outcome) {
             panic!("{failure}");
         }

@@ -35,7 +35,9 @@ fn digest(outcome: &consumer_group::Outcome) -> String {
 #[test]
 fn a_seed_replays_exactly_in_a_fresh_process() {
     if let Ok(path) = std::env::var(DUMP_ENV) {
-        let outcome = consumer_group::simulate(SEED, || consumer_group::run_group(SEED));
+        let outcome = consumer_group::simulate(SEED, || {
+            consumer_group::run_group(SEED, consumer_group::Protocol::Classic)
+        });
         std::fs::write(path, digest(&outcome)).unwrap();
         return;
     }

@@ -3,4 +3,6 @@
 
 pub mod fake_broker;
 #[cfg(not(madsim))]
+pub mod group;
+#[cfg(not(madsim))]
 pub mod real_broker;
