@@ -17,12 +17,11 @@ use crate::types::{
     PartitionInfo, TopicPartition,
 };
 
-/// A [`Consumer`] with blocking methods.
+/// A [`Consumer`] with blocking methods. (The example is not a doctest: doctests link against
+/// the simulation build of the crate too, which has no blocking facade;
+/// `consumer/tests/blocking_real_kafka.rs` runs the same calls against a real broker.)
 ///
-/// ```no_run
-/// # #[cfg(madsim)] fn main() {}
-/// # #[cfg(not(madsim))]
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// ```ignore
 /// use std::time::Duration;
 /// use kafka_consumer::blocking::BlockingConsumer;
 /// use kafka_consumer::{AutoOffsetReset, ConsumerConfig};
@@ -39,7 +38,6 @@ use crate::types::{
 ///         println!("{}-{}@{}", record.topic, record.partition, record.offset);
 ///     }
 /// }
-/// # }
 /// ```
 pub struct BlockingConsumer {
     runtime: tokio::runtime::Runtime,
