@@ -1,9 +1,11 @@
 //! Simulation mode: our consumer with `group.protocol=consumer` (KIP-848, ConsumerGroupHeartbeat
 //! and client-side reconciliation) as three group members on their own simulated nodes against
 //! a 3-broker simulated cluster whose coordinator assigns with the `uniform` server assignor,
-//! while a fault plan drawn from the seed cuts members off the network (one way and both ways),
-//! often for longer than the broker's `group.consumer.session.timeout.ms`, so members get
-//! fenced and rejoin (see `consumer_group::network_cuts`).
+//! while the fault plan of the classic run (drawn from the seed) kills and restarts brokers,
+//! moves the group coordinator (the simulated coordinator reloads KIP-848 membership from
+//! `__consumer_offsets`, as Kafka does) and cuts members off the network one way and both ways,
+//! often for longer than the 10 s `group.consumer.session.timeout.ms` of this run, so members
+//! get fenced and rejoin.
 //!
 //! The shape and the checks are those of `sim_consumer_group.rs` (the classic protocol).
 //! Invariants, checked for every seed (`SIM_KIP848_SEEDS`, default 12; `SIM_KIP848_SEED=N`
