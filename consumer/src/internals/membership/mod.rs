@@ -16,15 +16,19 @@ pub(crate) use classic::ClassicMembershipManager;
 pub(crate) use consumer::ConsumerMembershipManager;
 pub(crate) use state::MemberState;
 
+use std::collections::BTreeSet;
+
 use crate::config::GroupProtocol;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::Completion;
 use crate::internals::context::{GenerationReset, ManagerContext};
+use crate::internals::events::{BackgroundEvent, RebalanceCallback};
 use crate::internals::requests::{PollResult, ResponseBody};
 use crate::internals::settings::ConsumerSettings;
 use crate::network::NetworkError;
 use crate::rt::Instant;
+use crate::types::TopicPartition;
 
 /// What a commit needs to know about the member (Java's `Generation` plus the state checks of
 /// `generationIfStable` / `rebalanceInProgress`).
@@ -196,4 +200,56 @@ impl Membership {
             Self::Consumer(m) => m.take_new_fatal(),
         }
     }
+}
+
+/// Numbers the listener calls a manager asks the application side for.
+#[derive(Debug, Default)]
+pub(crate) struct ListenerCalls {
+    next_id: u64,
+}
+
+impl ListenerCalls {
+    /// Asks the application side to run a listener method; returns the id its completion
+    /// carries (the step that waits for it keeps the id).
+    pub fn request(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        callback: RebalanceCallback,
+        partitions: BTreeSet<TopicPartition>,
+        assignment_after: BTreeSet<TopicPartition>,
+    ) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        tracing::info!(?callback, ?partitions, id, "rebalance callback needed");
+        ctx.effects
+            .background_events
+            .push(BackgroundEvent::RebalanceCallbackNeeded {
+                id,
+                callback,
+                partitions,
+                assignment_after,
+            });
+        id
+    }
+}
+
+/// Stops fetching `partitions` and drops their buffered and in-flight data, ahead of a
+/// revoked or lost callback.
+pub(crate) fn stop_fetching(ctx: &mut ManagerContext<'_>, partitions: &BTreeSet<TopicPartition>) {
+    ctx.subscriptions.mark_pending_revocation(partitions);
+    for tp in partitions {
+        ctx.buffer.drop_buffered(tp);
+    }
+}
+
+/// Replaces the group-assigned partitions in the subscription state and the fetch buffer;
+/// `awaiting_callback` are not fetched until `on_partitions_assigned` has run.
+pub(crate) fn set_assignment(
+    ctx: &mut ManagerContext<'_>,
+    assigned: &BTreeSet<TopicPartition>,
+    awaiting_callback: &BTreeSet<TopicPartition>,
+) {
+    ctx.subscriptions
+        .assign_from_subscribed(assigned, awaiting_callback);
+    ctx.buffer.set_assignment(assigned);
 }

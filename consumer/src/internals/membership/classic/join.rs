@@ -15,6 +15,7 @@ use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
 use crate::internals::membership::MemberState;
+use crate::internals::membership::{set_assignment, stop_fetching};
 use crate::internals::requests::{PollResult, ResponseBody};
 use crate::network::NetworkError;
 use crate::protocol::ResponseError;
@@ -183,11 +184,13 @@ impl ClassicMembershipManager {
             callback == RebalanceCallback::Revoked && self.protocol == RebalanceProtocol::Eager;
         let remaining: BTreeSet<TopicPartition> = owned.difference(&revoked).cloned().collect();
         if revoked.is_empty() && !always {
-            Self::set_assignment(ctx, &remaining, &BTreeSet::new());
+            set_assignment(ctx, &remaining, &BTreeSet::new());
             return;
         }
-        Self::stop_fetching(ctx, &revoked);
-        let id = self.request_callback(ctx, callback, revoked, remaining.clone());
+        stop_fetching(ctx, &revoked);
+        let id = self
+            .listener_calls
+            .request(ctx, callback, revoked, remaining.clone());
         self.step = Step::PrepareCallback { id, remaining };
     }
 
@@ -496,9 +499,14 @@ impl ClassicMembershipManager {
         if self.protocol == RebalanceProtocol::Cooperative {
             self.request_rejoin("partitions were revoked; rejoining so they can be reassigned");
         }
-        Self::stop_fetching(ctx, &revoked);
+        stop_fetching(ctx, &revoked);
         let remaining: BTreeSet<TopicPartition> = owned.difference(&revoked).cloned().collect();
-        let id = self.request_callback(ctx, RebalanceCallback::Revoked, revoked, remaining.clone());
+        let id = self.listener_calls.request(
+            ctx,
+            RebalanceCallback::Revoked,
+            revoked,
+            remaining.clone(),
+        );
         self.step = Step::RevokeCallback {
             id,
             remaining,
@@ -515,8 +523,10 @@ impl ClassicMembershipManager {
         assigned: BTreeSet<TopicPartition>,
         added: BTreeSet<TopicPartition>,
     ) {
-        Self::set_assignment(ctx, &assigned, &added);
-        let id = self.request_callback(ctx, RebalanceCallback::Assigned, added.clone(), assigned);
+        set_assignment(ctx, &assigned, &added);
+        let id =
+            self.listener_calls
+                .request(ctx, RebalanceCallback::Assigned, added.clone(), assigned);
         self.step = Step::AssignCallback { id, added };
     }
 }

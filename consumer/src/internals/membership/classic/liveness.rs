@@ -10,6 +10,7 @@ use crate::internals::completion::Completion;
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
 use crate::internals::membership::MemberState;
+use crate::internals::membership::{set_assignment, stop_fetching};
 use crate::internals::requests::{PollResult, ResponseBody};
 use crate::network::NetworkError;
 use crate::protocol::ResponseError;
@@ -225,15 +226,17 @@ impl ClassicMembershipManager {
         } else {
             RebalanceCallback::Lost
         };
-        Self::stop_fetching(ctx, &owned);
-        let id = self.request_callback(ctx, callback, owned, BTreeSet::new());
+        stop_fetching(ctx, &owned);
+        let id = self
+            .listener_calls
+            .request(ctx, callback, owned, BTreeSet::new());
         if let Some(leave) = &mut self.leave {
             leave.stage = LeaveStage::Callback { id };
         }
     }
 
     pub(super) fn after_leave_callback(&mut self, ctx: &mut ManagerContext<'_>) {
-        Self::set_assignment(ctx, &BTreeSet::new(), &BTreeSet::new());
+        set_assignment(ctx, &BTreeSet::new(), &BTreeSet::new());
         let mut result = PollResult::default();
         self.send_leave(ctx, &mut result);
         self.outbox.extend(result.requests);

@@ -37,7 +37,7 @@ use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::{GenerationReset, ManagerContext};
-use crate::internals::events::{BackgroundEvent, RebalanceCallback};
+use crate::internals::membership::{set_assignment, ListenerCalls};
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
 use crate::internals::settings::ConsumerSettings;
@@ -173,7 +173,7 @@ pub(crate) struct ClassicMembershipManager {
     /// Rebalances completed, and the duration of the last one in ms (for metrics).
     rebalances: (u64, u64),
     next_token: u64,
-    next_callback_id: u64,
+    listener_calls: ListenerCalls,
 }
 
 impl std::fmt::Debug for ClassicMembershipManager {
@@ -256,7 +256,7 @@ impl ClassicMembershipManager {
             rebalance_started_at: None,
             rebalances: (0, 0),
             next_token: 0,
-            next_callback_id: 0,
+            listener_calls: ListenerCalls::default(),
         }))
     }
 
@@ -330,48 +330,6 @@ impl ClassicMembershipManager {
         self.fatal = Some(error);
         self.step = Step::Idle;
         self.state = MemberState::Unjoined;
-    }
-
-    /// Asks the application side to run a listener method; the next step waits for its id.
-    fn request_callback(
-        &mut self,
-        ctx: &mut ManagerContext<'_>,
-        callback: RebalanceCallback,
-        partitions: BTreeSet<TopicPartition>,
-        assignment_after: BTreeSet<TopicPartition>,
-    ) -> u64 {
-        self.next_callback_id += 1;
-        let id = self.next_callback_id;
-        tracing::info!(?callback, ?partitions, id, "rebalance callback needed");
-        ctx.effects
-            .background_events
-            .push(BackgroundEvent::RebalanceCallbackNeeded {
-                id,
-                callback,
-                partitions,
-                assignment_after,
-            });
-        id
-    }
-
-    /// Stops fetching `partitions` and drops their buffered and in-flight data, ahead of a
-    /// revoked or lost callback.
-    fn stop_fetching(ctx: &mut ManagerContext<'_>, partitions: &BTreeSet<TopicPartition>) {
-        ctx.subscriptions.mark_pending_revocation(partitions);
-        for tp in partitions {
-            ctx.buffer.drop_buffered(tp);
-        }
-    }
-
-    /// Replaces the assignment in the subscription state and the fetch buffer.
-    fn set_assignment(
-        ctx: &mut ManagerContext<'_>,
-        assigned: &BTreeSet<TopicPartition>,
-        awaiting_callback: &BTreeSet<TopicPartition>,
-    ) {
-        ctx.subscriptions
-            .assign_from_subscribed(assigned, awaiting_callback);
-        ctx.buffer.set_assignment(assigned);
     }
 
     /// Forgets the generation (Java's `resetStateAndGeneration`): the member is out of the
@@ -545,7 +503,7 @@ impl ClassicMembershipManager {
                 id: waiting,
                 remaining,
             } if waiting == id => {
-                Self::set_assignment(ctx, &remaining, &BTreeSet::new());
+                set_assignment(ctx, &remaining, &BTreeSet::new());
             }
             Step::RevokeCallback {
                 id: waiting,
@@ -557,7 +515,7 @@ impl ClassicMembershipManager {
                     self.start_assign(ctx, assigned, added);
                 } else {
                     // The generation was reset during the callback: its assignment is void.
-                    Self::set_assignment(ctx, &remaining, &BTreeSet::new());
+                    set_assignment(ctx, &remaining, &BTreeSet::new());
                 }
             }
             Step::AssignCallback { id: waiting, added } if waiting == id => {

@@ -15,6 +15,7 @@ use crate::assignor::protocol::{decode_assignment, encode_assignment, encode_sub
 use crate::assignor::{Assignment, Subscription};
 use crate::config::Assignor;
 use crate::internals::context::testing::Parts;
+use crate::internals::events::{BackgroundEvent, RebalanceCallback};
 use crate::internals::requests::RequestBody;
 use crate::internals::subscription_state::FetchState;
 use crate::internals::test_support::{all_versions, metadata};

@@ -33,7 +33,8 @@ use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::ManagerContext;
-use crate::internals::events::{BackgroundEvent, RebalanceCallback};
+use crate::internals::events::RebalanceCallback;
+use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls};
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
 use crate::internals::settings::ConsumerSettings;
@@ -199,7 +200,7 @@ pub(crate) struct ConsumerMembershipManager {
     /// Requests made outside `poll` (after a callback completed), sent at the next poll.
     outbox: Vec<UnsentRequest>,
     next_token: u64,
-    next_callback_id: u64,
+    listener_calls: ListenerCalls,
 }
 
 impl std::fmt::Debug for ConsumerMembershipManager {
@@ -253,7 +254,7 @@ impl ConsumerMembershipManager {
             new_fatal: None,
             outbox: Vec::new(),
             next_token: 0,
-            next_callback_id: 0,
+            listener_calls: ListenerCalls::default(),
         })
     }
 
@@ -332,51 +333,10 @@ impl ConsumerMembershipManager {
         }
     }
 
-    /// Asks the application side to run a listener method.
-    fn request_callback(
-        &mut self,
-        ctx: &mut ManagerContext<'_>,
-        callback: RebalanceCallback,
-        partitions: BTreeSet<TopicPartition>,
-        assignment_after: BTreeSet<TopicPartition>,
-    ) -> u64 {
-        self.next_callback_id += 1;
-        let id = self.next_callback_id;
-        tracing::info!(?callback, ?partitions, id, "rebalance callback needed");
-        ctx.effects
-            .background_events
-            .push(BackgroundEvent::RebalanceCallbackNeeded {
-                id,
-                callback,
-                partitions,
-                assignment_after,
-            });
-        id
-    }
-
-    /// Stops fetching `partitions` and drops their buffered and in-flight data.
-    fn stop_fetching(ctx: &mut ManagerContext<'_>, partitions: &BTreeSet<TopicPartition>) {
-        ctx.subscriptions.mark_pending_revocation(partitions);
-        for tp in partitions {
-            ctx.buffer.drop_buffered(tp);
-        }
-    }
-
-    /// Replaces the assignment in the subscription state and the fetch buffer.
-    fn set_assignment(
-        ctx: &mut ManagerContext<'_>,
-        assigned: &BTreeSet<TopicPartition>,
-        awaiting_callback: &BTreeSet<TopicPartition>,
-    ) {
-        ctx.subscriptions
-            .assign_from_subscribed(assigned, awaiting_callback);
-        ctx.buffer.set_assignment(assigned);
-    }
-
     /// Java's `clearAssignment`: the member owns nothing.
     fn clear_assignment(&mut self, ctx: &mut ManagerContext<'_>) {
         self.current = LocalAssignment::none();
-        Self::set_assignment(ctx, &BTreeSet::new(), &BTreeSet::new());
+        set_assignment(ctx, &BTreeSet::new(), &BTreeSet::new());
     }
 
     /// A new member incarnation: anything in progress belongs to the old one.
@@ -413,8 +373,10 @@ impl ConsumerMembershipManager {
             self.after_lost(ctx, reason);
             return;
         }
-        Self::stop_fetching(ctx, &owned);
-        let id = self.request_callback(ctx, RebalanceCallback::Lost, owned, BTreeSet::new());
+        stop_fetching(ctx, &owned);
+        let id = self
+            .listener_calls
+            .request(ctx, RebalanceCallback::Lost, owned, BTreeSet::new());
         self.lost_callback = Some((id, reason));
     }
 
@@ -656,8 +618,10 @@ impl ConsumerMembershipManager {
         } else {
             RebalanceCallback::Lost
         };
-        Self::stop_fetching(ctx, &owned);
-        let id = self.request_callback(ctx, callback, owned, BTreeSet::new());
+        stop_fetching(ctx, &owned);
+        let id = self
+            .listener_calls
+            .request(ctx, callback, owned, BTreeSet::new());
         if let Some(leave) = &mut self.leave {
             leave.stage = LeaveStage::Callback { id };
         }

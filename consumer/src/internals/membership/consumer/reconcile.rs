@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
+use crate::internals::membership::{set_assignment, stop_fetching};
 use crate::internals::requests::PollResult;
 use crate::rt::Duration;
 use crate::types::TopicPartition;
@@ -184,8 +185,10 @@ impl ConsumerMembershipManager {
             .difference(&revoked)
             .cloned()
             .collect();
-        Self::stop_fetching(ctx, &revoked);
-        let id = self.request_callback(ctx, RebalanceCallback::Revoked, revoked, after);
+        stop_fetching(ctx, &revoked);
+        let id = self
+            .listener_calls
+            .request(ctx, RebalanceCallback::Revoked, revoked, after);
         if let Some(r) = &mut self.reconciliation {
             r.step = ReconcileStep::Revoke { id };
         }
@@ -198,8 +201,10 @@ impl ConsumerMembershipManager {
             return;
         };
         let (assigned, added) = (r.assigned.clone(), r.added.clone());
-        Self::set_assignment(ctx, &assigned, &added);
-        let id = self.request_callback(ctx, RebalanceCallback::Assigned, added, assigned);
+        set_assignment(ctx, &assigned, &added);
+        let id = self
+            .listener_calls
+            .request(ctx, RebalanceCallback::Assigned, added, assigned);
         if let Some(r) = &mut self.reconciliation {
             r.step = ReconcileStep::Assign { id };
         }
@@ -224,7 +229,7 @@ impl ConsumerMembershipManager {
                     .difference(&r.revoked)
                     .cloned()
                     .collect();
-                Self::set_assignment(ctx, &remaining, &BTreeSet::new());
+                set_assignment(ctx, &remaining, &BTreeSet::new());
                 if self.reconciliation_aborted() {
                     tracing::info!("reconciliation abandoned after revoking");
                     self.reconciliation = None;

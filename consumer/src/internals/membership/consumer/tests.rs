@@ -17,6 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::*;
 use crate::internals::context::testing::Parts;
+use crate::internals::events::BackgroundEvent;
 use crate::internals::requests::{topic_name, RequestBody};
 use crate::internals::subscription_state::FetchState;
 use crate::internals::test_support::{all_versions, metadata};
