@@ -12,7 +12,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -35,114 +35,15 @@ fn config(bootstrap: &str, group: &str, assignor: &str, member: &str) -> Consume
         .unwrap()
 }
 
-/// Members join and leave mid-run; returns (duplicates, callbacks).
-async fn join_and_leave_run(bootstrap: &str, assignor: &str) -> (usize, Vec<String>) {
-    const RECORDS: usize = 30_000;
-    let mut admin = client(bootstrap.to_owned());
-    let topic = unique(&format!("kip848-churn-{assignor}"));
-    let group = unique("kip848-group");
-    create_topic(&mut admin, &topic, PARTITIONS).await;
-    produce_with_java(bootstrap, &topic, "none", &lines(RECORDS));
-
-    let seen = Arc::new(Seen::default());
-    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let pace = Duration::from_millis(20);
-    let start = |i: usize| {
-        tokio::spawn(member(
-            config(bootstrap, &group, assignor, &format!("m{i}")),
-            topic.clone(),
-            Arc::clone(&seen),
-            Arc::clone(&stops[i]),
-            pace,
-        ))
-    };
-    let first = start(0);
-    wait_until("a quarter is consumed", Duration::from_secs(60), || {
-        seen.unique() >= RECORDS / 4
-    })
-    .await;
-    let second = start(1);
-    wait_until("half is consumed", Duration::from_secs(60), || {
-        seen.unique() >= RECORDS / 2
-    })
-    .await;
-    let third = start(2);
-    wait_until(
-        "three quarters are consumed",
-        Duration::from_secs(60),
-        || seen.unique() >= RECORDS * 3 / 4,
-    )
-    .await;
-    stops[0].store(true, Ordering::SeqCst);
-    let mut leaving = first.await.unwrap();
-    leaving.close(Duration::from_secs(30)).await.unwrap();
-    wait_until("everything is consumed", Duration::from_secs(180), || {
-        seen.unique() >= RECORDS
-    })
-    .await;
-    // The two remaining members settle on all 12 partitions, each exactly once.
-    let settled = || {
-        let callbacks = seen.callbacks.lock().unwrap();
-        callbacks
-            .iter()
-            .filter(|c| c.contains(":assigned:"))
-            .count()
-    };
-    let before = settled();
-    // The broker's heartbeat interval (5 s by default) paces the consumer protocol's
-    // reconciliation: let the last one after m0 left finish.
-    wait_until(
-        "the two remaining members own every partition",
-        Duration::from_secs(60),
-        || {
-            let callbacks = seen.callbacks.lock().unwrap();
-            let mut owned: BTreeMap<&str, i64> = BTreeMap::new();
-            for c in callbacks.iter() {
-                let mut parts = c.split(':');
-                let (Some(m), Some(what), Some(n)) = (parts.next(), parts.next(), parts.next())
-                else {
-                    continue;
-                };
-                let n: i64 = n.parse().unwrap_or(0);
-                let entry = owned.entry(m).or_default();
-                match what {
-                    "assigned" => *entry += n,
-                    _ => *entry -= n,
-                }
-            }
-            owned.get("m1").copied().unwrap_or(0) + owned.get("m2").copied().unwrap_or(0)
-                == i64::from(PARTITIONS)
-        },
-    )
-    .await;
-    sleep(Duration::from_secs(2)).await;
-    stops[1].store(true, Ordering::SeqCst);
-    stops[2].store(true, Ordering::SeqCst);
-    let mut second = second.await.unwrap();
-    let mut third = third.await.unwrap();
-    let a = second.assignment().clone();
-    let b = third.assignment().clone();
-    assert!(
-        a.is_disjoint(&b),
-        "{assignor:?}: a partition owned twice: {a:?} {b:?}"
-    );
-    assert_eq!(
-        a.len() + b.len(),
-        PARTITIONS as usize,
-        "{assignor:?}: every partition owned once at the end (assigned callbacks {before})"
-    );
-    second.close(Duration::from_secs(30)).await.unwrap();
-    third.close(Duration::from_secs(30)).await.unwrap();
-    let duplicates = check_delivery(&seen, RECORDS);
-    let callbacks = seen.callbacks.lock().unwrap().clone();
-    (duplicates, callbacks)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_members_join_and_leave_mid_run_with_each_server_assignor() {
     let Some(bootstrap) = bootstrap() else { return };
     for assignor in ["uniform", "range"] {
-        let (duplicates, callbacks) = join_and_leave_run(&bootstrap, assignor).await;
+        let (duplicates, callbacks) =
+            join_and_leave_run(&bootstrap, assignor, 30_000, |group, member| {
+                config(&bootstrap, group, assignor, member)
+            })
+            .await;
         assert!(
             callbacks.iter().any(|c| c.starts_with("m0:revoked")),
             "{assignor}: the leaving member revoked: {callbacks:?}"

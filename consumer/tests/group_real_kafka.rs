@@ -20,7 +20,7 @@ use kafka_consumer::config::Assignor;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig};
 use support::group::*;
 use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
-use tokio::time::{sleep, Duration, Instant};
+use tokio::time::{Duration, Instant};
 
 fn config(bootstrap: &str, group: &str, assignor: Assignor, member: &str) -> ConsumerConfig {
     ConsumerConfig::builder()
@@ -84,83 +84,6 @@ async fn three_members_consume_300k_records_at_least_once() {
     eprintln!("300k run: {duplicates} duplicates; callbacks {callbacks:?}");
 }
 
-/// Members join and leave mid-run; returns (duplicates, callbacks).
-async fn join_and_leave_run(bootstrap: &str, assignor: Assignor) -> (usize, Vec<String>) {
-    const RECORDS: usize = 60_000;
-    let mut admin = client(bootstrap.to_owned());
-    let topic = unique(&format!("group-churn-{}", assignor.name()));
-    let group = unique("group");
-    create_topic(&mut admin, &topic, PARTITIONS).await;
-    produce_with_java(bootstrap, &topic, "none", &lines(RECORDS));
-
-    let seen = Arc::new(Seen::default());
-    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let pace = Duration::from_millis(20);
-    let start = |i: usize| {
-        tokio::spawn(member(
-            config(bootstrap, &group, assignor, &format!("m{i}")),
-            topic.clone(),
-            Arc::clone(&seen),
-            Arc::clone(&stops[i]),
-            pace,
-        ))
-    };
-    let first = start(0);
-    wait_until("a quarter is consumed", Duration::from_secs(60), || {
-        seen.unique() >= RECORDS / 4
-    })
-    .await;
-    let second = start(1);
-    wait_until("half is consumed", Duration::from_secs(60), || {
-        seen.unique() >= RECORDS / 2
-    })
-    .await;
-    let third = start(2);
-    wait_until(
-        "three quarters are consumed",
-        Duration::from_secs(60),
-        || seen.unique() >= RECORDS * 3 / 4,
-    )
-    .await;
-    stops[0].store(true, Ordering::SeqCst);
-    let mut leaving = first.await.unwrap();
-    leaving.close(Duration::from_secs(30)).await.unwrap();
-    wait_until("everything is consumed", Duration::from_secs(120), || {
-        seen.unique() >= RECORDS
-    })
-    .await;
-    // The two remaining members settle on all 12 partitions, each exactly once.
-    let settled = || {
-        let callbacks = seen.callbacks.lock().unwrap();
-        callbacks
-            .iter()
-            .filter(|c| c.contains(":assigned:"))
-            .count()
-    };
-    let before = settled();
-    sleep(Duration::from_secs(2)).await;
-    stops[1].store(true, Ordering::SeqCst);
-    stops[2].store(true, Ordering::SeqCst);
-    let mut second = second.await.unwrap();
-    let mut third = third.await.unwrap();
-    let a = second.assignment().clone();
-    let b = third.assignment().clone();
-    assert!(
-        a.is_disjoint(&b),
-        "{assignor:?}: a partition owned twice: {a:?} {b:?}"
-    );
-    assert_eq!(
-        a.len() + b.len(),
-        PARTITIONS as usize,
-        "{assignor:?}: every partition owned once at the end (assigned callbacks {before})"
-    );
-    second.close(Duration::from_secs(30)).await.unwrap();
-    third.close(Duration::from_secs(30)).await.unwrap();
-    let duplicates = check_delivery(&seen, RECORDS);
-    let callbacks = seen.callbacks.lock().unwrap().clone();
-    (duplicates, callbacks)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_join_and_leave_mid_run_with_each_assignor() {
     let Some(bootstrap) = bootstrap() else { return };
@@ -170,7 +93,11 @@ async fn members_join_and_leave_mid_run_with_each_assignor() {
         Assignor::Sticky,
         Assignor::CooperativeSticky,
     ] {
-        let (duplicates, callbacks) = join_and_leave_run(&bootstrap, assignor).await;
+        let (duplicates, callbacks) =
+            join_and_leave_run(&bootstrap, assignor.name(), 60_000, |group, member| {
+                config(&bootstrap, group, assignor, member)
+            })
+            .await;
         let leaving_revoked = callbacks.iter().any(|c| c.starts_with("m0:revoked"));
         assert!(
             leaving_revoked,

@@ -11,6 +11,8 @@ use kafka_consumer::{Consumer, ConsumerConfig, TopicPartition};
 use rand::RngCore;
 use tokio::time::{sleep, Duration, Instant};
 
+use super::real_broker::{client, create_topic, produce_with_java};
+
 pub const PARTITIONS: i32 = 12;
 pub const MAX_POLL_RECORDS: usize = 500;
 
@@ -212,4 +214,114 @@ pub fn check_delivery(seen: &Seen, records: usize) -> usize {
         "{duplicates} duplicates exceed the uncommitted-work bound {bound}"
     );
     duplicates
+}
+
+/// Members join and leave mid-run: m0 alone, m1 joins after a quarter, m2 after half, m0
+/// leaves after three quarters; m1 and m2 must settle on every partition exactly once, and
+/// every record is delivered (`check_delivery`). `config` gives a member's configuration from
+/// the group id and its name; `label` names the run in topics and messages. Returns (duplicates, callbacks).
+pub async fn join_and_leave_run(
+    bootstrap: &str,
+    label: &str,
+    records: usize,
+    config: impl Fn(&str, &str) -> ConsumerConfig,
+) -> (usize, Vec<String>) {
+    let mut admin = client(bootstrap.to_owned());
+    let topic = unique(&format!("churn-{label}"));
+    let group = unique("churn-group");
+    create_topic(&mut admin, &topic, PARTITIONS).await;
+    produce_with_java(bootstrap, &topic, "none", &lines(records));
+
+    let seen = Arc::new(Seen::default());
+    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let pace = Duration::from_millis(20);
+    let start = |i: usize| {
+        tokio::spawn(member(
+            config(&group, &format!("m{i}")),
+            topic.clone(),
+            Arc::clone(&seen),
+            Arc::clone(&stops[i]),
+            pace,
+        ))
+    };
+    let first = start(0);
+    wait_until("a quarter is consumed", Duration::from_secs(60), || {
+        seen.unique() >= records / 4
+    })
+    .await;
+    let second = start(1);
+    wait_until("half is consumed", Duration::from_secs(60), || {
+        seen.unique() >= records / 2
+    })
+    .await;
+    let third = start(2);
+    wait_until(
+        "three quarters are consumed",
+        Duration::from_secs(60),
+        || seen.unique() >= records * 3 / 4,
+    )
+    .await;
+    stops[0].store(true, Ordering::SeqCst);
+    let mut leaving = first.await.unwrap();
+    leaving.close(Duration::from_secs(30)).await.unwrap();
+    wait_until("everything is consumed", Duration::from_secs(180), || {
+        seen.unique() >= records
+    })
+    .await;
+    // The two remaining members settle on all 12 partitions, each exactly once.
+    let settled = || {
+        let callbacks = seen.callbacks.lock().unwrap();
+        callbacks
+            .iter()
+            .filter(|c| c.contains(":assigned:"))
+            .count()
+    };
+    let before = settled();
+    // The broker's heartbeat interval (5 s by default) paces the consumer protocol's
+    // reconciliation: let the last one after m0 left finish.
+    wait_until(
+        "the two remaining members own every partition",
+        Duration::from_secs(60),
+        || {
+            let callbacks = seen.callbacks.lock().unwrap();
+            let mut owned: BTreeMap<&str, i64> = BTreeMap::new();
+            for c in callbacks.iter() {
+                let mut parts = c.split(':');
+                let (Some(m), Some(what), Some(n)) = (parts.next(), parts.next(), parts.next())
+                else {
+                    continue;
+                };
+                let n: i64 = n.parse().unwrap_or(0);
+                let entry = owned.entry(m).or_default();
+                match what {
+                    "assigned" => *entry += n,
+                    _ => *entry -= n,
+                }
+            }
+            owned.get("m1").copied().unwrap_or(0) + owned.get("m2").copied().unwrap_or(0)
+                == i64::from(PARTITIONS)
+        },
+    )
+    .await;
+    sleep(Duration::from_secs(2)).await;
+    stops[1].store(true, Ordering::SeqCst);
+    stops[2].store(true, Ordering::SeqCst);
+    let mut second = second.await.unwrap();
+    let mut third = third.await.unwrap();
+    let a = second.assignment().clone();
+    let b = third.assignment().clone();
+    assert!(
+        a.is_disjoint(&b),
+        "{label}: a partition owned twice: {a:?} {b:?}"
+    );
+    assert_eq!(
+        a.len() + b.len(),
+        PARTITIONS as usize,
+        "{label}: every partition owned once at the end (assigned callbacks {before})"
+    );
+    second.close(Duration::from_secs(30)).await.unwrap();
+    third.close(Duration::from_secs(30)).await.unwrap();
+    let duplicates = check_delivery(&seen, records);
+    let callbacks = seen.callbacks.lock().unwrap().clone();
+    (duplicates, callbacks)
 }
