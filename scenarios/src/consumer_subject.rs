@@ -92,6 +92,25 @@ struct RecordingListener {
 }
 
 impl RecordingListener {
+    /// One listener call: the generation is read before the future (it must be `Send`, and
+    /// `&Consumer` is not); revoked and lost take the scenario's revoke time.
+    fn call<'a>(
+        &'a self,
+        consumer: &Consumer,
+        kind: CallbackKind,
+        partitions: &'a BTreeSet<TopicPartition>,
+    ) -> ListenerFuture<'a> {
+        let generation = generation_of(consumer);
+        let millis = match kind {
+            CallbackKind::Assigned => self.behaviour.assigned_ms,
+            CallbackKind::Revoked | CallbackKind::Lost => self.behaviour.revoked_ms,
+        };
+        Box::pin(async move {
+            self.run(generation, kind, partitions, millis).await;
+            Ok(())
+        })
+    }
+
     async fn run(
         &self,
         generation: i32,
@@ -142,17 +161,7 @@ impl ConsumerRebalanceListener for RecordingListener {
         consumer: &'a mut Consumer,
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
-        let generation = generation_of(consumer);
-        Box::pin(async move {
-            self.run(
-                generation,
-                CallbackKind::Revoked,
-                partitions,
-                self.behaviour.revoked_ms,
-            )
-            .await;
-            Ok(())
-        })
+        self.call(consumer, CallbackKind::Revoked, partitions)
     }
 
     fn on_partitions_assigned<'a>(
@@ -160,17 +169,7 @@ impl ConsumerRebalanceListener for RecordingListener {
         consumer: &'a mut Consumer,
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
-        let generation = generation_of(consumer);
-        Box::pin(async move {
-            self.run(
-                generation,
-                CallbackKind::Assigned,
-                partitions,
-                self.behaviour.assigned_ms,
-            )
-            .await;
-            Ok(())
-        })
+        self.call(consumer, CallbackKind::Assigned, partitions)
     }
 
     fn on_partitions_lost<'a>(
@@ -178,17 +177,7 @@ impl ConsumerRebalanceListener for RecordingListener {
         consumer: &'a mut Consumer,
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
-        let generation = generation_of(consumer);
-        Box::pin(async move {
-            self.run(
-                generation,
-                CallbackKind::Lost,
-                partitions,
-                self.behaviour.revoked_ms,
-            )
-            .await;
-            Ok(())
-        })
+        self.call(consumer, CallbackKind::Lost, partitions)
     }
 }
 
