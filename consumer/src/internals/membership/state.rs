@@ -17,16 +17,16 @@ pub(crate) enum MemberState {
     Stable,
 }
 
-/// A refused transition.
+/// A refused transition, of either protocol's member states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IllegalTransition {
+pub(crate) struct IllegalTransition<S> {
     /// The state the member was in.
-    pub from: MemberState,
+    pub from: S,
     /// The state asked for.
-    pub to: MemberState,
+    pub to: S,
 }
 
-impl fmt::Display for IllegalTransition {
+impl<S: fmt::Debug> fmt::Display for IllegalTransition<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -56,7 +56,7 @@ impl MemberState {
     }
 
     /// Moves to `next` if legal.
-    pub fn transition_to(&mut self, next: Self) -> Result<(), IllegalTransition> {
+    pub fn transition_to(&mut self, next: Self) -> Result<(), IllegalTransition<Self>> {
         if !self.can_transition_to(next) {
             return Err(IllegalTransition {
                 from: *self,

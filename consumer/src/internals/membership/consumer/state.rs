@@ -1,7 +1,7 @@
 //! The KIP-848 member's state (Java's `MemberState`) and its legal transitions, verbatim from
 //! Kafka's table. A transition outside it is a bug in the manager: it is refused and reported.
 
-use std::fmt;
+use crate::internals::membership::state::IllegalTransition;
 
 /// Where a `group.protocol=consumer` member is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,25 +26,6 @@ pub(crate) enum MemberState {
     Fatal,
     /// Left because the application stayed away from `poll`; rejoins on the next poll.
     Stale,
-}
-
-/// A refused transition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IllegalTransition {
-    /// The state the member was in.
-    pub from: MemberState,
-    /// The state asked for.
-    pub to: MemberState,
-}
-
-impl fmt::Display for IllegalTransition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid member state transition from {:?} to {:?}",
-            self.from, self.to
-        )
-    }
 }
 
 impl MemberState {
@@ -90,7 +71,7 @@ impl MemberState {
     }
 
     /// Moves to `next` if legal.
-    pub fn transition_to(&mut self, next: Self) -> Result<(), IllegalTransition> {
+    pub fn transition_to(&mut self, next: Self) -> Result<(), IllegalTransition<Self>> {
         if !self.can_transition_to(next) {
             return Err(IllegalTransition {
                 from: *self,
