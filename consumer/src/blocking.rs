@@ -97,6 +97,11 @@ impl BlockingConsumer {
             .block_on(self.consumer.subscribe_pattern(pattern))
     }
 
+    /// See [`Consumer::subscribe_regex`].
+    pub fn subscribe_regex(&mut self, regex: &str) -> Result<()> {
+        self.runtime.block_on(self.consumer.subscribe_regex(regex))
+    }
+
     /// See [`Consumer::assign`].
     pub fn assign(&mut self, partitions: impl IntoIterator<Item = TopicPartition>) -> Result<()> {
         self.runtime.block_on(self.consumer.assign(partitions))

@@ -125,8 +125,17 @@ enum Mode {
     Topics(BTreeSet<String>),
     /// `subscribe_pattern`.
     Pattern(String),
+    /// `subscribe_regex`.
+    Regex(String),
     /// `assign`.
     Assigned,
+}
+
+impl Mode {
+    /// Whether the group assigns the partitions.
+    fn is_subscribed(&self) -> bool {
+        matches!(self, Mode::Topics(_) | Mode::Pattern(_) | Mode::Regex(_))
+    }
 }
 
 struct AsyncCommit {
@@ -495,7 +504,7 @@ impl Consumer {
     ) -> Result<()> {
         self.ensure_open()?;
         self.settle_assignment();
-        if matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+        if self.mode.is_subscribed() {
             return Err(Error::IllegalState(
                 "subscription to topics, partitions and pattern are mutually exclusive".to_owned(),
             ));
@@ -581,6 +590,34 @@ impl Consumer {
         self.subscribe_pattern(pattern).await
     }
 
+    /// Subscribes to every topic whose name the broker finds matching `regex` (RE2J syntax,
+    /// whole-name match; Java's `subscribe(SubscriptionPattern)`). The broker evaluates it — on
+    /// topics created or deleted later too — so every member of the group sees the same topics;
+    /// a regex the broker cannot compile fails a later `poll` with INVALID_REGULAR_EXPRESSION.
+    /// Needs `group.protocol=consumer` (the classic protocol has no broker-side regex; use
+    /// [`subscribe_pattern`](Self::subscribe_pattern) there).
+    pub async fn subscribe_regex(&mut self, regex: &str) -> Result<()> {
+        if regex.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the topic regex to subscribe to must not be empty".to_owned(),
+            ));
+        }
+        self.start_subscription(SubscriptionRequest::Regex(regex.to_owned()))
+            .await?;
+        self.mode = Mode::Regex(regex.to_owned());
+        Ok(())
+    }
+
+    /// Like [`subscribe_regex`](Self::subscribe_regex), with a rebalance listener.
+    pub async fn subscribe_regex_with_listener(
+        &mut self,
+        regex: &str,
+        listener: impl ConsumerRebalanceListener + 'static,
+    ) -> Result<()> {
+        self.set_listener(listener);
+        self.subscribe_regex(regex).await
+    }
+
     fn set_listener(&mut self, listener: impl ConsumerRebalanceListener + 'static) {
         *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(listener));
     }
@@ -609,7 +646,7 @@ impl Consumer {
         self.ensure_open()?;
         self.settle_assignment();
         match self.mode {
-            Mode::Topics(_) | Mode::Pattern(_) => {
+            Mode::Topics(_) | Mode::Pattern(_) | Mode::Regex(_) => {
                 self.run_commit_callbacks();
                 let (completion, receiver) =
                     Self::completion("unsubscribe", self.default_timeout());
@@ -637,11 +674,14 @@ impl Consumer {
         }
     }
 
-    /// The subscribed topics (`subscribe`), or the pattern's source (`subscribe_pattern`).
+    /// The subscribed topics (`subscribe`), or the pattern's source (`subscribe_pattern`,
+    /// `subscribe_regex`).
     pub fn subscription(&self) -> BTreeSet<String> {
         match &self.mode {
             Mode::Topics(topics) => topics.clone(),
-            Mode::Pattern(pattern) => [pattern.clone()].into_iter().collect(),
+            Mode::Pattern(pattern) | Mode::Regex(pattern) => {
+                [pattern.clone()].into_iter().collect()
+            }
             Mode::Assigned | Mode::Idle => BTreeSet::new(),
         }
     }
@@ -650,7 +690,7 @@ impl Consumer {
     /// `poll`. Ignored outside a group generation.
     pub fn enforce_rebalance(&mut self, reason: &str) -> Result<()> {
         self.ensure_open()?;
-        if !matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+        if !self.mode.is_subscribed() {
             return Err(Error::IllegalState(
                 "enforce_rebalance needs a subscription".to_owned(),
             ));
@@ -1162,7 +1202,7 @@ impl Consumer {
                 tracing::warn!(%error, "auto-commit on close failed");
             }
         }
-        if matches!(self.mode, Mode::Topics(_) | Mode::Pattern(_)) {
+        if self.mode.is_subscribed() {
             // Revoke through the listener and leave the group (a static member keeps its place
             // until its session times out), within what is left of the timeout.
             let remaining = deadline.saturating_duration_since(Instant::now());

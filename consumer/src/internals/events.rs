@@ -28,13 +28,15 @@ pub(crate) enum SeekTarget {
     End,
 }
 
-/// What `subscribe` / `subscribe_pattern` subscribe to.
+/// What `subscribe` / `subscribe_pattern` / `subscribe_regex` subscribe to.
 #[derive(Debug, Clone)]
 pub(crate) enum SubscriptionRequest {
     /// These topics.
     Topics(BTreeSet<String>),
     /// The topics matching a pattern, re-evaluated on every metadata refresh.
     Pattern(TopicPattern),
+    /// The topics a broker-side RE2J regex matches (consumer group protocol only).
+    Regex(String),
 }
 
 /// The rebalance listener method a callback-needed event asks the application side to run.

@@ -36,7 +36,7 @@ use super::requests::{
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
-use crate::config::AutoOffsetReset;
+use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
@@ -380,7 +380,8 @@ impl ConsumerNetworkThread {
         }
     }
 
-    /// `subscribe` / `subscribe_pattern`: the modes exclude each other, as in Java; a member
+    /// `subscribe` / `subscribe_pattern` / `subscribe_regex`: the modes exclude each other, as
+    /// in Java; a member
     /// in the group rejoins with the new subscription.
     fn subscribe(&mut self, subscription: SubscriptionRequest) -> Result<()> {
         let Some(membership) = self.membership.as_mut() else {
@@ -393,13 +394,31 @@ impl ConsumerNetworkThread {
                 "subscription to topics, partitions and pattern are mutually exclusive".to_owned(),
             ))
         };
-        match (self.subscriptions.subscription_type(), &subscription) {
-            (SubscriptionType::UserAssigned, _)
-            | (SubscriptionType::AutoTopics, SubscriptionRequest::Pattern(_))
-            | (SubscriptionType::AutoPattern(_), SubscriptionRequest::Topics(_)) => {
-                return exclusive()
-            }
-            _ => {}
+        // Java's `setSubscriptionType`: a new subscription may only replace one of its kind.
+        let same_kind = matches!(
+            (self.subscriptions.subscription_type(), &subscription),
+            (SubscriptionType::None, _)
+                | (SubscriptionType::AutoTopics, SubscriptionRequest::Topics(_))
+                | (
+                    SubscriptionType::AutoPattern(_),
+                    SubscriptionRequest::Pattern(_)
+                )
+                | (
+                    SubscriptionType::AutoPatternRe2j(_),
+                    SubscriptionRequest::Regex(_)
+                )
+        );
+        if !same_kind {
+            return exclusive();
+        }
+        if matches!(subscription, SubscriptionRequest::Regex(_))
+            && self.settings.group_protocol != GroupProtocol::Consumer
+        {
+            return Err(Error::InvalidArgument(
+                "subscribing to a broker-side regex needs group.protocol=consumer; with the \
+                 classic protocol use subscribe_pattern"
+                    .to_owned(),
+            ));
         }
         if membership.is_leaving() {
             return Err(Error::IllegalState(
@@ -424,6 +443,7 @@ impl ConsumerNetworkThread {
                     .collect();
                 self.subscriptions.match_pattern(topics);
             }
+            SubscriptionRequest::Regex(regex) => self.subscriptions.subscribe_regex(regex),
         }
         membership.on_subscription_changed();
         self.metadata.request_refresh();

@@ -47,6 +47,9 @@ pub(crate) enum SubscriptionType {
     AutoTopics,
     /// `subscribe_pattern`: the group assigns partitions of the topics the pattern matches.
     AutoPattern(TopicPattern),
+    /// `subscribe_regex` (Java's `AUTO_PATTERN_RE2J`): the broker matches this RE2J regex
+    /// against its topics; the consumer never evaluates it.
+    AutoPatternRe2j(String),
     /// `assign(partitions)`: the application chose the partitions.
     UserAssigned,
 }
@@ -99,7 +102,9 @@ impl SubscriptionState {
     pub fn has_auto_assigned_partitions(&self) -> bool {
         matches!(
             self.subscription_type,
-            SubscriptionType::AutoTopics | SubscriptionType::AutoPattern(_)
+            SubscriptionType::AutoTopics
+                | SubscriptionType::AutoPattern(_)
+                | SubscriptionType::AutoPatternRe2j(_)
         )
     }
 
@@ -114,6 +119,21 @@ impl SubscriptionState {
     pub fn subscribe_pattern(&mut self, pattern: TopicPattern) {
         tracing::info!(pattern = pattern.as_str(), "subscribed to pattern");
         self.subscription_type = SubscriptionType::AutoPattern(pattern);
+    }
+
+    /// `subscribe_regex`: the broker resolves `regex`; no topic names are subscribed locally.
+    pub fn subscribe_regex(&mut self, regex: String) {
+        tracing::info!(regex = regex.as_str(), "subscribed to broker-side regex");
+        self.subscription_type = SubscriptionType::AutoPatternRe2j(regex);
+        self.set_subscribed_topics(BTreeSet::new());
+    }
+
+    /// The broker-side regex subscribed to, if any.
+    pub fn subscribed_regex(&self) -> Option<&str> {
+        match &self.subscription_type {
+            SubscriptionType::AutoPatternRe2j(regex) => Some(regex),
+            _ => None,
+        }
     }
 
     /// Re-evaluates a pattern subscription against every topic the cluster has; returns
@@ -169,9 +189,15 @@ impl SubscriptionState {
         topics
     }
 
-    /// Whether metadata must cover every topic (a pattern is matched against all of them).
+    /// Whether metadata must cover every topic: a pattern is matched against all of them, and
+    /// a broker-side regex assigns topics by id that only metadata can name. (Java asks for the
+    /// assigned topic ids there; Metadata by topic id is not served by every broker we talk
+    /// to, all topics is.)
     pub fn needs_all_topics_metadata(&self) -> bool {
-        matches!(self.subscription_type, SubscriptionType::AutoPattern(_))
+        matches!(
+            self.subscription_type,
+            SubscriptionType::AutoPattern(_) | SubscriptionType::AutoPatternRe2j(_)
+        )
     }
 
     /// Replaces the assignment with what the group assigned; `awaiting_callback` are the new

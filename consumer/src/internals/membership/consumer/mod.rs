@@ -94,6 +94,7 @@ impl LocalAssignment {
 pub(super) struct SentFields {
     rebalance_timeout_ms: Option<i32>,
     subscribed_topic_names: Option<BTreeSet<String>>,
+    subscribed_topic_regex: Option<String>,
     server_assignor: Option<String>,
     assignment: Option<LocalAssignment>,
 }

@@ -1,7 +1,8 @@
 //! ConsumerGroupHeartbeat requests, built from the manager's state (Java's
 //! `HeartbeatState.buildRequestData`): group, member id, epoch and instance id always; the
-//! rebalance timeout, subscription, server assignor and owned partitions only when they
-//! changed since the last heartbeat — and all of them when joining.
+//! rebalance timeout, subscription (topic names and broker-side regex), server assignor and
+//! owned partitions only when they changed since the last heartbeat — and all of them when
+//! joining.
 
 use std::collections::BTreeSet;
 
@@ -89,6 +90,13 @@ pub(super) fn heartbeat(
         request = request
             .with_subscribed_topic_names(Some(subscribed.iter().map(|t| topic_name(t)).collect()));
         m.sent.subscribed_topic_names = Some(subscribed.clone());
+    }
+    // The broker-side regex when joining or changed; "" tells the broker a regex it holds is
+    // gone (Java's `SubscribedTopicRegex` rule).
+    let regex = ctx.subscriptions.subscribed_regex();
+    if (all && regex.is_some()) || m.sent.subscribed_topic_regex.as_deref() != regex {
+        request = request.with_subscribed_topic_regex(Some(str_bytes(regex.unwrap_or_default())));
+        m.sent.subscribed_topic_regex = regex.map(str::to_owned);
     }
     if let Some(assignor) = &m.server_assignor {
         if all || m.sent.server_assignor.as_ref() != Some(assignor) {

@@ -321,6 +321,50 @@ fn one_heartbeat_in_flight_interval_from_the_broker_and_fields_only_when_changed
 }
 
 #[test]
+fn a_broker_side_regex_is_sent_when_joining_and_when_changed_and_cleared_with_an_empty_one() {
+    let mut h = Harness::new();
+    h.p.subscriptions.unsubscribe();
+    h.p.subscriptions.subscribe_regex("t|u.*".to_owned());
+    assert!(
+        h.p.subscriptions.needs_all_topics_metadata(),
+        "names come from metadata"
+    );
+    let member = h.join_stable(1, &[0]);
+    h.p.advance_ms(1_000);
+    let (token, hb) = h.heartbeat();
+    assert_eq!(hb.subscribed_topic_regex, None, "unchanged: not sent");
+    assert_eq!(hb.subscribed_topic_names, None);
+    h.respond(token, ok(&member, 1, None));
+
+    h.p.subscriptions.subscribe_regex("v.*".to_owned());
+    h.p.advance_ms(1_000);
+    let (token, hb) = h.heartbeat();
+    assert_eq!(hb.subscribed_topic_regex.as_deref(), Some("v.*"));
+    assert_eq!(hb.subscribed_topic_names, None, "the names did not change");
+    h.respond(token, ok(&member, 1, None));
+
+    // Back to topic names: the broker must drop the regex it holds.
+    h.p.subscriptions.unsubscribe();
+    h.p.subscriptions
+        .subscribe(["t".to_owned()].into_iter().collect());
+    h.p.advance_ms(1_000);
+    let (_, hb) = h.heartbeat();
+    assert_eq!(hb.subscribed_topic_regex.as_deref(), Some(""));
+    assert_eq!(hb.subscribed_topic_names, Some(vec![topic_name("t")]));
+}
+
+#[test]
+fn a_joining_member_sends_its_regex_and_empty_topic_names() {
+    let mut h = Harness::new();
+    h.p.subscriptions.unsubscribe();
+    h.p.subscriptions.subscribe_regex("t.*".to_owned());
+    h.app_polls();
+    let (_, hb) = h.heartbeat();
+    assert_eq!(hb.subscribed_topic_regex.as_deref(), Some("t.*"));
+    assert_eq!(hb.subscribed_topic_names, Some(vec![]));
+}
+
+#[test]
 fn network_errors_clear_the_heartbeat_in_flight() {
     let mut h = Harness::new();
     h.app_polls();
