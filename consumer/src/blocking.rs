@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::close_options::CloseOptions;
 use crate::config::ConsumerConfig;
 use crate::consumer::{Consumer, ConsumerMetrics, Offsets, WakeupHandle};
 use crate::error::{Error, Result};
@@ -263,5 +264,10 @@ impl BlockingConsumer {
     /// See [`Consumer::close`].
     pub fn close(&mut self, timeout: Duration) -> Result<()> {
         self.runtime.block_on(self.consumer.close(timeout))
+    }
+
+    /// See [`Consumer::close_with`].
+    pub fn close_with(&mut self, options: CloseOptions) -> Result<()> {
+        self.runtime.block_on(self.consumer.close_with(options))
     }
 }

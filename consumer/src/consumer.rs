@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
 
+use crate::close_options::{CloseOptions, GroupMembershipOperation};
 use crate::config::ConsumerConfig;
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
@@ -650,7 +651,10 @@ impl Consumer {
                 self.run_commit_callbacks();
                 let (completion, receiver) =
                     Self::completion("unsubscribe", self.default_timeout());
-                self.send(ApplicationEvent::Unsubscribe { completion })?;
+                self.send(ApplicationEvent::Unsubscribe {
+                    completion,
+                    operation: GroupMembershipOperation::Default,
+                })?;
                 let result = self.wait_running_callbacks(receiver).await;
                 self.mode = Mode::Idle;
                 self.set_assignment_view(BTreeSet::new());
@@ -1187,14 +1191,23 @@ impl Consumer {
 
     // ----- close -----
 
-    /// Closes within `timeout`: a final auto-commit (errors are logged, not returned), earlier
-    /// async commits and their callbacks, then the background task drains pending commits
-    /// (failing them if the coordinator is unknown), closes fetch sessions and stops.
+    /// Closes within `timeout`: a final auto-commit (errors are logged, not returned), the
+    /// partitions revoked through the listener and the group left (a static member keeps its
+    /// place until its session times out), earlier async commits and their callbacks, then the
+    /// background task drains pending commits (failing them if the coordinator is unknown),
+    /// closes fetch sessions and stops. [`close_with`](Self::close_with) chooses whether to
+    /// leave the group.
     pub async fn close(&mut self, timeout: Duration) -> Result<()> {
+        self.close_with(CloseOptions::new().timeout(timeout)).await
+    }
+
+    /// [`close`](Self::close) with Java's `CloseOptions`: the timeout, and whether the member
+    /// leaves its group ([`GroupMembershipOperation`]).
+    pub async fn close_with(&mut self, options: CloseOptions) -> Result<()> {
         if self.closed {
             return Ok(());
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + options.timeout;
         if self.settings.auto_commit() && !self.assignment.is_empty() {
             let offsets = self.consumed_positions();
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -1203,12 +1216,15 @@ impl Consumer {
             }
         }
         if self.mode.is_subscribed() {
-            // Revoke through the listener and leave the group (a static member keeps its place
-            // until its session times out), within what is left of the timeout.
+            // Revoke through the listener and leave the group (or remain in it, as the options
+            // say), within what is left of the timeout.
             let remaining = deadline.saturating_duration_since(Instant::now());
             let (completion, receiver) = Self::completion::<()>("leave group on close", remaining);
             if self
-                .send(ApplicationEvent::Unsubscribe { completion })
+                .send(ApplicationEvent::Unsubscribe {
+                    completion,
+                    operation: options.group_membership_operation,
+                })
                 .is_ok()
             {
                 if let Err(error) = self.wait_running_callbacks(receiver).await {

@@ -19,6 +19,7 @@
 pub mod assignor;
 #[cfg(not(madsim))]
 pub mod blocking;
+pub mod close_options;
 pub mod config;
 pub mod consumer;
 pub mod error;
@@ -30,6 +31,7 @@ pub mod records;
 pub mod rt;
 pub mod types;
 
+pub use close_options::{CloseOptions, GroupMembershipOperation};
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};
 pub use error::{Error, Result};

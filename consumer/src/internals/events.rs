@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::completion::Completion;
 use super::subscription_state::TopicPattern;
+use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::types::{OffsetAndMetadata, OffsetAndTimestamp, PartitionInfo, TopicPartition};
 
@@ -80,6 +81,8 @@ pub(crate) enum ApplicationEvent {
     Unsubscribe {
         /// Done when the member has left.
         completion: Completion<()>,
+        /// Leave or remain (`close_with`); `Default` for `unsubscribe`.
+        operation: GroupMembershipOperation,
     },
     /// A rebalance listener callback has run on the application side (or failed, panicked, or
     /// was abandoned: the background side only needs to know it is over).

@@ -271,13 +271,16 @@ impl ConsumerNetworkThread {
                 let result = self.subscribe(subscription);
                 completion.complete(result);
             }
-            ApplicationEvent::Unsubscribe { completion } => {
+            ApplicationEvent::Unsubscribe {
+                completion,
+                operation,
+            } => {
                 self.reaper.add(&completion);
                 if self.membership.is_some() && self.subscriptions.has_auto_assigned_partitions() {
                     let mut effects = Effects::default();
                     self.with_ctx(now, &mut effects, |ctx, m| {
                         if let Some(membership) = m.membership.as_deref_mut() {
-                            membership.leave(ctx, Some(completion));
+                            membership.leave(ctx, Some(completion), operation);
                         }
                     });
                     self.apply(effects, now);

@@ -18,6 +18,7 @@ pub(crate) use state::MemberState;
 
 use std::collections::BTreeSet;
 
+use crate::close_options::GroupMembershipOperation;
 use crate::config::GroupProtocol;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
@@ -107,10 +108,15 @@ impl Membership {
     }
 
     /// `unsubscribe` / `close`.
-    pub fn leave(&mut self, ctx: &mut ManagerContext<'_>, completion: Option<Completion<()>>) {
+    pub fn leave(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        completion: Option<Completion<()>>,
+        operation: GroupMembershipOperation,
+    ) {
         match self {
-            Self::Classic(m) => m.leave(completion),
-            Self::Consumer(m) => m.leave(ctx, completion),
+            Self::Classic(m) => m.leave(completion, operation),
+            Self::Consumer(m) => m.leave(ctx, completion, operation),
         }
     }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{requests, ClassicMembershipManager, Generation, Leave, LeaveStage, Step};
+use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::internals::completion::Completion;
 use crate::internals::context::ManagerContext;
@@ -149,7 +150,11 @@ impl ClassicMembershipManager {
             "consumer poll timeout has expired: the time between calls to poll() was longer \
              than max.poll.interval.ms; leaving the group"
         );
-        if let Some(request) = self.leave_request(ctx, "consumer poll timeout has expired") {
+        if let Some(request) = self.leave_request(
+            ctx,
+            "consumer poll timeout has expired",
+            GroupMembershipOperation::Default,
+        ) {
             result.requests.push(request);
         }
         self.reset_generation(ctx, false, "consumer poll timeout has expired");
@@ -157,14 +162,22 @@ impl ClassicMembershipManager {
         true
     }
 
-    /// A LeaveGroup for a dynamic member still in a generation, when the coordinator is known.
+    /// A LeaveGroup for a member still in a generation, when the coordinator is known: dynamic
+    /// members send it unless told to remain, static ones only when told to leave (Java's
+    /// `shouldSendLeaveGroupRequest`).
     fn leave_request(
         &mut self,
         ctx: &ManagerContext<'_>,
         reason: &str,
+        operation: GroupMembershipOperation,
     ) -> Option<crate::internals::requests::UnsentRequest> {
         let coordinator = ctx.coordinator?;
-        if self.group_instance_id.is_some()
+        let leaves = match operation {
+            GroupMembershipOperation::LeaveGroup => true,
+            GroupMembershipOperation::Default => self.group_instance_id.is_none(),
+            GroupMembershipOperation::RemainInGroup => false,
+        };
+        if !leaves
             || self.state == MemberState::Unjoined && !self.generation.is_valid()
             || self.generation.member_id.is_empty()
         {
@@ -187,10 +200,14 @@ impl ClassicMembershipManager {
     }
 
     /// `unsubscribe` / `close`: revoke (or lose) the partitions through the listener, send
-    /// LeaveGroup (dynamic members), drop the subscription. A rebalance under way is
+    /// LeaveGroup (as `operation` says), drop the subscription. A rebalance under way is
     /// abandoned, except a listener call already out: it finishes first, so the application
     /// never sees a partition revoked twice.
-    pub fn leave(&mut self, completion: Option<Completion<()>>) {
+    pub fn leave(
+        &mut self,
+        completion: Option<Completion<()>>,
+        operation: GroupMembershipOperation,
+    ) {
         if self.leave.is_some() {
             if let Some(c) = completion {
                 c.complete(Ok(()));
@@ -202,6 +219,7 @@ impl ClassicMembershipManager {
         }
         self.leave = Some(Leave {
             completion,
+            operation,
             stage: LeaveStage::Start,
         });
     }
@@ -243,7 +261,11 @@ impl ClassicMembershipManager {
     }
 
     fn send_leave(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
-        match self.leave_request(ctx, "the consumer is unsubscribing or closing") {
+        let operation = self
+            .leave
+            .as_ref()
+            .map_or(GroupMembershipOperation::Default, |l| l.operation);
+        match self.leave_request(ctx, "the consumer is unsubscribing or closing", operation) {
             Some(request) => {
                 let token = request.token;
                 result.requests.push(request);

@@ -33,6 +33,7 @@ use super::heartbeat::HeartbeatTimers;
 use super::state::MemberState;
 use super::MemberIdentity;
 use crate::assignor::{assignor_by_name, ConsumerPartitionAssignor, RebalanceProtocol};
+use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
@@ -119,6 +120,8 @@ pub(super) enum Step {
 #[derive(Debug)]
 pub(super) struct Leave {
     completion: Option<Completion<()>>,
+    /// Whether the LeaveGroup is sent (`close_with`).
+    operation: GroupMembershipOperation,
     stage: LeaveStage,
 }
 

@@ -587,7 +587,7 @@ fn leave_revokes_then_sends_leave_group_then_completes() {
     let id = h.join_as_follower(1, &[0, 1]);
     h.complete(id);
     let (completion, receiver) = Completion::new("unsubscribe", None, 0);
-    h.m.leave(Some(completion));
+    h.m.leave(Some(completion), GroupMembershipOperation::Default);
     assert!(h.poll().requests.is_empty());
     let callbacks = h.callbacks();
     assert_eq!(
@@ -621,7 +621,7 @@ fn static_members_leave_without_leave_group() {
     let id = h.join_as_follower(1, &[0]);
     h.complete(id);
     let (completion, receiver) = Completion::new("close", None, 0);
-    h.m.leave(Some(completion));
+    h.m.leave(Some(completion), GroupMembershipOperation::Default);
     h.poll();
     let callbacks = h.callbacks();
     h.complete(callbacks[0].0);
@@ -671,10 +671,60 @@ fn a_late_sync_response_after_leaving_is_ignored() {
     let (token, _) = h.one_request();
     h.respond(token, join_response(1, "m-1", "x", "range"));
     let (sync_token, _) = h.one_request();
-    h.m.leave(None);
+    h.m.leave(None, GroupMembershipOperation::Default);
     h.poll();
     h.respond(sync_token, sync_response(&[0]));
     assert!(h.callbacks().is_empty());
     assert!(h.p.subscriptions.assigned().is_empty());
     h.p.advance_ms(Duration::from_secs(1).as_millis() as u64);
+}
+
+/// Java's `shouldSendLeaveGroupRequest`: which closes send LeaveGroup. Listeners see the
+/// revocation either way.
+#[test]
+fn close_options_choose_whether_leave_group_is_sent() {
+    use GroupMembershipOperation::{Default, LeaveGroup, RemainInGroup};
+    let cases = [
+        (None, Default, true),
+        (None, LeaveGroup, true),
+        (None, RemainInGroup, false),
+        (Some("i-1"), Default, false),
+        (Some("i-1"), LeaveGroup, true),
+        (Some("i-1"), RemainInGroup, false),
+    ];
+    for (instance_id, operation, sends_leave_group) in cases {
+        let mut settings = settings(vec![Assignor::Range], false);
+        settings.group_instance_id = instance_id.map(str::to_owned);
+        let mut h = Harness::eager();
+        h.m = ClassicMembershipManager::new(&settings, h.p.now)
+            .expect("valid")
+            .expect("group");
+        let id = h.join_as_follower(1, &[0]);
+        h.complete(id);
+        let (completion, receiver) = Completion::new("close", None, 0);
+        h.m.leave(Some(completion), operation);
+        h.poll();
+        let callbacks = h.callbacks();
+        assert_eq!(callbacks[0].1, RebalanceCallback::Revoked);
+        h.complete(callbacks[0].0);
+        let case = format!("{instance_id:?} {operation:?}");
+        if sends_leave_group {
+            let (token, body) = h.one_request();
+            let RequestBody::LeaveGroup(leave) = body else {
+                panic!("{case}: {body:?}")
+            };
+            assert_eq!(
+                leave.members[0].group_instance_id.as_deref(),
+                instance_id,
+                "{case}"
+            );
+            h.respond(
+                token,
+                ResponseBody::LeaveGroup(LeaveGroupResponse::default()),
+            );
+        } else {
+            assert!(h.poll().requests.is_empty(), "{case}");
+        }
+        assert!(matches!(receiver.borrow().as_ref(), Some(Ok(()))), "{case}");
+    }
 }

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::MemberIdentity;
+use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
@@ -144,6 +145,8 @@ enum LostReason {
 #[derive(Debug)]
 struct Leave {
     completion: Option<Completion<()>>,
+    /// Which leave heartbeat, if any (`close_with`).
+    operation: GroupMembershipOperation,
     stage: LeaveStage,
 }
 
@@ -319,8 +322,11 @@ impl ConsumerMembershipManager {
         self.next_token
     }
 
-    fn leave_epoch(&self) -> i32 {
-        if self.group_instance_id.is_some() {
+    /// The epoch of a leave heartbeat (Java's `leaveGroupEpoch`): -2 says a static member is
+    /// gone for now and keeps its place; -1 removes the member, which is how a static member
+    /// leaves for good.
+    fn leave_epoch(&self, operation: GroupMembershipOperation) -> i32 {
+        if self.group_instance_id.is_some() && operation != GroupMembershipOperation::LeaveGroup {
             LEAVE_STATIC_EPOCH
         } else {
             LEAVE_EPOCH
@@ -554,7 +560,12 @@ impl ConsumerMembershipManager {
 
     /// `unsubscribe` / `close`: revoke (or lose) through the listener, then the leave
     /// heartbeat; done when it is answered or cannot be sent.
-    pub fn leave(&mut self, ctx: &mut ManagerContext<'_>, completion: Option<Completion<()>>) {
+    pub fn leave(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        completion: Option<Completion<()>>,
+        operation: GroupMembershipOperation,
+    ) {
         if self.leave.is_some() {
             if let Some(c) = completion {
                 c.complete(Ok(()));
@@ -578,6 +589,7 @@ impl ConsumerMembershipManager {
         self.transition(ctx, MemberState::PrepareLeaving);
         self.leave = Some(Leave {
             completion,
+            operation,
             stage: LeaveStage::Start,
         });
     }
@@ -641,10 +653,26 @@ impl ConsumerMembershipManager {
         if self.state != MemberState::PrepareLeaving {
             return self.finish_leave(ctx);
         }
-        self.member_epoch = self.leave_epoch();
+        let operation = self
+            .leave
+            .as_ref()
+            .map_or(GroupMembershipOperation::Default, |l| l.operation);
+        self.member_epoch = self.leave_epoch(operation);
         self.transition(ctx, MemberState::Leaving);
         self.new_incarnation();
-        let request = self.leave_request(ctx, "the consumer is unsubscribing or closing");
+        // A dynamic member told to remain sends nothing: the coordinator removes it when its
+        // session times out (Java's `shouldSendLeaveHeartbeatNow`).
+        let remains = self.group_instance_id.is_none()
+            && operation == GroupMembershipOperation::RemainInGroup;
+        let request = if remains {
+            tracing::info!(
+                member_id = self.member_id,
+                "closing without a leave heartbeat: the member remains until its session times out"
+            );
+            None
+        } else {
+            self.leave_request(ctx, "the consumer is unsubscribing or closing")
+        };
         // LEAVING ends when the leave heartbeat is generated (or cannot be).
         self.transition(ctx, MemberState::Unsubscribed);
         match request {
@@ -757,7 +785,7 @@ impl ConsumerMembershipManager {
         );
         self.poll_timer_expired = true;
         self.transition(ctx, MemberState::PrepareLeaving);
-        self.member_epoch = self.leave_epoch();
+        self.member_epoch = self.leave_epoch(GroupMembershipOperation::Default);
         self.current = LocalAssignment::none();
         self.transition(ctx, MemberState::Leaving);
         self.new_incarnation();

@@ -642,7 +642,11 @@ fn unsubscribe_revokes_then_leaves_and_completes_on_the_response() {
     let (completion, receiver) = Completion::new("unsubscribe", None, 0);
     {
         let mut ctx = h.p.ctx();
-        h.m.leave(&mut ctx, Some(completion));
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
     }
     assert_eq!(h.m.state(), MemberState::PrepareLeaving);
     h.poll_reconcile();
@@ -680,7 +684,11 @@ fn static_member_leaves_with_epoch_minus_two() {
     let (completion, receiver) = Completion::new("close", None, 0);
     {
         let mut ctx = h.p.ctx();
-        h.m.leave(&mut ctx, Some(completion));
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
     }
     let (token, leave) = h.heartbeat();
     assert!(h.callbacks().is_empty(), "nothing owned: no callback");
@@ -698,7 +706,11 @@ fn leave_without_a_coordinator_completes_at_once() {
     let (completion, receiver) = Completion::new("unsubscribe", None, 0);
     {
         let mut ctx = h.p.ctx();
-        h.m.leave(&mut ctx, Some(completion));
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
     }
     h.no_requests();
     assert!(matches!(*receiver.borrow(), Some(Ok(()))));
@@ -926,7 +938,11 @@ fn leaving_waits_for_a_revoke_callback_already_out_and_never_revokes_twice() {
     let (completion, receiver) = Completion::new("unsubscribe", None, 0);
     {
         let mut ctx = h.p.ctx();
-        h.m.leave(&mut ctx, Some(completion));
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
     }
     h.poll_reconcile();
     assert!(
@@ -954,7 +970,11 @@ fn a_leaving_member_past_its_poll_deadline_never_asks_for_a_wake_up_in_the_past(
     let (completion, _receiver) = Completion::new("close", None, 0);
     {
         let mut ctx = h.p.ctx();
-        h.m.leave(&mut ctx, Some(completion));
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
     }
     h.poll_reconcile();
     h.one_callback(RebalanceCallback::Revoked, &[0]);
@@ -980,5 +1000,45 @@ fn a_leaving_member_past_its_poll_deadline_never_asks_for_a_wake_up_in_the_past(
             hb.member_epoch, 1,
             "{member}: still a member until it leaves"
         );
+    }
+}
+
+/// Java's `CloseOptions`: what each member kind sends for each membership operation.
+#[test]
+fn close_options_choose_the_leave_heartbeat() {
+    use GroupMembershipOperation::{Default, LeaveGroup, RemainInGroup};
+    // (instance id, operation) → the leave heartbeat's epoch, or none at all.
+    let cases = [
+        (None, Default, Some(-1)),
+        (None, LeaveGroup, Some(-1)),
+        (None, RemainInGroup, None),
+        (Some("i-1"), Default, Some(-2)),
+        (Some("i-1"), LeaveGroup, Some(-1)),
+        (Some("i-1"), RemainInGroup, Some(-2)),
+    ];
+    for (instance_id, operation, expected_epoch) in cases {
+        let mut h = Harness::with(false, instance_id);
+        let member = h.join_stable(1, &[0]);
+        let (completion, receiver) = Completion::new("close", None, 0);
+        {
+            let mut ctx = h.p.ctx();
+            h.m.leave(&mut ctx, Some(completion), operation);
+        }
+        h.poll_reconcile();
+        let revoke = h.one_callback(RebalanceCallback::Revoked, &[0]);
+        h.complete(revoke);
+        let case = format!("{instance_id:?} {operation:?}");
+        match expected_epoch {
+            Some(epoch) => {
+                let (token, leave) = h.heartbeat();
+                assert_eq!(leave.member_epoch, epoch, "{case}");
+                h.respond(token, ok(&member, epoch, None));
+            }
+            None => h.no_requests(),
+        }
+        assert!(matches!(*receiver.borrow(), Some(Ok(()))), "{case}");
+        assert_eq!(h.m.state(), MemberState::Unsubscribed, "{case}");
+        h.p.advance_ms(10_000);
+        h.no_requests();
     }
 }
