@@ -326,7 +326,20 @@ impl Consumer {
                 callback,
                 partitions,
                 assignment_after,
+                became_lost,
             } => {
+                let callback = if callback == RebalanceCallback::Revoked
+                    && became_lost.load(Ordering::SeqCst)
+                {
+                    tracing::info!(
+                        ?partitions,
+                        "the member lost its generation before the revocation ran: the \
+                         partitions are lost, not revoked"
+                    );
+                    RebalanceCallback::Lost
+                } else {
+                    callback
+                };
                 self.run_rebalance_callback(id, callback, partitions, assignment_after)
                     .await
             }

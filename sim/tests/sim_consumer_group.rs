@@ -15,7 +15,7 @@
 mod consumer_group;
 mod support;
 
-use consumer_group::{check, run_group_with, simulate, Protocol};
+use consumer_group::{check, run_group_with, simulate, AppFaults, Protocol};
 use sim::fault::FaultPlan;
 
 #[test]
@@ -33,7 +33,12 @@ fn poll_overshoot_during_continuous_rebalances() {
     let mut rebalances = 0usize;
     for seed in 1..=3 {
         let outcome = simulate(seed, move || {
-            run_group_with(seed, Protocol::Classic, FaultPlan::new(), true)
+            run_group_with(
+                Protocol::Classic,
+                FaultPlan::new(),
+                AppFaults::default(),
+                true,
+            )
         });
         if let Err(failure) = check(seed, &outcome) {
             panic!("{failure}");

@@ -4,6 +4,8 @@
 //! deadline; the background side's reaper fails it when the deadline passes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use super::completion::Completion;
 use super::subscription_state::TopicPattern;
@@ -177,5 +179,8 @@ pub(crate) enum BackgroundEvent {
         /// The application's view of the assignment once the callback is over (before an
         /// `Assigned` callback it already holds the new partitions, so the callback can seek).
         assignment_after: BTreeSet<TopicPartition>,
+        /// Set by the background side when a `Revoked` call not yet started must run as
+        /// `Lost` (the member lost its generation meanwhile); read when the call starts.
+        became_lost: Arc<AtomicBool>,
     },
 }

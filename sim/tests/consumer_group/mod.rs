@@ -1,6 +1,8 @@
-//! Shared by `sim_consumer_group.rs` and `sim_consumer_group_determinism.rs`: three of our
-//! consumers as a classic group on their own simulated nodes against a 3-broker simulated
-//! cluster, a fault plan drawn from the seed, a journal of what the members saw, and the checks.
+//! Shared by `sim_consumer_group.rs`, `sim_consumer_group_kip848.rs` and
+//! `sim_consumer_group_determinism.rs`: three of our consumers as a group (either protocol) on
+//! their own simulated nodes against a 3-broker simulated cluster, cluster faults and
+//! application misbehaviour drawn from the seed, a journal of what the members saw, and the
+//! checks.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -66,21 +68,90 @@ pub struct Journal {
     /// Per member: partitions owned (per the listener) and the last offset seen in each.
     pub owned: BTreeMap<usize, BTreeMap<TopicPartition, Option<i64>>>,
     pub callbacks: usize,
+    /// Listener calls that panicked on purpose ([`AppFaults::panic_at`]).
+    pub panics: usize,
+    /// Poll loops stalled past `max.poll.interval.ms` on purpose ([`AppFaults::stall`]).
+    pub stalls: usize,
+    /// Members that stalled while owning partitions and have not been told they lost them
+    /// since: the poll timer expired, so the group moved on without them.
+    pub awaiting_lost: BTreeSet<usize>,
 }
 
 pub type Shared = Arc<Mutex<Journal>>;
 
+/// What the applications do wrong, drawn from the seed, each kind in about half the seeds
+/// (swarm testing: a seed without slow callbacks explores timings a seed with them hides).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppFaults {
+    /// Virtual time every listener call takes (blocking work such as flushing state).
+    pub callback_ms: u64,
+    /// (member, its nth listener call, 1-based) that panics after doing its bookkeeping.
+    pub panic_at: Option<(usize, usize)>,
+    /// (member, virtual ms after it started, ms): the member stops polling that long, past
+    /// `max.poll.interval.ms`, so its poll timer expires (a stuck processing step).
+    pub stall: Option<(usize, u64, u64)>,
+}
+
+/// The application misbehaviour of `seed` (its own random stream: the cluster fault plan of a
+/// seed does not depend on it).
+pub fn app_faults(seed: u64) -> AppFaults {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x00AB_FA17);
+    let callback_ms = if rng.gen_bool(0.5) {
+        rng.gen_range(100..4_000)
+    } else {
+        0
+    };
+    let panic_at = rng
+        .gen_bool(0.5)
+        .then(|| (rng.gen_range(0..MEMBERS), rng.gen_range(1..4)));
+    let stall = rng.gen_bool(0.5).then(|| {
+        (
+            rng.gen_range(0..MEMBERS),
+            rng.gen_range(3_000..40_000),
+            MAX_POLL_INTERVAL_MS + rng.gen_range(1_000..6_000),
+        )
+    });
+    AppFaults {
+        callback_ms,
+        panic_at,
+        stall,
+    }
+}
+
 pub struct Recorder {
     member: usize,
     journal: Shared,
+    app: AppFaults,
+    calls: usize,
+    /// Set when the member stops polling to close: a panic then reaches no `poll`.
+    stop: Arc<AtomicBool>,
 }
 
 impl Recorder {
+    /// Books the call, takes the configured time, and panics if this is the planned call.
+    async fn call(&mut self, what: &str, partitions: &BTreeSet<TopicPartition>) {
+        self.apply(what, partitions);
+        self.calls += 1;
+        if self.app.callback_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.app.callback_ms)).await;
+        }
+        if self.app.panic_at == Some((self.member, self.calls)) {
+            if !self.stop.load(Ordering::SeqCst) {
+                self.journal.lock().unwrap().panics += 1;
+            }
+            panic!(
+                "m{} panics in its listener call {} ({what})",
+                self.member, self.calls
+            );
+        }
+    }
+
     fn apply(&self, what: &str, partitions: &BTreeSet<TopicPartition>) {
         let mut journal = self.journal.lock().unwrap();
         journal.callbacks += 1;
         let member = self.member;
         let mut violations = Vec::new();
+        let awaiting_lost = journal.awaiting_lost.contains(&member);
         let owned = journal.owned.entry(member).or_default();
         for tp in partitions {
             let had = owned.contains_key(tp);
@@ -89,11 +160,17 @@ impl Recorder {
                 "assigned" => {
                     owned.insert(tp.clone(), None);
                 }
+                "revoked" if awaiting_lost => violations.push(format!(
+                    "m{member}: {tp} revoked after its poll timer expired (lost, not revoked)"
+                )),
                 _ if !had => violations.push(format!("m{member}: {tp} {what} but not owned")),
                 _ => {
                     owned.remove(tp);
                 }
             }
+        }
+        if what == "lost" {
+            journal.awaiting_lost.remove(&member);
         }
         journal.violations.extend(violations);
     }
@@ -106,7 +183,7 @@ impl ConsumerRebalanceListener for Recorder {
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
         Box::pin(async move {
-            self.apply("revoked", partitions);
+            self.call("revoked", partitions).await;
             if !partitions.is_empty() {
                 // Best effort, as applications do: a failed commit only means redelivery.
                 let _ = consumer.commit_sync(None, Duration::from_secs(5)).await;
@@ -121,7 +198,7 @@ impl ConsumerRebalanceListener for Recorder {
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
         Box::pin(async move {
-            self.apply("assigned", partitions);
+            self.call("assigned", partitions).await;
             Ok(())
         })
     }
@@ -132,11 +209,13 @@ impl ConsumerRebalanceListener for Recorder {
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
         Box::pin(async move {
-            self.apply("lost", partitions);
+            self.call("lost", partitions).await;
             Ok(())
         })
     }
 }
+
+pub const MAX_POLL_INTERVAL_MS: u64 = 20_000;
 
 pub fn config(bootstrap: &[String], member: usize, protocol: Protocol) -> ConsumerConfig {
     let builder = ConsumerConfig::builder()
@@ -144,7 +223,7 @@ pub fn config(bootstrap: &[String], member: usize, protocol: Protocol) -> Consum
         .group_id(protocol.group())
         .client_id(format!("m{member}"))
         .auto_offset_reset(AutoOffsetReset::Earliest)
-        .set("max.poll.interval.ms", "20000")
+        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
         .set("auto.commit.interval.ms", "1000")
         .set("request.timeout.ms", "5000")
         .set("max.poll.records", "10");
@@ -204,6 +283,7 @@ pub async fn member(
     journal: Shared,
     stop: Arc<AtomicBool>,
     protocol: Protocol,
+    app: AppFaults,
 ) {
     let mut consumer = Consumer::new(config(&bootstrap, index, protocol)).unwrap();
     consumer
@@ -212,10 +292,15 @@ pub async fn member(
             Recorder {
                 member: index,
                 journal: Arc::clone(&journal),
+                app,
+                calls: 0,
+                stop: Arc::clone(&stop),
             },
         )
         .await
         .unwrap();
+    let subscribed_at = tokio::time::Instant::now();
+    let mut stall = app.stall.filter(|(m, _, _)| *m == index);
     while !stop.load(Ordering::SeqCst) {
         let started = tokio::time::Instant::now();
         let polled = consumer.poll(POLL_TIMEOUT).await;
@@ -245,6 +330,19 @@ pub async fn member(
         journal.lock().unwrap().views.insert(index, view);
         // Processing time: consumption spans the whole fault window (~30 virtual s).
         tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Some((_, at_ms, stall_ms)) = stall {
+            if subscribed_at.elapsed() >= Duration::from_millis(at_ms) {
+                {
+                    let mut j = journal.lock().unwrap();
+                    j.stalls += 1;
+                    if j.owned.get(&index).is_some_and(|o| !o.is_empty()) {
+                        j.awaiting_lost.insert(index);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(stall_ms)).await;
+                stall = None;
+            }
+        }
     }
     let _ = consumer.close(Duration::from_secs(10)).await;
 }
@@ -337,6 +435,7 @@ pub struct Outcome {
     pub journal: Journal,
     pub assignments: Vec<BTreeSet<TopicPartition>>,
     pub plan: FaultPlan,
+    pub app: AppFaults,
 }
 
 /// The group coordinator: Kafka's defaults, but KIP-848 sessions of 10 s (Kafka's 45 s would
@@ -351,13 +450,13 @@ fn coordinator(protocol: Protocol) -> GroupCoordinatorFactory {
 }
 
 pub async fn run_group(seed: u64, protocol: Protocol) -> Outcome {
-    run_group_with(seed, protocol, plan(seed, protocol), false).await
+    run_group_with(protocol, plan(seed, protocol), app_faults(seed), false).await
 }
 
 pub async fn run_group_with(
-    seed: u64,
     protocol: Protocol,
     plan: FaultPlan,
+    app: AppFaults,
     churn: bool,
 ) -> Outcome {
     let cluster = Arc::new(
@@ -392,6 +491,7 @@ pub async fn run_group_with(
                 Arc::clone(&journal),
                 Arc::clone(&stop),
                 protocol,
+                app,
             ))
         })
         .collect();
@@ -408,7 +508,6 @@ pub async fn run_group_with(
             Arc::clone(&churn_stop),
         ))
     });
-    let _ = seed;
     let faults = {
         let cluster = Arc::clone(&cluster);
         let plan = plan.clone();
@@ -466,6 +565,7 @@ pub async fn run_group_with(
         journal,
         assignments: settled,
         plan,
+        app,
     }
 }
 
@@ -504,7 +604,28 @@ pub fn run(seed: u64, protocol: Protocol) -> Outcome {
 pub fn check(seed: u64, outcome: &Outcome) -> Result<(), String> {
     let j = &outcome.journal;
     let (binary, env) = outcome.protocol.rerun();
-    let repro = format!("{env}_SEED={seed} cargo stest -p sim --test {binary}");
+    let repro = format!(
+        "{env}_SEED={seed} cargo stest -p sim --test {binary}; app faults {:?}",
+        outcome.app
+    );
+    let surfaced = j
+        .errors
+        .iter()
+        .filter(|e| e.contains("rebalance listener"))
+        .count();
+    if let Some(member) = j.awaiting_lost.first() {
+        return Err(format!(
+            "seed {seed}: m{member}'s poll timer expired while it owned partitions, and no \
+             on_partitions_lost followed; repro: {repro}"
+        ));
+    }
+    if surfaced < j.panics {
+        return Err(format!(
+            "seed {seed}: {} listener panics, {surfaced} reported by poll; errors {:?}; repro: \
+             {repro}",
+            j.panics, j.errors
+        ));
+    }
     if let Some(v) = j.violations.first() {
         return Err(format!(
             "seed {seed}: {v} (plan {:?}); repro: {repro}",
@@ -560,6 +681,7 @@ pub fn run_seeds(protocol: Protocol) {
     let mut failures = Vec::new();
     let mut duplicates = 0usize;
     let mut callbacks = 0usize;
+    let (mut panics, mut stalls) = (0usize, 0usize);
     for &seed in &seeds {
         let outcome = run(seed, protocol);
         duplicates += outcome
@@ -569,12 +691,20 @@ pub fn run_seeds(protocol: Protocol) {
             .map(|n| *n as usize - 1)
             .sum::<usize>();
         callbacks += outcome.journal.callbacks;
+        eprintln!(
+            "seed {seed}: app {:?} panics {} stalls {} callbacks {}",
+            outcome.app, outcome.journal.panics, outcome.journal.stalls, outcome.journal.callbacks
+        );
+        panics += outcome.journal.panics;
+        stalls += outcome.journal.stalls;
         if let Err(failure) = check(seed, &outcome) {
             failures.push(failure);
         }
     }
     eprintln!(
-        "{protocol:?}: {} seeds: {} failed, {duplicates} duplicate deliveries, {callbacks} listener calls",
+        "{protocol:?}: {} seeds: {} failed, {duplicates} duplicate deliveries, {callbacks} \
+         listener calls, {panics} listener panics, {stalls} poll loops stalled past \
+         max.poll.interval.ms",
         seeds.len(),
         failures.len()
     );
@@ -582,5 +712,9 @@ pub fn run_seeds(protocol: Protocol) {
         callbacks >= seeds.len() * MEMBERS,
         "the members took part in rebalances"
     );
+    if seeds.len() >= 12 {
+        // Coverage: the batch reached the application faults it exists for.
+        assert!(panics > 0 && stalls > 0, "{panics} panics, {stalls} stalls");
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -17,6 +17,8 @@ pub(crate) use consumer::ConsumerMembershipManager;
 pub(crate) use state::MemberState;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::close_options::GroupMembershipOperation;
 use crate::config::GroupProtocol;
@@ -212,6 +214,9 @@ impl Membership {
 #[derive(Debug, Default)]
 pub(crate) struct ListenerCalls {
     next_id: u64,
+    /// The latest `on_partitions_revoked` call's "became lost" flag (see
+    /// [`ListenerCalls::revocation_lost`]).
+    last_revoke: Option<Arc<AtomicBool>>,
 }
 
 impl ListenerCalls {
@@ -227,6 +232,10 @@ impl ListenerCalls {
         self.next_id += 1;
         let id = self.next_id;
         tracing::info!(?callback, ?partitions, id, "rebalance callback needed");
+        let became_lost = Arc::new(AtomicBool::new(false));
+        if callback == RebalanceCallback::Revoked {
+            self.last_revoke = Some(Arc::clone(&became_lost));
+        }
         ctx.effects
             .background_events
             .push(BackgroundEvent::RebalanceCallbackNeeded {
@@ -234,8 +243,21 @@ impl ListenerCalls {
                 callback,
                 partitions,
                 assignment_after,
+                became_lost,
             });
         id
+    }
+
+    /// The member lost its generation (poll timer, fencing, a reset generation) while an
+    /// `on_partitions_revoked` call is out: if the application has not started it yet, it runs
+    /// `on_partitions_lost` instead. The group may already have handed the partitions to
+    /// others, so the application must not treat them as still its own (commit them, flush
+    /// state for them) — what Java's application thread would see, since it only learns of
+    /// the rebalance when it polls, after the reset.
+    pub fn revocation_lost(&mut self) {
+        if let Some(flag) = self.last_revoke.take() {
+            flag.store(true, Ordering::SeqCst);
+        }
     }
 }
 

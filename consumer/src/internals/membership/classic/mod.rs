@@ -363,8 +363,11 @@ impl ClassicMembershipManager {
         self.heartbeat_in_flight = None;
         // A listener call already out is waited for: its partitions change hands in the
         // application's view when it returns, and the next join prepare must start from there
-        // (otherwise the application is told about a partition twice).
-        if !self.awaiting_callback() {
+        // (otherwise the application is told about a partition twice). A revocation the
+        // application has not started yet runs as a loss: the generation is gone.
+        if self.awaiting_callback() {
+            self.listener_calls.revocation_lost();
+        } else {
             self.step = Step::Idle;
         }
         self.assignment_snapshot = None;

@@ -728,3 +728,60 @@ fn close_options_choose_whether_leave_group_is_sent() {
         assert!(matches!(receiver.borrow().as_ref(), Some(Ok(()))), "{case}");
     }
 }
+
+/// The application stalls while a revocation waits for it; the poll timer expires and the
+/// member leaves: the revocation, not started yet, must run as a loss (the partitions may
+/// already be someone else's), and no second callback tells the application about them.
+#[test]
+fn a_revocation_not_started_before_the_poll_timer_expired_runs_as_a_loss() {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, &[0, 1]);
+    h.complete(id);
+    h.p.advance_ms(3_000);
+    let (token, _) = h.one_request();
+    h.respond(
+        token,
+        heartbeat_response(Some(ResponseError::RebalanceInProgress)),
+    );
+    h.poll();
+    let events: Vec<BackgroundEvent> = h.p.effects.background_events.drain(..).collect();
+    let [BackgroundEvent::RebalanceCallbackNeeded {
+        id: revoke_id,
+        callback: RebalanceCallback::Revoked,
+        became_lost,
+        ..
+    }] = events.as_slice()
+    else {
+        panic!("one revoke callback: {events:?}")
+    };
+    assert!(!became_lost.load(std::sync::atomic::Ordering::SeqCst));
+    let mut left = false;
+    for _ in 0..25 {
+        h.p.advance_ms(3_000);
+        for request in h.poll().requests {
+            match request.body {
+                RequestBody::Heartbeat(_) => {
+                    h.respond(request.token, heartbeat_response(None));
+                }
+                RequestBody::LeaveGroup(_) => left = true,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        if left {
+            break;
+        }
+    }
+    assert!(left, "a LeaveGroup after max.poll.interval.ms");
+    assert!(
+        became_lost.load(std::sync::atomic::Ordering::SeqCst),
+        "the queued revocation now runs as on_partitions_lost"
+    );
+    h.complete(*revoke_id);
+    h.app_polls();
+    h.poll();
+    assert!(
+        h.callbacks().is_empty(),
+        "the partitions were reported once (lost), not again"
+    );
+    assert!(h.p.subscriptions.assigned().is_empty());
+}

@@ -374,8 +374,22 @@ impl ConsumerMembershipManager {
     }
 
     /// Runs the lost callback for what the member owns, or (nothing owned) finishes at once.
+    /// Partitions of a revocation still out are not in it: that call's completion removes
+    /// them, and it runs as a loss itself if the application has not started it yet.
     fn lose_partitions(&mut self, ctx: &mut ManagerContext<'_>, reason: LostReason) {
-        let owned = ctx.subscriptions.assigned();
+        let mut owned = ctx.subscriptions.assigned();
+        let revoking = match &self.reconciliation {
+            Some(Reconciliation {
+                step: ReconcileStep::Revoke { .. },
+                revoked,
+                ..
+            }) => Some(revoked),
+            _ => None,
+        };
+        if let Some(revoked) = revoking {
+            owned.retain(|tp| !revoked.contains(tp));
+            self.listener_calls.revocation_lost();
+        }
         if owned.is_empty() {
             self.after_lost(ctx, reason);
             return;
