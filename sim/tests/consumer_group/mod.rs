@@ -691,10 +691,6 @@ pub fn run_seeds(protocol: Protocol) {
             .map(|n| *n as usize - 1)
             .sum::<usize>();
         callbacks += outcome.journal.callbacks;
-        eprintln!(
-            "seed {seed}: app {:?} panics {} stalls {} callbacks {}",
-            outcome.app, outcome.journal.panics, outcome.journal.stalls, outcome.journal.callbacks
-        );
         panics += outcome.journal.panics;
         stalls += outcome.journal.stalls;
         if let Err(failure) = check(seed, &outcome) {
