@@ -1,4 +1,4 @@
-//! `cargo sim list | run | explore`: the scenarios CLI. It runs in simulation mode only (the
+//! `cargo sim list | run | explore | replay | shrink`: the scenarios CLI. It runs in simulation mode only (the
 //! `cargo sim` alias builds with `--cfg madsim`).
 
 use std::process::ExitCode;
@@ -34,7 +34,7 @@ mod cli {
   cargo sim list
   cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE] [--trace FILE.html]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
-  cargo sim explore SCENARIO --seeds N [--start S] [--subject legacy|consumer] [--shard I/N]
+  cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
     /// `--name value` options and bare flags after the positional arguments.
@@ -467,49 +467,133 @@ mod cli {
         );
     }
 
-    fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
-        let info = scenario(options)?;
-        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
-        let start: u64 = options.value("start")?.unwrap_or(0);
-        let subject = options.subject()?;
-        let (index, count) = shard(options)?;
+    /// What `explore` found for one scenario.
+    struct Explored {
+        scenario: &'static str,
+        runs: u64,
+        failures: Vec<(u64, String)>,
+        minutes: f64,
+    }
+
+    /// Runs `seeds` of `scenario` in child processes, `jobs` at a time, with a progress bar.
+    fn explore_scenario(
+        scenario: &'static str,
+        seeds: &[u64],
+        subject: SubjectKind,
+        jobs: usize,
+    ) -> Explored {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Mutex;
+
         #[allow(clippy::disallowed_methods)] // wall-clock throughput of the explorer itself
         let began = std::time::Instant::now();
-        let mut runs = 0u64;
-        let mut failures = Vec::new();
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<(u64, Outcome)>> = Mutex::new(Vec::new());
+        let worker = || {
+            while let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::SeqCst)) {
+                let outcome = match run_seed_in_child(scenario, seed, subject) {
+                    Ok(outcome) => outcome,
+                    Err(e) => Outcome::Fail(format!("error: {e}")),
+                };
+                let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
+                results.push((seed, outcome));
+                let failed = results
+                    .iter()
+                    .filter(|(_, o)| matches!(o, Outcome::Fail(_)))
+                    .count();
+                progress(
+                    results.len() as u64,
+                    seeds.len() as u64,
+                    failed,
+                    began.elapsed(),
+                );
+            }
+        };
+        // The children are separate processes; these threads only wait for them.
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(worker);
+            }
+        });
+        eprintln!();
+        let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        results.sort_by_key(|(seed, _)| *seed);
+        Explored {
+            scenario,
+            runs: results.len() as u64,
+            failures: results
+                .into_iter()
+                .filter_map(|(seed, o)| match o {
+                    Outcome::Fail(first) => Some((seed, first)),
+                    Outcome::Pass => None,
+                })
+                .collect(),
+            minutes: began.elapsed().as_secs_f64() / 60.0,
+        }
+    }
+
+    /// `explore SCENARIO|--all --seeds N`: every seed in its own child process; one summary
+    /// row per scenario, then each failure with the line that reproduces it. The subject is
+    /// our consumer unless `--subject legacy` (exploring looks for violations in it).
+    fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
+        let infos: Vec<&'static scenarios::ScenarioInfo> = if options.flag("all") {
+            scenarios::registry().iter().collect()
+        } else {
+            vec![scenario(options)?]
+        };
+        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
+        let start: u64 = options.value("start")?.unwrap_or(0);
+        let subject = options
+            .value::<SubjectKind>("subject")?
+            .unwrap_or(SubjectKind::Consumer);
+        let jobs: usize = options.value("jobs")?.unwrap_or(1);
+        if jobs == 0 {
+            return Err("--jobs must be at least 1".to_owned());
+        }
+        let (index, count) = shard(options)?;
         let mine: Vec<u64> = (start..start + seeds)
             .filter(|s| s % count == index)
             .collect();
-        for seed in &mine {
-            let seed = *seed;
-            match run_seed_in_child(info.name, seed, subject) {
-                Ok(Outcome::Pass) => {}
-                Ok(Outcome::Fail(first)) => failures.push((seed, first)),
-                Err(e) if runs == 0 => return Err(e),
-                Err(e) => failures.push((seed, format!("error: {e}"))),
-            }
-            runs += 1;
-            progress(runs, mine.len() as u64, failures.len(), began.elapsed());
+        let mut explored = Vec::new();
+        for info in infos {
+            eprintln!("{} ({} seeds, subject {subject})", info.name, mine.len());
+            explored.push(explore_scenario(info.name, &mine, subject, jobs));
         }
-        eprintln!();
-        let minutes = began.elapsed().as_secs_f64() / 60.0;
         println!(
             "{:<14} {:>8} {:>6} {:>9} {:>12}",
             "scenario", "subject", "seeds", "failures", "seeds/minute"
         );
-        println!(
-            "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
-            info.name,
-            subject.name(),
-            runs,
-            failures.len(),
-            runs as f64 / minutes.max(1e-9)
-        );
-        for (seed, first) in &failures {
-            println!("seed {seed}: {first}");
-            println!("  {}", repro_line(info.name, *seed, subject));
+        for e in &explored {
+            println!(
+                "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
+                e.scenario,
+                subject.name(),
+                e.runs,
+                e.failures.len(),
+                e.runs as f64 / e.minutes.max(1e-9)
+            );
         }
-        Ok(if failures.is_empty() {
+        let (runs, minutes): (u64, f64) = explored
+            .iter()
+            .fold((0, 0.0), |(r, m), e| (r + e.runs, m + e.minutes));
+        let failed: usize = explored.iter().map(|e| e.failures.len()).sum();
+        if explored.len() > 1 {
+            println!(
+                "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
+                "total",
+                subject.name(),
+                runs,
+                failed,
+                runs as f64 / minutes.max(1e-9)
+            );
+        }
+        for e in &explored {
+            for (seed, first) in &e.failures {
+                println!("{} seed {seed}: {first}", e.scenario);
+                println!("  {}", repro_line(e.scenario, *seed, subject));
+            }
+        }
+        Ok(if failed == 0 {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
