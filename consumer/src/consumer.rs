@@ -418,18 +418,23 @@ impl Consumer {
         mut receiver: CompletionReceiver<T>,
     ) -> Result<T> {
         let mut first_error = None;
+        let finish = |result: Result<T>, first_error: Option<Error>| match (result, first_error) {
+            (Ok(_), Some(error)) => Err(error),
+            (result, _) => result,
+        };
         loop {
             let event = tokio::select! {
-                result = completion::wait(&mut receiver) => {
-                    return match (result, first_error) {
-                        (Ok(_), Some(error)) => Err(error),
-                        (result, _) => result,
-                    };
-                }
+                // Callbacks queued before the operation completed run first. Left to chance,
+                // the completion could win while a lost callback is still queued (a member
+                // whose poll timer expired, then closed), and the application would never be
+                // told it lost its partitions.
+                biased;
                 event = self.background_events.recv() => event,
+                result = completion::wait(&mut receiver) => return finish(result, first_error),
             };
             let Some(event) = event else {
-                return Err(Error::Closed);
+                let done = receiver.borrow().clone();
+                return done.map_or(Err(Error::Closed), |result| finish(result, first_error));
             };
             if let Err(error) = self.handle_background_event(event).await {
                 first_error.get_or_insert(error);

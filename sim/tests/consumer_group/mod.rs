@@ -139,10 +139,7 @@ impl Recorder {
             if !self.stop.load(Ordering::SeqCst) {
                 self.journal.lock().unwrap().panics += 1;
             }
-            panic!(
-                "m{} panics in its listener call {} ({what})",
-                self.member, self.calls
-            );
+            panic!("m{} {PLANNED_PANIC} {} ({what})", self.member, self.calls);
         }
     }
 
@@ -569,11 +566,36 @@ pub async fn run_group_with(
     }
 }
 
+/// The listener panics [`AppFaults::panic_at`] plans are expected: one line each instead of
+/// the default hook's report (and backtrace), which would bury real failures in the log.
+fn quiet_planned_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .unwrap_or_default();
+            if message.contains(PLANNED_PANIC) {
+                eprintln!("(planned) {message}");
+            } else {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Marks the panics the application faults plan.
+const PLANNED_PANIC: &str = "panics in its listener call";
+
 /// Runs `simulation` under `seed` in a fresh runtime on its own thread.
 pub fn simulate<F: std::future::Future<Output = Outcome> + 'static>(
     seed: u64,
     simulation: impl FnOnce() -> F + Send + 'static,
 ) -> Outcome {
+    quiet_planned_panics();
     #[allow(clippy::disallowed_methods)] // outside the simulation: one OS thread per runtime
     let thread = std::thread::spawn(move || {
         let runtime =
