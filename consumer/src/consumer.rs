@@ -167,6 +167,9 @@ pub struct Consumer {
     pending: VecDeque<ConsumerRecord>,
     async_commits: VecDeque<AsyncCommit>,
     closed: bool,
+    /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
+    /// kept until a `poll` sends it, wherever the request was read.
+    poll_requested: bool,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -258,6 +261,7 @@ impl Consumer {
             pending: VecDeque::new(),
             async_commits: VecDeque::new(),
             closed: false,
+            poll_requested: false,
             _not_sync: PhantomData,
         })
     }
@@ -320,6 +324,10 @@ impl Consumer {
             BackgroundEvent::Error(error) => {
                 tracing::debug!(%error, "background error");
                 Err(error)
+            }
+            BackgroundEvent::PollRequested => {
+                self.poll_requested = true;
+                Ok(())
             }
             BackgroundEvent::RebalanceCallbackNeeded {
                 id,
@@ -758,6 +766,7 @@ impl Consumer {
         // The snapshot of what earlier polls returned: all auto-commit may ever commit.
         self.send(ApplicationEvent::Poll {
             offsets_to_commit: self.consumed_positions(),
+            ack: None,
         })?;
         if !self.pending.is_empty() {
             let mut records = ConsumerRecords::default();
@@ -777,6 +786,9 @@ impl Consumer {
         let mut keepalive_at = Instant::now() + keepalive;
         loop {
             self.process_background_events().await?;
+            if std::mem::take(&mut self.poll_requested) {
+                self.acknowledged_poll().await?;
+            }
             let notified = buffer.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -808,11 +820,31 @@ impl Consumer {
                     keepalive_at = Instant::now() + keepalive;
                     self.send(ApplicationEvent::Poll {
                         offsets_to_commit: self.consumed_positions(),
+                        ack: None,
                     })?;
                 }
                 Woke::Deadline => return Ok(ConsumerRecords::default()),
                 Woke::Wakeup => return Err(Error::Wakeup),
             }
+        }
+    }
+
+    /// A rebalance waits for this poll: tell the background side the application has
+    /// processed what it was given, and collect nothing until the rebalance has started (its
+    /// partitions to revoke are then no longer handed out). The background answers within one
+    /// round of its loop; `default.api.timeout.ms` bounds the wait if it has stopped.
+    async fn acknowledged_poll(&mut self) -> Result<()> {
+        let (completion, receiver) = Self::completion("poll", self.default_timeout());
+        self.send(ApplicationEvent::Poll {
+            offsets_to_commit: self.consumed_positions(),
+            ack: Some(completion),
+        })?;
+        match completion::wait(&mut receiver.clone()).await {
+            Err(Error::Timeout { .. }) => {
+                tracing::warn!("the background task did not answer an acknowledged poll");
+                Ok(())
+            }
+            result => result,
         }
     }
 

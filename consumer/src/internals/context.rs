@@ -28,6 +28,8 @@ pub(crate) struct Effects {
     pub generation_reset: Option<GenerationReset>,
     /// Other events for the application side (rebalance callbacks).
     pub background_events: Vec<BackgroundEvent>,
+    /// A rebalance waits for an acknowledged poll ([`BackgroundEvent::PollRequested`]).
+    pub poll_requested: bool,
 }
 
 /// A generation the coordinator refused.

@@ -61,6 +61,11 @@ pub(crate) enum ApplicationEvent {
     Poll {
         /// Positions to auto-commit.
         offsets_to_commit: BTreeMap<TopicPartition, OffsetAndMetadata>,
+        /// Set when the background side asked for this poll
+        /// ([`BackgroundEvent::PollRequested`]): completed once a rebalance waiting for it
+        /// has started (its partitions to revoke no longer fetchable), so records collected
+        /// after it are never ones the revocation's commit left out. Java's `canCommit`.
+        ack: Option<Completion<()>>,
     },
     /// `assign` / `unsubscribe` (an empty set). Auto-commits the given positions first.
     Assign {
@@ -183,4 +188,9 @@ pub(crate) enum BackgroundEvent {
         /// `Lost` (the member lost its generation meanwhile); read when the call starts.
         became_lost: Arc<AtomicBool>,
     },
+    /// A rebalance waits for the application's next `poll`: the commit before revocation must
+    /// carry what the application has processed, and records of partitions about to be
+    /// revoked must not be handed out meanwhile. The next `poll` (or the one waiting now)
+    /// sends an acknowledged [`ApplicationEvent::Poll`] and waits for it before collecting.
+    PollRequested,
 }

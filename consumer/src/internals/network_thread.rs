@@ -78,6 +78,8 @@ pub(crate) struct ConsumerNetworkThread {
     fetch: FetchRequestManager,
     reaper: CompletableEventReaper,
     position_waiters: Vec<(TopicPartition, Completion<OffsetAndMetadata>)>,
+    /// Acknowledged polls to answer after this round of the managers.
+    poll_acks: Vec<Completion<()>>,
     channels: Channels,
     responses_tx: mpsc::UnboundedSender<ResponseEnvelope>,
     responses_rx: mpsc::UnboundedReceiver<ResponseEnvelope>,
@@ -146,6 +148,7 @@ impl ConsumerNetworkThread {
             subscriptions: SubscriptionState::default(),
             reaper: CompletableEventReaper::default(),
             position_waiters: Vec::new(),
+            poll_acks: Vec::new(),
             channels,
             responses_tx,
             responses_rx,
@@ -169,6 +172,9 @@ impl ConsumerNetworkThread {
             }
             let now = Instant::now();
             let next = self.poll_managers(now);
+            for ack in self.poll_acks.drain(..) {
+                ack.complete(Ok(()));
+            }
             self.reaper.reap(now);
             if self.finished(now) {
                 break;
@@ -253,16 +259,22 @@ impl ConsumerNetworkThread {
     fn process(&mut self, event: ApplicationEvent, now: Instant) {
         tracing::trace!(?event, "application event");
         match event {
-            ApplicationEvent::Poll { offsets_to_commit } => {
+            ApplicationEvent::Poll {
+                offsets_to_commit,
+                ack,
+            } => {
                 self.commit.on_poll(now, offsets_to_commit);
+                let acknowledged = ack.is_some();
                 let mut effects = Effects::default();
                 self.with_ctx(now, &mut effects, |ctx, m| {
                     m.offsets.on_poll(ctx);
                     if let Some(membership) = m.membership.as_deref_mut() {
-                        membership.on_poll(ctx);
+                        membership.on_poll(ctx, acknowledged);
                     }
                 });
                 self.apply(effects, now);
+                // Answered after the managers' next round, where a waiting rebalance starts.
+                self.poll_acks.extend(ack);
             }
             ApplicationEvent::Subscribe {
                 subscription,
@@ -692,6 +704,13 @@ impl ConsumerNetworkThread {
         }
         if effects.metadata_refresh {
             self.metadata.request_refresh();
+        }
+        if effects.poll_requested {
+            let _ = self
+                .channels
+                .background_events
+                .send(BackgroundEvent::PollRequested);
+            self.channels.buffer.wake();
         }
     }
 

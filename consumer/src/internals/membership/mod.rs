@@ -123,10 +123,10 @@ impl Membership {
     }
 
     /// The application polled.
-    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>, acknowledged: bool) {
         match self {
-            Self::Classic(m) => m.on_poll(ctx),
-            Self::Consumer(m) => m.on_poll(ctx),
+            Self::Classic(m) => m.on_poll(ctx, acknowledged),
+            Self::Consumer(m) => m.on_poll(ctx, acknowledged),
         }
     }
 
@@ -207,6 +207,47 @@ impl Membership {
             Self::Classic(_) => None,
             Self::Consumer(m) => m.take_new_fatal(),
         }
+    }
+}
+
+/// Java's `canCommit`: a rebalance step that commits consumed offsets before revoking
+/// partitions starts only in the managers' round right after an acknowledged `poll` — the one
+/// moment the application has processed everything it was given and is not collecting
+/// records. Started from the background at any other time, the commit would miss records the
+/// application is handed meanwhile, and the next owner would consume them again
+/// (KAFKA-14196).
+#[derive(Debug, Default)]
+pub(crate) struct PollGate {
+    /// An acknowledged poll arrived since the last round.
+    polled: bool,
+    /// A poll was asked for and has not come yet.
+    requested: bool,
+}
+
+impl PollGate {
+    /// The application polled; `acknowledged` when it waits for this round.
+    pub fn on_poll(&mut self, acknowledged: bool) {
+        if acknowledged {
+            self.polled = true;
+            self.requested = false;
+        }
+    }
+
+    /// Whether the step may start in this round; if not, asks for a poll (once).
+    pub fn open(&mut self, ctx: &mut ManagerContext<'_>) -> bool {
+        if std::mem::take(&mut self.polled) {
+            return true;
+        }
+        if !self.requested {
+            self.requested = true;
+            ctx.effects.poll_requested = true;
+        }
+        false
+    }
+
+    /// The round is over: a poll it did not use is stale for the next.
+    pub fn end_round(&mut self) {
+        self.polled = false;
     }
 }
 

@@ -79,6 +79,12 @@ impl ClassicMembershipManager {
                 }
                 self.rebalance_started_at.get_or_insert(ctx.now);
                 if self.needs_join_prepare {
+                    let commits_first = self.auto_commit
+                        && self.generation.is_valid()
+                        && !ctx.subscriptions.assigned().is_empty();
+                    if commits_first && !self.poll_gate.open(ctx) {
+                        return;
+                    }
                     self.start_join_prepare(ctx, commit);
                     if !matches!(self.step, Step::Idle) {
                         return;
@@ -133,10 +139,14 @@ impl ClassicMembershipManager {
     }
 
     /// Java's `onJoinPrepare`, first half: the auto-commit before revocation, only from a
-    /// valid generation (a reset one could not commit). It may take half the rebalance timeout
-    /// at most: the member must still revoke and rejoin before the coordinator's rebalance
-    /// timeout evicts it while it holds its partitions (KAFKA-13310: a commit retried for the
-    /// whole rebalance timeout lets the partitions move before they are revoked).
+    /// valid generation (a reset one could not commit), started right after the application
+    /// polled ([`PollGate`](crate::internals::membership::PollGate)). Eager revokes everything:
+    /// fetching stops before the commit goes out, so nothing is handed to the application
+    /// that the commit leaves out (Java's `maybeMarkPartitionsPendingRevocation`,
+    /// KAFKA-14196). It may take half the rebalance timeout at most: the member must still
+    /// revoke and rejoin before the coordinator's rebalance timeout evicts it while it holds
+    /// its partitions (KAFKA-13310: a commit retried for the whole rebalance timeout lets the
+    /// partitions move before they are revoked).
     fn start_join_prepare(
         &mut self,
         ctx: &mut ManagerContext<'_>,
@@ -144,6 +154,9 @@ impl ClassicMembershipManager {
     ) {
         self.needs_join_prepare = false;
         if self.auto_commit && self.generation.is_valid() {
+            if self.protocol == RebalanceProtocol::Eager {
+                stop_fetching(ctx, &ctx.subscriptions.assigned());
+            }
             let deadline = ctx.now + Duration::from_millis(self.rebalance_timeout_ms / 2);
             if let Some((completion, receiver)) = commit.commit_before_revocation(ctx, deadline) {
                 self.step = Step::PrepareCommit {

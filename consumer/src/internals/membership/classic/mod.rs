@@ -38,7 +38,7 @@ use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::{GenerationReset, ManagerContext};
-use crate::internals::membership::{set_assignment, ListenerCalls};
+use crate::internals::membership::{set_assignment, ListenerCalls, PollGate};
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
 use crate::internals::settings::ConsumerSettings;
@@ -177,6 +177,8 @@ pub(crate) struct ClassicMembershipManager {
     rebalances: (u64, u64),
     next_token: u64,
     listener_calls: ListenerCalls,
+    /// The join prepare's auto-commit waits for the application's poll.
+    poll_gate: PollGate,
 }
 
 impl std::fmt::Debug for ClassicMembershipManager {
@@ -260,6 +262,7 @@ impl ClassicMembershipManager {
             rebalances: (0, 0),
             next_token: 0,
             listener_calls: ListenerCalls::default(),
+            poll_gate: PollGate::default(),
         }))
     }
 
@@ -398,7 +401,8 @@ impl ClassicMembershipManager {
     }
 
     /// The application polled: the poll timer restarts, and joining may begin.
-    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>, acknowledged: bool) {
+        self.poll_gate.on_poll(acknowledged);
         self.timers.poll(ctx.now);
         if let Some(error) = &self.fatal {
             ctx.report(error.clone());
@@ -431,6 +435,7 @@ impl ClassicMembershipManager {
     ) -> PollResult {
         let mut result = self.poll_steps(ctx, commit);
         result.requests.append(&mut self.outbox);
+        self.poll_gate.end_round();
         result
     }
 

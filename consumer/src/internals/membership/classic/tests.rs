@@ -74,7 +74,21 @@ impl Harness {
         Self::new(vec![Assignor::Range], false)
     }
 
+    /// Polls the manager once, as the application's prompt answer to a poll request: when
+    /// the round asks for an acknowledged poll, the application polls and the manager runs
+    /// the next round.
     fn poll(&mut self) -> PollResult {
+        let mut result = self.poll_once();
+        if std::mem::take(&mut self.p.effects.poll_requested) {
+            self.app_polls();
+            let mut next = self.poll_once();
+            result.requests.append(&mut next.requests);
+            result.next_poll_at = next.next_poll_at.or(result.next_poll_at);
+        }
+        result
+    }
+
+    fn poll_once(&mut self) -> PollResult {
         self.p.member = Some(self.m.identity());
         let mut ctx = self.p.ctx();
         self.m.poll(&mut ctx, &mut self.commit)
@@ -82,7 +96,7 @@ impl Harness {
 
     fn app_polls(&mut self) {
         let mut ctx = self.p.ctx();
-        self.m.on_poll(&mut ctx);
+        self.m.on_poll(&mut ctx, true);
     }
 
     fn respond(&mut self, token: u64, body: ResponseBody) {
@@ -784,4 +798,36 @@ fn a_revocation_not_started_before_the_poll_timer_expired_runs_as_a_loss() {
         "the partitions were reported once (lost), not again"
     );
     assert!(h.p.subscriptions.assigned().is_empty());
+}
+
+/// KAFKA-14196 (Java's `maybeMarkPartitionsPendingRevocation` and `canCommit`): an eager
+/// join prepare with auto-commit starts right after an acknowledged poll, and everything owned
+/// stops fetching before the commit goes out.
+#[test]
+fn eager_join_prepare_waits_for_an_acknowledged_poll_and_stops_fetching_before_committing() {
+    let mut h = Harness::new(vec![Assignor::Range], true);
+    let id = h.join_as_follower(1, &[0, 1]);
+    h.complete(id);
+    for p in [0, 1] {
+        h.p.subscriptions
+            .set_fetch_state(&tp(p), FetchState::Fetching);
+    }
+    h.commit.on_poll(
+        h.p.now,
+        [(tp(0), crate::types::OffsetAndMetadata::new(42))]
+            .into_iter()
+            .collect(),
+    );
+    h.m.request_rejoin("test");
+    h.poll_once();
+    assert!(std::mem::take(&mut h.p.effects.poll_requested));
+    assert!(!h.commit.has_pending_commits(), "waits for the poll");
+    assert_eq!(h.p.subscriptions.fetchable_partitions().len(), 2);
+    h.app_polls();
+    h.poll_once();
+    assert!(h.commit.has_pending_commits());
+    assert!(
+        h.p.subscriptions.fetchable_partitions().is_empty(),
+        "nothing fetched (or handed out) past what the commit carries"
+    );
 }

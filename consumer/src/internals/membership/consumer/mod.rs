@@ -35,7 +35,7 @@ use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
-use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls};
+use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls, PollGate};
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
 use crate::internals::settings::ConsumerSettings;
@@ -205,6 +205,8 @@ pub(crate) struct ConsumerMembershipManager {
     outbox: Vec<UnsentRequest>,
     next_token: u64,
     listener_calls: ListenerCalls,
+    /// Reconciliations that commit or revoke wait for the application's poll.
+    poll_gate: PollGate,
 }
 
 impl std::fmt::Debug for ConsumerMembershipManager {
@@ -259,6 +261,7 @@ impl ConsumerMembershipManager {
             outbox: Vec::new(),
             next_token: 0,
             listener_calls: ListenerCalls::default(),
+            poll_gate: PollGate::default(),
         })
     }
 
@@ -472,7 +475,8 @@ impl ConsumerMembershipManager {
 
     /// The application polled: the poll timer restarts; joining (or rejoining after a poll
     /// timeout) happens here, as rebalances happen because of `poll` (KAFKA-17154).
-    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+    pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>, acknowledged: bool) {
+        self.poll_gate.on_poll(acknowledged);
         self.poll_deadline = ctx.now + self.max_poll_interval;
         if let Some(error) = &self.fatal {
             ctx.report(error.clone());
@@ -508,6 +512,7 @@ impl ConsumerMembershipManager {
             self.poll_heartbeat(ctx, &mut result);
         }
         result.requests.append(&mut self.outbox);
+        self.poll_gate.end_round();
         result
     }
 

@@ -127,6 +127,18 @@ impl ConsumerMembershipManager {
         let owned = ctx.subscriptions.assigned();
         let added: BTreeSet<TopicPartition> = assigned.difference(&owned).cloned().collect();
         let revoked: BTreeSet<TopicPartition> = owned.difference(&assigned).cloned().collect();
+        // Java's `maybeReconcile(canCommit)`: a reconciliation that commits or revokes starts
+        // right after the application polled, when it has processed what it was given and is
+        // not collecting records (KAFKA-14196); one that only adds partitions need not wait.
+        if (self.auto_commit || !revoked.is_empty()) && !self.poll_gate.open(ctx) {
+            return;
+        }
+        // Fetching stops before the commit goes out (Java's
+        // `markPendingRevocationToPauseFetching`): nothing the commit leaves out is handed to
+        // the application afterwards.
+        if !revoked.is_empty() {
+            stop_fetching(ctx, &revoked);
+        }
         tracing::info!(
             local_epoch = resolved.local_epoch,
             ?assigned,

@@ -75,7 +75,21 @@ impl Harness {
         Self::with(false, None)
     }
 
+    /// Polls the manager once, as the application's prompt answer to a poll request: when
+    /// the round asks for an acknowledged poll, the application polls and the manager runs
+    /// the next round.
     fn poll(&mut self) -> PollResult {
+        let mut result = self.poll_once();
+        if std::mem::take(&mut self.p.effects.poll_requested) {
+            self.app_polls();
+            let mut next = self.poll_once();
+            result.requests.append(&mut next.requests);
+            result.next_poll_at = next.next_poll_at.or(result.next_poll_at);
+        }
+        result
+    }
+
+    fn poll_once(&mut self) -> PollResult {
         self.p.member = Some(self.m.identity());
         let mut ctx = self.p.ctx();
         self.m.poll(&mut ctx, &mut self.commit)
@@ -83,7 +97,7 @@ impl Harness {
 
     fn app_polls(&mut self) {
         let mut ctx = self.p.ctx();
-        self.m.on_poll(&mut ctx);
+        self.m.on_poll(&mut ctx, true);
     }
 
     fn respond(&mut self, token: u64, body: ConsumerGroupHeartbeatResponse) {
@@ -1041,4 +1055,70 @@ fn close_options_choose_the_leave_heartbeat() {
         h.p.advance_ms(10_000);
         h.no_requests();
     }
+}
+
+/// Java's `canCommit` (KAFKA-14196): a reconciliation that revokes (or auto-commits) starts
+/// only in the round right after an acknowledged poll, asked for once; fetching of the
+/// partitions to revoke stops before the commit goes out.
+#[test]
+fn a_revoking_reconciliation_waits_for_an_acknowledged_poll_and_stops_fetching_first() {
+    let mut h = Harness::with(true, None);
+    let member = h.join_stable(1, &[0, 1]);
+    for p in [0, 1] {
+        h.p.subscriptions
+            .set_fetch_state(&tp(p), FetchState::Fetching);
+    }
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[1])));
+    h.poll_once();
+    assert!(
+        h.p.effects.poll_requested,
+        "the application is asked to poll"
+    );
+    h.p.effects.poll_requested = false;
+    h.poll_once();
+    assert!(!h.p.effects.poll_requested, "asked once");
+    assert!(
+        !h.commit.has_pending_commits(),
+        "nothing starts before the poll"
+    );
+    assert_eq!(
+        h.p.subscriptions.fetchable_partitions(),
+        [tp(0), tp(1)],
+        "still fetching"
+    );
+    h.commit.on_poll(
+        h.p.now,
+        [(tp(0), OffsetAndMetadata::new(42))].into_iter().collect(),
+    );
+    h.app_polls();
+    h.poll_once();
+    assert!(
+        h.commit.has_pending_commits(),
+        "the commit before revocation"
+    );
+    assert_eq!(
+        h.p.subscriptions.fetchable_partitions(),
+        [tp(1)],
+        "the partition to revoke stopped fetching before the commit went out"
+    );
+}
+
+/// A plain (unacknowledged) poll does not open the gate: only the poll that waits for the
+/// round guarantees no records are collected meanwhile.
+#[test]
+fn an_unacknowledged_poll_does_not_start_a_revoking_reconciliation() {
+    let mut h = Harness::with(true, None);
+    let member = h.join_stable(1, &[0, 1]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[1])));
+    {
+        let mut ctx = h.p.ctx();
+        h.m.on_poll(&mut ctx, false);
+    }
+    h.poll_once();
+    assert!(!h.commit.has_pending_commits());
+    assert!(h.callbacks().is_empty());
 }
