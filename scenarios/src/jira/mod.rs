@@ -5,3 +5,6 @@ pub mod kafka_10337;
 pub mod kafka_13310;
 pub mod kafka_13563;
 pub mod kafka_13840;
+pub mod kafka_14024;
+pub mod kafka_14196;
+pub mod kafka_14729;

@@ -98,6 +98,9 @@ pub enum ViolationKind {
     LivenessInconclusive,
     /// `commitSync` returned before the callbacks of earlier `commitAsync`s ran (KAFKA-10337).
     CommitCallbackOrder,
+    /// The application thread woke up more often per virtual second than a poll loop that
+    /// waits for its timeout, a response or a deadline can (KAFKA-14729's busy loop).
+    BusyLoop,
 }
 
 /// One broken invariant, located in virtual time.
