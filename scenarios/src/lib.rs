@@ -57,6 +57,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_14729::NAME,
             build: jira::kafka_14729::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_4160::NAME,
+            build: jira::kafka_4160::scenario,
+        },
     ]
 }
 

@@ -8,3 +8,4 @@ pub mod kafka_13840;
 pub mod kafka_14024;
 pub mod kafka_14196;
 pub mod kafka_14729;
+pub mod kafka_4160;

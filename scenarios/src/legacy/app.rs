@@ -47,7 +47,8 @@ pub(super) fn retriable_commit_error(error: &str) -> bool {
 }
 
 impl AppThread {
-    /// A rebalance callback: runs without any consumer lock for the listener's time.
+    /// A rebalance callback: runs without any consumer lock for the listener's time (holding
+    /// it on [`LegacyVersion::Kip62Trunk`]).
     async fn callback(&self, kind: CallbackKind, partitions: Vec<Tp>) {
         let ms = match kind {
             CallbackKind::Revoked | CallbackKind::Lost => self.listener.revoked_ms,
@@ -57,7 +58,14 @@ impl AppThread {
             kind,
             partitions: partitions.clone(),
         });
+        let version = self.shared.lock().await.version;
+        // Before KAFKA-4160's fix the listener ran inside the synchronized ensureActiveGroup.
+        let monitor = match version {
+            LegacyVersion::Kip62Trunk => Some(self.shared.lock().await),
+            _ => None,
+        };
         tokio::time::sleep(Duration::from_millis(ms)).await;
+        drop(monitor);
         self.ctx.record(Event::CallbackEnd {
             kind,
             partitions,
@@ -127,7 +135,7 @@ impl AppThread {
     async fn on_join_prepare(&self, deadline: Instant, generation: i32, member_id: &str) -> bool {
         let version = self.shared.lock().await.version;
         let completed = match version {
-            LegacyVersion::V3_1_0 => {
+            LegacyVersion::Kip62Trunk | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
                 true
             }

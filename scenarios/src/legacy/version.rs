@@ -5,6 +5,11 @@
 /// A release of the classic consumer whose code path the model can follow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LegacyVersion {
+    /// Trunk during 0.10.1's development, between KIP-62's heartbeat thread (40b1dd3f495) and
+    /// KAFKA-4160's fix (f197ad49970, before the 0.10.1.0 release): `ensureActiveGroup` was
+    /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
+    /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
+    Kip62Trunk,
     /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
     /// then revokes (KAFKA-13310).
     #[default]
