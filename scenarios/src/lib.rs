@@ -46,6 +46,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: jira::kafka_10337::scenario,
         },
         ScenarioInfo {
+            name: jira::kafka_10134::NAME,
+            build: jira::kafka_10134::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_14024::NAME,
             build: jira::kafka_14024::scenario,
         },

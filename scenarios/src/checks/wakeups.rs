@@ -1,7 +1,8 @@
 //! Application-thread wake-ups: *inside `poll(d)` the application thread wakes for responses,
 //! deadlines and its timeout — not in a loop*. KAFKA-14729: the classic consumer's heartbeat
 //! thread died, `timeToNextPoll` stayed at zero (the heartbeat timer nobody reset any more) and
-//! `pollForFetches` spun on `client.poll(0)`.
+//! `pollForFetches` spun on `client.poll(0)`. KAFKA-10134: 2.5.0 ran coordinator discovery
+//! with a zero timer inside `poll`, which spun for as long as the coordinator was gone.
 //!
 //! The runner counts how often the task calling `poll` is woken inside it (every poll of the
 //! subject's `poll` future, the simulation's equivalent of a return from `selector.select`)
@@ -71,7 +72,7 @@ impl Checker for AppWakeups {
                     format!(
                         "{subject}'s application thread was woken {n} times inside poll() in \
                          the virtual second from {}ms (bound {}); {} second(s) over the bound, \
-                         peak {peak}: a poll loop that never blocks (KAFKA-14729)",
+                         peak {peak}: a poll loop that never blocks (KAFKA-14729, KAFKA-10134)",
                         second * 1_000,
                         self.max_per_s,
                         over.len()

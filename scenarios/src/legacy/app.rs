@@ -135,7 +135,7 @@ impl AppThread {
     async fn on_join_prepare(&self, deadline: Instant, generation: i32, member_id: &str) -> bool {
         let version = self.shared.lock().await.version;
         let completed = match version {
-            LegacyVersion::Kip62Trunk | LegacyVersion::V3_1_0 => {
+            LegacyVersion::Kip62Trunk | LegacyVersion::V2_5_0 | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
                 true
             }
@@ -513,12 +513,21 @@ impl AppThread {
             if let Some(e) = self.shared.lock().await.client.take_thrown() {
                 return Err(SubjectError(e));
             }
-            if self.coordinator_poll(deadline).await? {
+            // `updateAssignmentMetadataIfNeeded(timer)`: 2.5.0 gave it `time.timer(0L)` — not
+            // only the join but coordinator discovery and committed offsets never wait.
+            let metadata_deadline = match self.shared.lock().await.version {
+                LegacyVersion::V2_5_0 => Instant::now(),
+                _ => deadline,
+            };
+            if self.coordinator_poll(metadata_deadline).await? {
                 // updateFetchPositions: committed offsets for partitions without a position.
                 let mut s = self.shared.lock().await;
                 let missing = s.fetcher.missing_positions();
                 if !missing.is_empty() {
-                    if let Some(offsets) = s.fetch_committed_offsets(&missing, deadline).await? {
+                    if let Some(offsets) = s
+                        .fetch_committed_offsets(&missing, metadata_deadline)
+                        .await?
+                    {
                         for (tp, offset) in offsets {
                             s.fetcher.set_position(tp, offset);
                         }

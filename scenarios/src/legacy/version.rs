@@ -10,6 +10,11 @@ pub enum LegacyVersion {
     /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
     /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
     Kip62Trunk,
+    /// 2.5.0 (KAFKA-8421, "still return data during rebalance"): `poll` runs
+    /// `updateAssignmentMetadataIfNeeded` with a zero timer, so coordinator discovery never
+    /// waits either; with the coordinator gone the heartbeat timer expires, `timeToNextPoll` is
+    /// zero and `poll` spins (KAFKA-10134, fixed in 2.5.1 / 2.6.0). Otherwise 3.1.0's paths.
+    V2_5_0,
     /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
     /// then revokes (KAFKA-13310).
     #[default]
