@@ -45,6 +45,26 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_10337::NAME,
             build: jira::kafka_10337::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_10134::NAME,
+            build: jira::kafka_10134::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_14024::NAME,
+            build: jira::kafka_14024::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_14196::NAME,
+            build: jira::kafka_14196::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_14729::NAME,
+            build: jira::kafka_14729::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_4160::NAME,
+            build: jira::kafka_4160::scenario,
+        },
     ]
 }
 

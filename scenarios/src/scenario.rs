@@ -7,6 +7,7 @@ use sim::fault::FaultPlan;
 use sim::history::Tp;
 
 use crate::app::AppBehaviour;
+use crate::legacy::LegacyVersion;
 use crate::subject::ListenerBehaviour;
 
 /// The simulated cluster a scenario runs against.
@@ -97,6 +98,8 @@ pub struct Scenario {
     pub run_ms: u64,
     /// The checkers the scenario asserts (standard set plus its own).
     pub checks: fn() -> CheckerSet,
+    /// The Kafka release the legacy model follows (3.1.0 unless the bug lived elsewhere).
+    pub legacy_version: LegacyVersion,
 }
 
 impl Scenario {
@@ -119,6 +122,7 @@ impl Scenario {
                 }),
                 run_ms: 10_000,
                 checks: CheckerSet::new,
+                legacy_version: LegacyVersion::default(),
             },
         }
     }
@@ -265,6 +269,12 @@ impl ScenarioBuilder {
 
     pub fn checks(mut self, checks: fn() -> CheckerSet) -> Self {
         self.scenario.checks = checks;
+        self
+    }
+
+    /// The Kafka release whose code path the legacy model follows.
+    pub fn legacy_version(mut self, version: LegacyVersion) -> Self {
+        self.scenario.legacy_version = version;
         self
     }
 

@@ -15,6 +15,7 @@ use super::consumer::KafkaConsumer;
 use super::coordinator::FutureError;
 use super::group::{self, HeartbeatThreadFlags, MemberState};
 use super::heartbeat;
+use super::version::LegacyVersion;
 use crate::subject::{
     CommitCompletion, Delivered, ListenerBehaviour, SubjectContext, SubjectError,
 };
@@ -46,7 +47,8 @@ pub(super) fn retriable_commit_error(error: &str) -> bool {
 }
 
 impl AppThread {
-    /// A rebalance callback: runs without any consumer lock for the listener's time.
+    /// A rebalance callback: runs without any consumer lock for the listener's time (holding
+    /// it on [`LegacyVersion::Kip62Trunk`]).
     async fn callback(&self, kind: CallbackKind, partitions: Vec<Tp>) {
         let ms = match kind {
             CallbackKind::Revoked | CallbackKind::Lost => self.listener.revoked_ms,
@@ -56,7 +58,14 @@ impl AppThread {
             kind,
             partitions: partitions.clone(),
         });
+        let version = self.shared.lock().await.version;
+        // Before KAFKA-4160's fix the listener ran inside the synchronized ensureActiveGroup.
+        let monitor = match version {
+            LegacyVersion::Kip62Trunk => Some(self.shared.lock().await),
+            _ => None,
+        };
         tokio::time::sleep(Duration::from_millis(ms)).await;
+        drop(monitor);
         self.ctx.record(Event::CallbackEnd {
             kind,
             partitions,
@@ -119,10 +128,32 @@ impl AppThread {
             .and_then(|g| g.generation_if_stable().map(|g| g.id))
     }
 
-    /// `ConsumerCoordinator.onJoinPrepare` (ConsumerCoordinator.java:699), eager protocol:
-    /// synchronous auto-commit bounded by the *rebalance* timeout (not the caller's), then
-    /// `onPartitionsRevoked` — or `onPartitionsLost` if the generation was reset meanwhile.
-    async fn on_join_prepare(&self, generation: i32, member_id: &str) {
+    /// `ConsumerCoordinator.onJoinPrepare`, eager protocol: the pre-rebalance auto-commit as
+    /// the model's release has it, then `onPartitionsRevoked` — or `onPartitionsLost` if the
+    /// generation was reset meanwhile. `false` (3.2 only): the commit is not done, call again
+    /// on the next `poll` before joining.
+    async fn on_join_prepare(&self, deadline: Instant, generation: i32, member_id: &str) -> bool {
+        let version = self.shared.lock().await.version;
+        let completed = match version {
+            LegacyVersion::Kip62Trunk | LegacyVersion::V2_5_0 | LegacyVersion::V3_1_0 => {
+                self.commit_before_revocation_3_1_0().await;
+                true
+            }
+            LegacyVersion::V3_2_0 => self.commit_before_revocation_3_2_0().await,
+            LegacyVersion::V3_2_1 => {
+                if !self.commit_before_revocation_3_2_1(deadline).await {
+                    return false;
+                }
+                true
+            }
+        };
+        self.revoke_before_join(generation, member_id).await;
+        completed
+    }
+
+    /// 3.1.0 (ConsumerCoordinator.java:699): synchronous auto-commit bounded by the
+    /// *rebalance* timeout, not the caller's.
+    async fn commit_before_revocation_3_1_0(&self) {
         let rebalance_timeout = {
             let s = self.shared.lock().await;
             Duration::from_millis(
@@ -134,6 +165,113 @@ impl AppThread {
         };
         self.maybe_auto_commit_offsets_sync(Instant::now() + rebalance_timeout)
             .await;
+    }
+
+    /// 3.2.0 (ConsumerCoordinator.java:739): a new asynchronous auto-commit on every call,
+    /// looked at once, right after sending. Done only if there was nothing to commit or it
+    /// failed at once with a non-retriable error; the caller revokes either way.
+    async fn commit_before_revocation_3_2_0(&self) -> bool {
+        let mut s = self.shared.lock().await;
+        if s.auto_commit.is_none() {
+            return true;
+        }
+        let Some(id) = s.auto_commit_offsets_async(true) else {
+            return true;
+        };
+        s.poll_no_wakeup().await;
+        let outcome = s.coordinator.watched_outcome(id);
+        s.coordinator.unwatch_commit(id);
+        match outcome {
+            Some(Ok(())) => true,
+            Some(Err(e)) => !e.retriable,
+            None => false,
+        }
+    }
+
+    /// 3.2.1 (ConsumerCoordinator.java:748): one commit in flight (`autoCommitOffsetRequestFuture`),
+    /// awaited until the caller's deadline or `joinPrepareTimer` (the rebalance timeout),
+    /// whichever is first; a retriable failure is resent on a later call with the offsets
+    /// consumed by then. `false` while it is not done: no revocation yet — and nothing stops the
+    /// fetcher from returning these partitions' records meanwhile (KAFKA-14196).
+    async fn commit_before_revocation_3_2_1(&self, deadline: Instant) -> bool {
+        let (id, join_deadline) = {
+            let mut s = self.shared.lock().await;
+            if s.auto_commit.is_none() {
+                return true;
+            }
+            let now = Instant::now();
+            let group = s.coordinator.group.as_mut().expect("subscribe mode");
+            let timeout = Duration::from_millis(group.rebalance_timeout_ms.max(0) as u64);
+            let join_deadline = *group.join_prepare_deadline.get_or_insert(now + timeout);
+            let in_flight = group.join_prepare_commit;
+            let id = match in_flight {
+                Some(id) => id,
+                None => match s.auto_commit_offsets_async(true) {
+                    Some(id) => {
+                        s.coordinator
+                            .group
+                            .as_mut()
+                            .expect("subscribe mode")
+                            .join_prepare_commit = Some(id);
+                        id
+                    }
+                    // `RequestFuture.voidSuccess()`: done at once.
+                    None => return true,
+                },
+            };
+            (id, join_deadline)
+        };
+        let poll_deadline = deadline.min(join_deadline);
+        self.poll_until(poll_deadline, |s| {
+            s.coordinator.watched_outcome(id).is_some()
+        })
+        .await;
+        let mut s = self.shared.lock().await;
+        let now = Instant::now();
+        let outcome = s.coordinator.watched_outcome(id);
+        let completed = match &outcome {
+            _ if now >= join_deadline => {
+                self.ctx.record(Event::Note {
+                    text: "asynchronous auto-commit of offsets failed: joinPrepare timeout; \
+                           will continue to join group"
+                        .to_owned(),
+                });
+                true
+            }
+            None => false,
+            Some(Err(e)) => !e.retriable,
+            Some(Ok(())) => true,
+        };
+        if outcome.is_some() {
+            s.coordinator.unwatch_commit(id);
+            s.coordinator
+                .group
+                .as_mut()
+                .expect("subscribe mode")
+                .join_prepare_commit = None;
+        }
+        if completed {
+            return true;
+        }
+        let backoff = s.retry_backoff;
+        drop(s);
+        tokio::time::sleep_until(poll_deadline.min(now + backoff).max(now)).await;
+        false
+    }
+
+    /// The revocation half of `onJoinPrepare` (eager): every owned partition is revoked, or
+    /// lost if the generation was reset; 3.2.1's join-prepare timer and future are cleared.
+    async fn revoke_before_join(&self, generation: i32, member_id: &str) {
+        {
+            let mut s = self.shared.lock().await;
+            let pending = s.coordinator.group.as_mut().and_then(|g| {
+                g.join_prepare_deadline = None;
+                g.join_prepare_commit.take()
+            });
+            if let Some(id) = pending {
+                s.coordinator.unwatch_commit(id);
+            }
+        }
         let owned: Vec<Tp> = self.shared.lock().await.fetcher.assigned().to_vec();
         if owned.is_empty() {
             return;
@@ -207,7 +345,16 @@ impl AppThread {
                 }
             };
             if let Some((generation, member_id)) = prepare {
-                self.on_join_prepare(generation, &member_id).await;
+                if !self.on_join_prepare(deadline, generation, &member_id).await {
+                    // "should not initiateJoinGroup if needsJoinPrepare still is true"
+                    let mut s = self.shared.lock().await;
+                    s.coordinator
+                        .group
+                        .as_mut()
+                        .expect("subscribe mode")
+                        .needs_join_prepare = true;
+                    return Ok(false);
+                }
             }
             {
                 let mut s = self.shared.lock().await;
@@ -362,12 +509,25 @@ impl AppThread {
         let deadline = Instant::now() + timeout;
         loop {
             let pass_started = Instant::now();
-            if self.coordinator_poll(deadline).await? {
+            // An exception one of this thread's client polls threw propagates out of poll().
+            if let Some(e) = self.shared.lock().await.client.take_thrown() {
+                return Err(SubjectError(e));
+            }
+            // `updateAssignmentMetadataIfNeeded(timer)`: 2.5.0 gave it `time.timer(0L)` — not
+            // only the join but coordinator discovery and committed offsets never wait.
+            let metadata_deadline = match self.shared.lock().await.version {
+                LegacyVersion::V2_5_0 => Instant::now(),
+                _ => deadline,
+            };
+            if self.coordinator_poll(metadata_deadline).await? {
                 // updateFetchPositions: committed offsets for partitions without a position.
                 let mut s = self.shared.lock().await;
                 let missing = s.fetcher.missing_positions();
                 if !missing.is_empty() {
-                    if let Some(offsets) = s.fetch_committed_offsets(&missing, deadline).await? {
+                    if let Some(offsets) = s
+                        .fetch_committed_offsets(&missing, metadata_deadline)
+                        .await?
+                    {
                         for (tp, offset) in offsets {
                             s.fetcher.set_position(tp, offset);
                         }
@@ -500,10 +660,17 @@ impl KafkaConsumer {
             return;
         }
         self.auto_commit = Some((interval, now + interval));
+        self.auto_commit_offsets_async(false);
+    }
+
+    /// `autoCommitOffsetsAsync()` (ConsumerCoordinator.java:1141 in 3.2.0): commits
+    /// `allConsumed()` asynchronously and returns the commit's id, keeping its future when
+    /// `watch`; `None` when there is nothing to commit (`sendOffsetCommitRequest` returns
+    /// `RequestFuture.voidSuccess()` for no offsets).
+    pub fn auto_commit_offsets_async(&mut self, watch: bool) -> Option<u64> {
         let offsets = self.fetcher.all_consumed();
         if offsets.is_empty() {
-            // sendOffsetCommitRequest: "if (offsets.isEmpty()) return RequestFuture.voidSuccess()".
-            return;
+            return None;
         }
         let id = self.next_internal_commit;
         self.next_internal_commit += 1;
@@ -519,8 +686,12 @@ impl KafkaConsumer {
             offsets: offsets.clone(),
         });
         self.coordinator.auto_commit_ids.insert(id);
+        if watch {
+            self.coordinator.watch_commit(id, None);
+        }
         self.coordinator
             .commit_offsets_async(&mut self.client, id, offsets);
+        Some(id)
     }
 
     /// The auto-commit callback (ConsumerCoordinator.java:1065): after a retriable failure,

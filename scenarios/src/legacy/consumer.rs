@@ -12,6 +12,7 @@ use tokio::time::{Duration, Instant};
 use super::coordinator::{ConsumerCoordinator, Lookup, OffsetFetchState};
 use super::fetcher::Fetcher;
 use super::network::{Completion, ConsumerNetworkClient, Handler};
+use super::version::LegacyVersion;
 use crate::subject::{CommitCompletion, Delivered, SubjectContext, SubjectError};
 
 /// The consumer's state: network client, coordinator, fetcher.
@@ -24,6 +25,8 @@ pub(super) struct KafkaConsumer {
     pub auto_commit: Option<(Duration, Instant)>,
     /// Ids of commits the consumer makes on its own (auto-commit), above the application's.
     pub next_internal_commit: u64,
+    /// The release whose code paths the model follows where releases differ.
+    pub version: LegacyVersion,
 }
 
 /// Where the consumer's own commit ids start, clear of the application's.
@@ -37,6 +40,7 @@ impl KafkaConsumer {
         retry_backoff: Duration,
         fetch_max_wait_ms: i32,
         max_poll_records: usize,
+        version: LegacyVersion,
     ) -> Self {
         Self {
             client: ConsumerNetworkClient::new(client, ctx),
@@ -45,6 +49,7 @@ impl KafkaConsumer {
             retry_backoff,
             auto_commit: None,
             next_internal_commit: INTERNAL_COMMIT_IDS,
+            version,
         }
     }
 
@@ -204,6 +209,10 @@ impl KafkaConsumer {
     pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
         let deadline = Instant::now() + timeout;
         loop {
+            // An exception a client poll threw propagates out of poll().
+            if let Some(e) = self.client.take_thrown() {
+                return Err(SubjectError(e));
+            }
             self.update_assignment_metadata(deadline).await?;
             let records = self.poll_for_fetches(deadline).await;
             if !records.is_empty() {

@@ -70,6 +70,8 @@ pub(super) struct ConsumerCoordinator {
     pub sync_commits: BTreeMap<u64, Option<Result<(), FutureError>>>,
     /// Ids of auto-commits whose callback has not run yet.
     pub auto_commit_ids: BTreeSet<u64>,
+    /// Futures of asynchronous commits someone holds, by commit id: `None` in flight.
+    watched_commits: BTreeMap<u64, Option<Result<(), FutureError>>>,
     /// An auto-commit callback saw a retriable failure since the last look.
     failed_auto_commit: bool,
     find_coordinator_future: Option<FindCoordinatorFuture>,
@@ -98,6 +100,7 @@ impl ConsumerCoordinator {
             group: None,
             sync_commits: BTreeMap::new(),
             auto_commit_ids: BTreeSet::new(),
+            watched_commits: BTreeMap::new(),
             failed_auto_commit: false,
             find_coordinator_future: None,
             next_lookup_id: 0,
@@ -181,6 +184,34 @@ impl ConsumerCoordinator {
         }
     }
 
+    /// Completes the future of an asynchronous commit: its callback is queued for
+    /// `invokeCompletedOffsetCommitCallbacks`, and a caller holding the future (3.2's
+    /// `onJoinPrepare`) sees the outcome.
+    fn complete_async(&mut self, id: u64, outcome: Result<(), FutureError>) {
+        if let Some(slot) = self.watched_commits.get_mut(&id) {
+            *slot = Some(outcome.clone());
+        }
+        self.completed_offset_commits.push_back(CommitCompletion {
+            id,
+            error: outcome.err().map(|e| e.error),
+        });
+    }
+
+    /// Keeps the future of the asynchronous commit `id` (a `RequestFuture` someone holds).
+    pub fn watch_commit(&mut self, id: u64, outcome: Option<Result<(), FutureError>>) {
+        self.watched_commits.insert(id, outcome);
+    }
+
+    /// The outcome of a watched commit, `None` while in flight (or not watched).
+    pub fn watched_outcome(&self, id: u64) -> Option<Result<(), FutureError>> {
+        self.watched_commits.get(&id).cloned().flatten()
+    }
+
+    /// Drops a watched commit's future.
+    pub fn unwatch_commit(&mut self, id: u64) {
+        self.watched_commits.remove(&id);
+    }
+
     /// Reports a finished commit the consumer made on its own, after the callbacks that ran
     /// before it.
     pub fn push_invoked(&mut self, completion: CommitCompletion) {
@@ -253,10 +284,7 @@ impl ConsumerCoordinator {
         self.pending_async_commits -= 1;
         match outcome {
             Ok(()) => self.do_commit_offsets_async(client, chained.id, chained.offsets),
-            Err(e) => self.completed_offset_commits.push_back(CommitCompletion {
-                id: chained.id,
-                error: Some(e.error),
-            }),
+            Err(e) => self.complete_async(chained.id, Err(e)),
         }
     }
 
@@ -270,10 +298,7 @@ impl ConsumerCoordinator {
         offsets: Vec<(Tp, i64)>,
     ) {
         if let Err(e) = self.send_offset_commit_request(client, id, offsets) {
-            self.completed_offset_commits.push_back(CommitCompletion {
-                id,
-                error: Some(e.error),
-            });
+            self.complete_async(id, Err(e));
         }
     }
 
@@ -422,10 +447,7 @@ impl ConsumerCoordinator {
                 let error = self.on_offset_commit(client, generation, result);
                 match self.sync_commits.get_mut(&commit) {
                     Some(slot) => *slot = Some(error.map_or(Ok(()), Err)),
-                    None => self.completed_offset_commits.push_back(CommitCompletion {
-                        id: commit,
-                        error: error.map(|e| e.error),
-                    }),
+                    None => self.complete_async(commit, error.map_or(Ok(()), Err)),
                 }
             }
             (Handler::OffsetFetch, Ok(Body::OffsetFetch(r))) => {

@@ -180,6 +180,10 @@ pub(super) struct GroupState {
     pub session_timeout_ms: i32,
     pub rebalance_timeout_ms: i32,
     pub is_leader: bool,
+    /// 3.2.1's `joinPrepareTimer`: when `onJoinPrepare` stops waiting for its commit.
+    pub join_prepare_deadline: Option<Instant>,
+    /// 3.2.1's `autoCommitOffsetRequestFuture`: the pre-revocation commit in flight.
+    pub join_prepare_commit: Option<u64>,
 }
 
 fn to_tp(tp: &TopicPartition) -> Tp {
@@ -207,6 +211,8 @@ impl GroupState {
             session_timeout_ms,
             rebalance_timeout_ms,
             is_leader: false,
+            join_prepare_deadline: None,
+            join_prepare_commit: None,
         }
     }
 

@@ -3,10 +3,12 @@
 //! network client (so it may run response handlers the application thread is waiting for), and
 //! rediscovers the coordinator, expires the session, leaves on poll timeout, or heartbeats.
 //! `AbstractCoordinator.this.wait(ms)` releases the lock and waits for a notification or the
-//! time, as in Java.
+//! time, as in Java. An exception out of its `client.pollNoWakeup()` (a response that does not
+//! parse) ends the thread with `failed` set, as Java's `catch (Throwable e)` does.
 
 use std::sync::Arc;
 
+use sim::history::Event;
 use tokio::sync::{Mutex, Notify};
 use tokio::time::{Duration, Instant};
 
@@ -62,7 +64,9 @@ async fn iteration(shared: &Arc<Mutex<KafkaConsumer>>) -> Next {
             return Next::Continue;
         }
     }
-    s.poll_no_wakeup().await;
+    if let Err(e) = poll_no_wakeup(s).await {
+        return fail(s, e);
+    }
     let now = Instant::now();
     if s.coordinator.coordinator_unknown() {
         if s.coordinator.has_find_coordinator_future() {
@@ -87,7 +91,9 @@ async fn iteration(shared: &Arc<Mutex<KafkaConsumer>>) -> Next {
         // in between calls to poll()"
         s.coordinator
             .maybe_leave_group(&mut s.client, "consumer poll timeout has expired.");
-        s.poll_no_wakeup().await;
+        if let Err(e) = poll_no_wakeup(s).await {
+            return fail(s, e);
+        }
         return Next::Continue;
     }
     if !group.heartbeat.should_heartbeat(now) {
@@ -96,4 +102,32 @@ async fn iteration(shared: &Arc<Mutex<KafkaConsumer>>) -> Next {
     group.heartbeat.sent_heartbeat(now);
     s.coordinator.send_heartbeat(&mut s.client);
     Next::Continue
+}
+
+/// `client.pollNoWakeup()` on the heartbeat thread, with the exception it threw, if any. An
+/// exception an earlier application-thread poll left untaken is not this thread's.
+async fn poll_no_wakeup(s: &mut KafkaConsumer) -> Result<(), String> {
+    let earlier = s.client.has_thrown();
+    s.poll_no_wakeup().await;
+    if earlier {
+        return Ok(());
+    }
+    s.client.take_thrown().map_or(Ok(()), Err)
+}
+
+/// `catch (Throwable e) { failed.set(e) }` (AbstractCoordinator.java:1463): the thread ends and
+/// leaves its failure for the application thread's `pollHeartbeat` to rethrow.
+fn fail(s: &mut KafkaConsumer, cause: String) -> Next {
+    s.ctx().record(Event::Note {
+        text: format!("heartbeat thread failed due to unexpected error: {cause}"),
+    });
+    if let Some(flags) = s
+        .coordinator
+        .group
+        .as_mut()
+        .and_then(|g| g.heartbeat_thread.as_mut())
+    {
+        flags.failed = Some(cause);
+    }
+    Next::Exit
 }

@@ -44,6 +44,7 @@ mod group;
 mod heartbeat;
 mod network;
 mod requests;
+mod version;
 
 use std::sync::Arc;
 
@@ -55,6 +56,7 @@ use tokio::time::Duration;
 use self::app::AppThread;
 use self::consumer::KafkaConsumer;
 use self::group::{GroupState, HeartbeatTimers};
+pub use self::version::LegacyVersion;
 use crate::subject::{
     CommitCompletion, Delivered, ListenerBehaviour, Subject, SubjectContext, SubjectError,
 };
@@ -68,9 +70,10 @@ pub struct LegacyConsumer {
 }
 
 impl LegacyConsumer {
-    /// A consumer for `ctx.config`; fails when the configuration has no `group.id` (the
-    /// model only covers the group paths) or its bootstrap servers do not parse.
-    pub fn new(ctx: SubjectContext) -> Result<Self, SubjectError> {
+    /// A consumer for `ctx.config` following `version`'s code paths; fails when the
+    /// configuration has no `group.id` (the model only covers the group paths) or its
+    /// bootstrap servers do not parse.
+    pub fn new(ctx: SubjectContext, version: LegacyVersion) -> Result<Self, SubjectError> {
         let config = &ctx.config;
         let group_id = config
             .group_id()
@@ -95,6 +98,7 @@ impl LegacyConsumer {
             Duration::from_millis(config.retry_backoff_ms()),
             config.fetch_max_wait_ms() as i32,
             config.max_poll_records() as usize,
+            version,
         );
         Ok(Self {
             ctx,

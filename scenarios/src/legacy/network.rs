@@ -2,6 +2,14 @@
 //! tag, and their completions are handed back only when someone *polls* the client
 //! (`poll(timer)` or `pollNoWakeup()`). That is where Java runs `RequestFuture` listeners, on
 //! whichever thread happens to poll — the property KAFKA-10793 and KAFKA-13563 hinge on.
+//!
+//! A response that does not parse is not handed to any listener: Java's
+//! `NetworkClient.handleCompletedReceives` removes the in-flight request and `parseResponse`
+//! throws a `SchemaException` out of `poll`, to whichever thread polled (KAFKA-14729: the
+//! heartbeat thread, which dies of it). Here the exception waits in a slot for that thread to
+//! take ([`ConsumerNetworkClient::take_thrown`]); the request's future never completes, as in
+//! Java. (Java keeps the connection open; our network client closes it, so other requests in
+//! flight on it fail as disconnects.)
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -75,6 +83,8 @@ pub(super) struct ConsumerNetworkClient {
     in_flight: Vec<(i32, &'static str, String, Pending)>,
     next_correlation: i32,
     ctx: SubjectContext,
+    /// The exception the last poll threw (an unparseable response), until taken.
+    thrown: Option<String>,
 }
 
 /// Kafka's error name for a response error code, `None` for success.
@@ -129,6 +139,7 @@ impl ConsumerNetworkClient {
             in_flight: Vec::new(),
             next_correlation: 0,
             ctx,
+            thrown: None,
         }
     }
 
@@ -212,6 +223,16 @@ impl ConsumerNetworkClient {
             .push((correlation, api, node_name(node), pending));
     }
 
+    /// The exception a poll threw since the last call: the polling thread takes it.
+    pub fn take_thrown(&mut self) -> Option<String> {
+        self.thrown.take()
+    }
+
+    /// Whether an exception thrown by a poll is waiting to be taken.
+    pub fn has_thrown(&self) -> bool {
+        self.thrown.is_some()
+    }
+
     /// Whether any request is still in flight (`pendingRequestCount > 0`).
     pub fn has_in_flight(&self) -> bool {
         !self.in_flight.is_empty()
@@ -239,6 +260,7 @@ impl ConsumerNetworkClient {
     async fn ready(&mut self, wait: bool) -> Vec<Completion> {
         let in_flight = &mut self.in_flight;
         let ctx = &self.ctx;
+        let thrown = &mut self.thrown;
         poll_fn(|cx| {
             let mut done = Vec::new();
             let mut i = 0;
@@ -254,12 +276,19 @@ impl ConsumerNetworkClient {
                             member_id: None,
                             generation: None,
                         });
-                        done.push(completion);
+                        match &completion.result {
+                            Err(NetworkError::Protocol { source, .. }) => {
+                                thrown.get_or_insert(format!(
+                                    "SchemaException: cannot parse the {api} response: {source}"
+                                ));
+                            }
+                            _ => done.push(completion),
+                        }
                     }
                     Poll::Pending => i += 1,
                 }
             }
-            if done.is_empty() && wait {
+            if done.is_empty() && wait && thrown.is_none() {
                 Poll::Pending
             } else {
                 Poll::Ready(done)

@@ -2,6 +2,7 @@
 //! what the application sees; the subject records its own requests and responses.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 
 use sim::history::{CommitMode, Event, Tp};
 use tokio::time::{Duration, Instant};
@@ -11,13 +12,15 @@ use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
 
 /// Runs `spec.app` against `subject` from `spec.start_ms` until `end`, then closes it.
-/// `extra_ms_per_record` is the seed's processing jitter.
+/// `extra_ms_per_record` is the seed's processing jitter. With `count_wakeups`, each `poll`
+/// records how often it was woken ([`crate::checks::AppWakeups`]).
 pub(super) async fn drive<S: Subject>(
     mut subject: S,
     ctx: SubjectContext,
     spec: SubjectSpec,
     extra_ms_per_record: u64,
     end: Instant,
+    count_wakeups: bool,
 ) {
     let app: AppBehaviour = spec.app;
     if spec.subscribe.is_empty() {
@@ -46,9 +49,11 @@ pub(super) async fn drive<S: Subject>(
         ctx.record(Event::PollStart {
             timeout_ms: app.poll_timeout_ms,
         });
-        let polled = subject
-            .poll(Duration::from_millis(app.poll_timeout_ms))
-            .await;
+        let (polled, wakeups) =
+            count_polls(subject.poll(Duration::from_millis(app.poll_timeout_ms))).await;
+        if count_wakeups {
+            ctx.record(crate::checks::wakeups::note(wakeups));
+        }
         let records = match polled {
             Ok(records) => records,
             Err(e) => {
@@ -148,6 +153,19 @@ pub(super) async fn drive<S: Subject>(
     ctx.record(Event::CloseEnd {
         error: closed.err().map(|e| e.0),
     });
+}
+
+/// Runs `future` to completion and counts its polls: every poll after the first is a wake-up
+/// of the task awaiting it.
+async fn count_polls<F: Future>(future: F) -> (F::Output, u64) {
+    let mut future = std::pin::pin!(future);
+    let mut polls = 0;
+    let output = std::future::poll_fn(|cx| {
+        polls += 1;
+        future.as_mut().poll(cx)
+    })
+    .await;
+    (output, polls)
 }
 
 async fn record_completions<S: Subject>(subject: &mut S, ctx: &SubjectContext) {

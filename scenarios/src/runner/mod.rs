@@ -104,6 +104,11 @@ pub async fn run_with_plan(
     let started = Instant::now();
     let end = started + Duration::from_millis(scenario.run_ms);
     let handle = Handle::current();
+    // Wake-ups inside `poll` are recorded only where a scenario judges them.
+    let legacy_version = scenario.legacy_version;
+    let count_wakeups = (scenario.checks)()
+        .names()
+        .contains(&crate::checks::AppWakeups::NAME);
 
     let mut tasks = Vec::new();
     for spec in &scenario.producers {
@@ -153,8 +158,8 @@ pub async fn run_with_plan(
                 if start_at > started {
                     tokio::time::sleep_until(start_at).await;
                 }
-                match LegacyConsumer::new(ctx.clone()) {
-                    Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end).await,
+                match LegacyConsumer::new(ctx.clone(), legacy_version) {
+                    Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end, count_wakeups).await,
                     Err(e) => ctx.record(Event::Note {
                         text: format!("cannot build the subject: {e}"),
                     }),
@@ -165,7 +170,9 @@ pub async fn run_with_plan(
                     tokio::time::sleep_until(start_at).await;
                 }
                 match ConsumerSubject::new(ctx.clone()) {
-                    Ok(consumer) => app::drive(consumer, ctx, spec, jitter, end).await,
+                    Ok(consumer) => {
+                        app::drive(consumer, ctx, spec, jitter, end, count_wakeups).await
+                    }
                     Err(e) => ctx.record(Event::Note {
                         text: format!("cannot build the subject: {e}"),
                     }),

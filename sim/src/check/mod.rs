@@ -98,6 +98,12 @@ pub enum ViolationKind {
     LivenessInconclusive,
     /// `commitSync` returned before the callbacks of earlier `commitAsync`s ran (KAFKA-10337).
     CommitCallbackOrder,
+    /// The application thread woke up more often per virtual second than a poll loop that
+    /// waits for its timeout, a response or a deadline can (KAFKA-14729's busy loop).
+    BusyLoop,
+    /// A member was told it lost its partitions although nothing cut it off from the group
+    /// and its application kept polling in time (KAFKA-4160: heartbeats starved).
+    SpuriousLoss,
 }
 
 /// One broken invariant, located in virtual time.

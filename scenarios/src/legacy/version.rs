@@ -1,0 +1,31 @@
+//! Which Apache Kafka release the model follows where releases differ. The model is Kafka
+//! 3.1.0's classic consumer; a scenario replaying a bug that lived in another release selects
+//! that release's code path here, modelled from that release's source like the rest.
+
+/// A release of the classic consumer whose code path the model can follow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LegacyVersion {
+    /// Trunk during 0.10.1's development, between KIP-62's heartbeat thread (40b1dd3f495) and
+    /// KAFKA-4160's fix (f197ad49970, before the 0.10.1.0 release): `ensureActiveGroup` was
+    /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
+    /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
+    Kip62Trunk,
+    /// 2.5.0 (KAFKA-8421, "still return data during rebalance"): `poll` runs
+    /// `updateAssignmentMetadataIfNeeded` with a zero timer, so coordinator discovery never
+    /// waits either; with the coordinator gone the heartbeat timer expires, `timeToNextPoll` is
+    /// zero and `poll` spins (KAFKA-10134, fixed in 2.5.1 / 2.6.0). Otherwise 3.1.0's paths.
+    V2_5_0,
+    /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
+    /// then revokes (KAFKA-13310).
+    #[default]
+    V3_1_0,
+    /// 3.2.0 (KAFKA-13310's fix): `onJoinPrepare` sends a new asynchronous auto-commit on every
+    /// call, looks at it once, and revokes whether or not it completed; a retriable failure is
+    /// never retried for the revoked partitions (KAFKA-14024).
+    V3_2_0,
+    /// 3.2.1–3.2.2 (KAFKA-14024's fix): one pre-revocation commit in flight, awaited within the
+    /// poll's timer on each call and retried until done or the rebalance timeout; revocation
+    /// waits for it, but the fetcher goes on returning the partitions' records meanwhile
+    /// (KAFKA-14196, fixed in 3.2.3 by marking them pending revocation).
+    V3_2_1,
+}
