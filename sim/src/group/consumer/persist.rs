@@ -45,6 +45,7 @@ pub fn group_records(group: &ConsumerGroup) -> BTreeMap<GroupRecordKey, GroupRec
                 subscribed_topic_regex: member.subscribed_topic_regex.clone(),
                 rebalance_timeout_ms: member.rebalance_timeout_ms,
                 server_assignor: member.server_assignor_name.clone(),
+                classic: member.classic.clone(),
             }),
         );
         records.insert(
@@ -141,6 +142,7 @@ pub fn replay(
             updated.subscribed_topic_regex = m.subscribed_topic_regex;
             updated.rebalance_timeout_ms = m.rebalance_timeout_ms;
             updated.server_assignor_name = m.server_assignor;
+            updated.classic = m.classic;
             group.update_member(updated);
         }
         GroupRecordValue::CurrentAssignment(c) => {
@@ -188,6 +190,8 @@ impl ConsumerGroupCoordinator {
             }
         }
         for (group_id, member_id) in sessions {
+            // Classic members keep their own session timeout (`onLoaded` uses
+            // `classicProtocolSessionTimeout` for them).
             self.schedule_session_timeout(&group_id, &member_id, now_ms);
         }
         for (group_id, member_id, epoch, timeout_ms) in revoking {
