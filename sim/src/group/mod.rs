@@ -17,6 +17,8 @@ pub mod group_record;
 pub mod list;
 pub mod migration;
 #[cfg(test)]
+mod migration_tests;
+#[cfg(test)]
 mod move_tests;
 pub mod offset_record;
 pub mod offsets;
