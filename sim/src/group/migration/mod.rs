@@ -1,8 +1,8 @@
 //! Online migration between the classic and the consumer (KIP-848) group protocols, as Kafka
 //! 4.x's `GroupMetadataManager` does it.
 //!
-//! - [`policy`]: `group.consumer.migration.policy`.
-//! - [`consumer_protocol`]: the embedded consumer protocol a mixed group has to read and write.
+//! - [`policy`], `group.consumer.migration.policy`.
+//! - [`consumer_protocol`], the embedded consumer protocol a mixed group has to read and write.
 //! - `upgrade`: a non-empty classic group becomes a consumer group when a ConsumerGroupHeartbeat
 //!   joins it (`validateOnlineUpgrade`, `convertToConsumerGroup`,
 //!   `ConsumerGroup.fromClassicGroup`).
