@@ -48,7 +48,8 @@ pub struct ConsumerGroupCoordinator {
 }
 
 /// A consumer group removed from this coordinator to become a classic group (Kafka's
-/// `convertToClassicGroup`): the group as it was, minus nothing, and who left.
+/// `convertToClassicGroup`): the group as it was when its last consumer-protocol member was
+/// fenced, and the members whose departure triggered the conversion.
 #[derive(Debug, Clone)]
 pub struct DowngradedGroup {
     /// The group before the leaving members were removed (its target assignment is what the

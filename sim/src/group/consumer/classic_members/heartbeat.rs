@@ -6,8 +6,8 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use super::super::coordinator::ConsumerGroupCoordinator;
 use super::super::error::GroupError;
 use super::validate::{
-    must_rejoin, throw_if_generation_id_unmatched, throw_if_member_does_not_use_classic_protocol,
-    validate_consumer_group_member,
+    heartbeat_must_rejoin, throw_if_generation_id_unmatched,
+    throw_if_member_does_not_use_classic_protocol, validate_consumer_group_member,
 };
 
 impl ConsumerGroupCoordinator {
@@ -46,7 +46,7 @@ impl ConsumerGroupCoordinator {
         )?;
         throw_if_member_does_not_use_classic_protocol(member)?;
         throw_if_generation_id_unmatched(member, request.generation_id)?;
-        let rejoin = must_rejoin(group, member, true);
+        let rejoin = heartbeat_must_rejoin(group, member);
         let member_id = member.member_id.clone();
         let rebalance_timeout_ms = member.rebalance_timeout_ms;
         self.schedule_session_timeout(group_id, &member_id, now_ms);

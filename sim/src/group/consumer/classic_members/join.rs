@@ -52,6 +52,17 @@ impl ConsumerGroupCoordinator {
         now_ms: u64,
     ) -> Result<JoinGroupResponse, GroupError> {
         let group_id: &str = &request.group_id.0;
+        // JoinGroup v0 has no rebalance timeout: Kafka's `JoinGroupRequest` uses the session
+        // timeout in its place.
+        let normalized;
+        let request = if api_version == 0 {
+            normalized = request
+                .clone()
+                .with_rebalance_timeout_ms(request.session_timeout_ms);
+            &normalized
+        } else {
+            request
+        };
         let instance_id = request.group_instance_id.as_deref();
         let is_unknown_member = request.member_id.is_empty();
         let member_id = if is_unknown_member {

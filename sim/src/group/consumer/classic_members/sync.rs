@@ -6,7 +6,7 @@ use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use super::super::coordinator::ConsumerGroupCoordinator;
 use super::super::error::GroupError;
 use super::validate::{
-    must_rejoin, throw_if_classic_protocol_unmatched, throw_if_generation_id_unmatched,
+    sync_must_rejoin, throw_if_classic_protocol_unmatched, throw_if_generation_id_unmatched,
     throw_if_member_does_not_use_classic_protocol, validate_consumer_group_member,
 };
 use crate::group::migration::consumer_protocol::{encode_assignment, version};
@@ -56,7 +56,7 @@ impl ConsumerGroupCoordinator {
             request.protocol_name.as_deref(),
         )?;
         let member = member.clone();
-        if must_rejoin(group, &member, false) {
+        if sync_must_rejoin(group, &member) {
             self.schedule_classic_join_timeout_if_absent(
                 group_id,
                 &member.member_id,

@@ -100,21 +100,18 @@ pub(super) fn throw_if_classic_protocol_unmatched(
     Ok(())
 }
 
-/// Whether a classic member must rejoin (`throwIfRebalanceInProgress` for SyncGroup, the
-/// heartbeat's three conditions when `include_reconciliation`): the group epoch moved past it,
-/// or (heartbeat only) it has partitions to revoke or released partitions to pick up. A member
-/// revoking partitions has already rejoined, so SyncGroup lets it collect its assignment.
-pub(super) fn must_rejoin(
-    group: &ConsumerGroup,
-    member: &ConsumerGroupMember,
-    include_reconciliation: bool,
-) -> bool {
-    let revoking = member.state == MemberState::UnrevokedPartitions;
-    if !include_reconciliation {
-        return group.group_epoch > member.member_epoch && !revoking;
-    }
+/// Kafka's `throwIfRebalanceInProgress` (SyncGroup): the group epoch moved past the member. A
+/// member revoking partitions has already rejoined, so it may collect what it keeps.
+pub(super) fn sync_must_rejoin(group: &ConsumerGroup, member: &ConsumerGroupMember) -> bool {
+    group.group_epoch > member.member_epoch && member.state != MemberState::UnrevokedPartitions
+}
+
+/// The three reasons `classicGroupHeartbeatToConsumerGroup` answers REBALANCE_IN_PROGRESS: the
+/// group epoch moved past the member, it has partitions to revoke, or partitions it waited for
+/// were released and it can collect them.
+pub(super) fn heartbeat_must_rejoin(group: &ConsumerGroup, member: &ConsumerGroupMember) -> bool {
     member.member_epoch < group.group_epoch
-        || revoking
+        || member.state == MemberState::UnrevokedPartitions
         || (member.state == MemberState::UnreleasedPartitions
             && !group.waiting_on_unreleased_partition(member))
 }

@@ -326,3 +326,19 @@ fn the_last_consumer_member_leaving_downgrades_unless_the_policy_forbids_it() {
     assert!(c.group(GROUP).is_some());
     assert!(c.take_downgraded_groups().is_empty());
 }
+
+#[test]
+fn a_v0_join_uses_its_session_timeout_as_rebalance_timeout() {
+    let mut c = coordinator();
+    send(&mut c, &join("a", &["foo"]), 0);
+    // v0 carries no rebalance timeout (-1 on the wire struct).
+    let v0 = classic_join(GROUP, "x", &["foo"], &[]).with_rebalance_timeout_ms(-1);
+    let r = c.classic_group_join(&v0, 0, "client", "/h", 100);
+    assert_eq!(r.error_code, 0);
+    assert_eq!(member(&c, "x").rebalance_timeout_ms, CLASSIC_SESSION_MS);
+    // Not fenced at once by a zero sync deadline: only after the session timeout.
+    c.poll(101);
+    assert!(c.group(GROUP).unwrap().members.contains_key("x"));
+    c.poll(100 + CLASSIC_SESSION_MS as u64);
+    assert!(!c.group(GROUP).unwrap().members.contains_key("x"));
+}
