@@ -69,6 +69,9 @@ struct Journal {
     /// Per partition: the offset committed when its last owner had it revoked, if the commit
     /// succeeded; where the next owner must resume.
     handover: BTreeMap<i32, (i64, usize)>,
+    /// Per (member, partition): the offset after the last record the member got before it
+    /// released the partition, for the report of a resumption before the handover.
+    stopped_at: BTreeMap<(usize, i32), i64>,
     /// Resumptions checked against a handover.
     resumed_at_handover: usize,
     /// Resumptions before the handover offset (redelivery: the commit made on revocation did
@@ -105,6 +108,9 @@ impl Watcher {
             };
             if j.owner.get(&tp.partition) == Some(&self.member) {
                 j.owner.remove(&tp.partition);
+            }
+            if let Some(offset) = last {
+                j.stopped_at.insert((self.member, tp.partition), offset + 1);
             }
             match (committed, last) {
                 (Some(true), Some(offset)) => {
@@ -224,8 +230,11 @@ fn record_deliveries(journal: &Shared, member: usize, records: &kafka_consumer::
                 if let Some(&(handover, from)) = j.handover.get(&p) {
                     j.resumed_at_handover += 1;
                     let now = tokio::time::Instant::now();
+                    let earlier = j.stopped_at.get(&(member, p)).map_or(String::new(), |o| {
+                        format!(" (m{member} itself had stopped at {o} when it owned it before)")
+                    });
                     let what = format!(
-                        "m{member} at {now:?}: partition {p} resumed at {} but m{from} committed {handover} when it was revoked",
+                        "m{member} at {now:?}: partition {p} resumed at {} but m{from} committed {handover} when it was revoked{earlier}",
                         r.offset
                     );
                     // Past the committed offset would skip records; before it only redelivers.
@@ -580,7 +589,26 @@ fn simulate(seed: u64) -> Outcome {
     let thread = std::thread::spawn(move || {
         let runtime =
             madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-        runtime.block_on(run(seed))
+        // SIM_MIGRATION_TRACE=N writes seed N's consumer and broker logs (virtual time) to
+        // target/sim-migration-trace-N.log.
+        if std::env::var("SIM_MIGRATION_TRACE").ok() != Some(seed.to_string()) {
+            return runtime.block_on(run(seed));
+        }
+        let path = format!(
+            "{}/sim-migration-trace-{seed}.log",
+            env!("CARGO_TARGET_TMPDIR")
+        );
+        let file = std::fs::File::create(&path).expect("trace file");
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(
+                std::env::var("SIM_MIGRATION_TRACE_FILTER")
+                    .unwrap_or_else(|_| "kafka_consumer=debug,sim=debug".to_owned()),
+            )
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .finish();
+        eprintln!("tracing seed {seed} to {path}");
+        tracing::subscriber::with_default(subscriber, || runtime.block_on(run(seed)))
     });
     thread.join().unwrap()
 }
