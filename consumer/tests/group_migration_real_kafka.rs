@@ -1,15 +1,18 @@
 //! A rolling switch of a group of our consumers from `group.protocol=classic` to
-//! `group.protocol=consumer` against a real Apache Kafka 4.1 broker, which migrates the group
-//! online (`group.consumer.migration.policy`, BIDIRECTIONAL by default): the first
+//! `group.protocol=consumer` and back, against a real Apache Kafka 4.1 broker, which migrates
+//! the group online (`group.consumer.migration.policy`, BIDIRECTIONAL by default): the first
 //! ConsumerGroupHeartbeat member upgrades the classic group, the remaining classic members keep
-//! consuming inside the consumer group, and the switch loses nothing.
+//! consuming inside the consumer group; on the way back the last consumer-protocol member
+//! leaving downgrades the group, and neither switch loses anything.
 //!
 //! Three classic members start; one at a time each is closed (revoking with a commit and leaving)
-//! and replaced by a consumer-protocol member, while Kafka's own Java producer writes more
-//! records between the steps. Checked: every record delivered at least once with duplicates
-//! bounded by uncommitted work (`check_delivery`), the listeners never see a partition owned by
-//! two members at once, the final members own every partition exactly once, and the broker lists
-//! the group as a consumer group.
+//! and replaced by a consumer-protocol member, then each of those by a classic member again,
+//! while Kafka's own Java producer writes more records between the steps. Checked: every record
+//! delivered at least once with duplicates bounded by uncommitted work (`check_delivery`), the
+//! listeners never see more partitions owned than exist (a partition owned by two members at
+//! once), after each replacement the live members own every partition, the final members own
+//! every partition exactly once, and the broker lists the group as a consumer group after the
+//! first half and as a classic group after the second.
 //!
 //! Needs `KAFKA_BOOTSTRAP` (see `support::real_broker`) plus java; compiled out under madsim.
 #![cfg(not(madsim))]
@@ -77,6 +80,25 @@ fn owned_total(seen: &Seen) -> i64 {
     owned_per_member(seen).values().sum()
 }
 
+/// The group's type as ListGroups reports it.
+async fn group_type(
+    admin: &mut kafka_consumer::network::NetworkClient,
+    group: &str,
+) -> Option<String> {
+    // The coordinator answers ListGroups from its last committed state: let the last write land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let listed = admin
+        .send(Target::LeastLoaded, ListGroupsRequest::default())
+        .await
+        .unwrap()
+        .body;
+    listed
+        .groups
+        .iter()
+        .find(|g| g.group_id.0.as_str() == group)
+        .map(|g| g.group_type.to_string())
+}
+
 struct Running {
     name: String,
     stop: Arc<AtomicBool>,
@@ -136,7 +158,7 @@ fn produce(bootstrap: &str, topic: &str, first: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rolling_switch_from_classic_to_consumer_loses_nothing() {
+async fn a_rolling_switch_to_consumer_and_back_to_classic_loses_nothing() {
     let Some(bootstrap) = bootstrap() else { return };
     let mut admin = client(bootstrap.clone());
     let topic = unique("migration");
@@ -162,49 +184,45 @@ async fn a_rolling_switch_from_classic_to_consumer_loses_nothing() {
     let live: Vec<String> = running.iter().map(|r| r.name.clone()).collect();
     wait_settled(&seen, &live, "the classic group owns every partition").await;
 
-    for i in 0..MEMBERS {
-        let old = running.remove(0);
-        old.stop.store(true, Ordering::SeqCst);
-        let mut consumer = old.task.await.unwrap();
-        consumer.close(Duration::from_secs(30)).await.unwrap();
-        produce(&bootstrap, &topic, produced);
-        produced += RECORDS_PER_STEP;
-        running.push(start(
-            &bootstrap,
-            &group,
-            &topic,
-            &format!("consumer{i}"),
-            true,
-            &seen,
-        ));
-        let live: Vec<String> = running.iter().map(|r| r.name.clone()).collect();
-        wait_settled(
-            &seen,
-            &live,
-            &format!("{live:?} own every partition after replacing {}", old.name),
-        )
-        .await;
+    for to_consumer in [true, false] {
+        let prefix = if to_consumer {
+            "consumer"
+        } else {
+            "back-to-classic"
+        };
+        for i in 0..MEMBERS {
+            let old = running.remove(0);
+            old.stop.store(true, Ordering::SeqCst);
+            let mut consumer = old.task.await.unwrap();
+            consumer.close(Duration::from_secs(30)).await.unwrap();
+            produce(&bootstrap, &topic, produced);
+            produced += RECORDS_PER_STEP;
+            let name = format!("{prefix}{i}");
+            running.push(start(&bootstrap, &group, &topic, &name, to_consumer, &seen));
+            let live: Vec<String> = running.iter().map(|r| r.name.clone()).collect();
+            wait_settled(
+                &seen,
+                &live,
+                &format!("{live:?} own every partition after replacing {}", old.name),
+            )
+            .await;
+        }
+        let expected = if to_consumer { "consumer" } else { "classic" };
+        assert_eq!(
+            group_type(&mut admin, &group).await.as_deref(),
+            Some(expected),
+            "the group was {}",
+            if to_consumer {
+                "upgraded"
+            } else {
+                "downgraded"
+            }
+        );
     }
     wait_until("everything is consumed", Duration::from_secs(180), || {
         seen.unique() >= produced
     })
     .await;
-
-    let listed = admin
-        .send(Target::LeastLoaded, ListGroupsRequest::default())
-        .await
-        .unwrap()
-        .body;
-    let group_type = listed
-        .groups
-        .iter()
-        .find(|g| g.group_id.0.as_str() == group)
-        .map(|g| g.group_type.to_string());
-    assert_eq!(
-        group_type.as_deref(),
-        Some("consumer"),
-        "the group was upgraded"
-    );
 
     let mut finals = Vec::new();
     for r in running {
