@@ -862,6 +862,16 @@ async fn migration(mut s: Side) -> Side {
     let r = send(
         &mut a,
         coordinator,
+        ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]),
+    )
+    .await;
+    s.transcript.record(
+        "describe the mixed group",
+        mask_consumer_describe(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
         heartbeat(&s, a_generation, &c_id, None),
     )
     .await;

@@ -342,3 +342,18 @@ fn a_v0_join_uses_its_session_timeout_as_rebalance_timeout() {
     c.poll(100 + CLASSIC_SESSION_MS as u64);
     assert!(!c.group(GROUP).unwrap().members.contains_key("x"));
 }
+
+#[test]
+fn describe_tells_classic_members_from_consumer_members() {
+    let mut c = coordinator();
+    consumer_and_classic_member(&mut c);
+    let request = kafka_protocol::messages::ConsumerGroupDescribeRequest::default()
+        .with_group_ids(vec![kafka_protocol::messages::GroupId(GROUP.into())]);
+    let response = c.consumer_group_describe(&request, 100);
+    let types: Vec<(String, i8)> = response.groups[0]
+        .members
+        .iter()
+        .map(|m| (m.member_id.to_string(), m.member_type))
+        .collect();
+    assert_eq!(types, vec![("a".to_owned(), 1), ("x".to_owned(), 0)]);
+}
