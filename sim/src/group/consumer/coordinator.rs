@@ -274,14 +274,14 @@ impl ConsumerGroupCoordinator {
         }
     }
 
+    /// (Re)starts the member's session timer: a classic member's own session timeout
+    /// (`classicProtocolSessionTimeout`), the group's otherwise.
     pub(super) fn schedule_session_timeout(
         &mut self,
         group_id: &str,
         member_id: &str,
         now_ms: u64,
     ) {
-        // Classic members keep the session timeout of their JoinGroup
-        // (`classicProtocolSessionTimeout`).
         let session_timeout_ms = self
             .groups
             .get(group_id)
@@ -289,6 +289,17 @@ impl ConsumerGroupCoordinator {
             .map_or(self.config.session_timeout_ms, |m| {
                 m.session_timeout_ms(self.config.session_timeout_ms)
             });
+        self.schedule_session_timeout_ms(group_id, member_id, session_timeout_ms, now_ms);
+    }
+
+    /// (Re)starts the member's session timer with `session_timeout_ms`.
+    pub(super) fn schedule_session_timeout_ms(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        session_timeout_ms: i32,
+        now_ms: u64,
+    ) {
         let session_timeout_ms = u64::try_from(session_timeout_ms).unwrap_or(0);
         self.timers.schedule(
             TimerKey::Session {

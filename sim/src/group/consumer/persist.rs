@@ -189,10 +189,11 @@ impl ConsumerGroupCoordinator {
                 }
             }
         }
+        // Kafka's `onLoaded` starts every member's timer with the group's session timeout,
+        // classic members included (their own applies again from their next request).
+        let session_timeout_ms = self.config.session_timeout_ms;
         for (group_id, member_id) in sessions {
-            // Classic members keep their own session timeout (`onLoaded` uses
-            // `classicProtocolSessionTimeout` for them).
-            self.schedule_session_timeout(&group_id, &member_id, now_ms);
+            self.schedule_session_timeout_ms(&group_id, &member_id, session_timeout_ms, now_ms);
         }
         for (group_id, member_id, epoch, timeout_ms) in revoking {
             self.schedule_rebalance_timeout(&group_id, &member_id, epoch, timeout_ms, now_ms);
