@@ -29,7 +29,7 @@ use kafka_protocol::messages::ListGroupsRequest;
 use support::group::*;
 use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
 use tokio::task::JoinHandle;
-use tokio::time::Duration;
+use tokio::time::{Duration, Instant};
 
 /// Records Kafka's producer writes before the switch, and again after each replacement.
 const RECORDS_PER_STEP: usize = 3_000;
@@ -128,25 +128,43 @@ fn start(
     }
 }
 
-/// Waits until `live` own every partition between them (per the listeners), watching that the
-/// total never exceeds the partition count.
+/// Waits until `live` own every partition between them (per the listeners) and keep owning
+/// them for 3 s in a row (a rebalance still under way would break it), watching that the total
+/// never exceeds the partition count.
 async fn wait_settled(seen: &Seen, live: &[String], what: &str) {
-    wait_until(what, Duration::from_secs(120), || {
-        let total = owned_total(seen);
-        if total > i64::from(PARTITIONS) {
-            seen.violations.lock().unwrap().push(format!(
-                "{total} partitions owned at once: {:?}",
-                owned_per_member(seen)
-            ));
-        }
+    let settled = || {
         let owned = owned_per_member(seen);
-        live.iter()
+        let total: i64 = owned.values().sum();
+        if total > i64::from(PARTITIONS) {
+            seen.violations
+                .lock()
+                .unwrap()
+                .push(format!("{total} partitions owned at once: {owned:?}"));
+        }
+        let live_total: i64 = live
+            .iter()
             .map(|m| owned.get(m).copied().unwrap_or(0))
-            .sum::<i64>()
-            == i64::from(PARTITIONS)
-            && total == i64::from(PARTITIONS)
-    })
-    .await;
+            .sum();
+        live_total == i64::from(PARTITIONS) && total == i64::from(PARTITIONS)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut since: Option<Instant> = None;
+    loop {
+        if settled() {
+            let start = *since.get_or_insert_with(Instant::now);
+            if start.elapsed() >= Duration::from_secs(3) {
+                return;
+            }
+        } else {
+            since = None;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting until {what}: owned {:?}",
+            owned_per_member(seen)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Kafka's producer, without holding up the members (it is a JVM started per call).
@@ -223,6 +241,8 @@ async fn a_rolling_switch_to_consumer_and_back_to_classic_loses_nothing() {
         seen.unique() >= produced
     })
     .await;
+    let live: Vec<String> = running.iter().map(|r| r.name.clone()).collect();
+    wait_settled(&seen, &live, "the final members still own every partition").await;
 
     let mut finals = Vec::new();
     for r in running {
@@ -238,7 +258,8 @@ async fn a_rolling_switch_to_consumer_and_back_to_classic_loses_nothing() {
     assert_eq!(
         union.len(),
         PARTITIONS as usize,
-        "every partition owned at the end"
+        "every partition owned at the end; listener calls {:?}",
+        seen.callbacks.lock().unwrap()
     );
     for mut consumer in finals {
         consumer.close(Duration::from_secs(30)).await.unwrap();
