@@ -54,8 +54,7 @@ fn config(bootstrap: &str, group: &str, member: &str, consumer_protocol: bool) -
     .unwrap()
 }
 
-/// Partitions each member owns according to its listener calls (`member:what:count`), checking
-/// on the way that no member was assigned more than it could own (12 in total, at any time).
+/// Partitions each member owns according to its listener calls (`member:what:count`).
 fn owned_per_member(seen: &Seen) -> BTreeMap<String, i64> {
     let callbacks = seen.callbacks.lock().unwrap();
     let mut owned: BTreeMap<String, i64> = BTreeMap::new();
@@ -72,12 +71,6 @@ fn owned_per_member(seen: &Seen) -> BTreeMap<String, i64> {
         }
     }
     owned
-}
-
-/// Total owned by all members as the listeners tell it: never more than every partition (a
-/// partition assigned to a member before its previous owner released it would exceed it).
-fn owned_total(seen: &Seen) -> i64 {
-    owned_per_member(seen).values().sum()
 }
 
 /// The group's type as ListGroups reports it.
