@@ -769,6 +769,154 @@ async fn consumer_protocol(mut s: Side) -> Side {
     s
 }
 
+/// Online migration (Kafka 4.1, `group.consumer.migration.policy` BIDIRECTIONAL by default):
+/// a ConsumerGroupHeartbeat member joins a Stable classic group (upgrade), the classic member is
+/// told to rejoin, rejoins, syncs its server-assigned partition and commits with its member
+/// epoch as generation; the consumer member picks up the released partition and leaves, which
+/// hands the group back to the classic protocol (downgrade), where the classic member rejoins,
+/// leads and assigns again.
+async fn migration(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    // As in `consumer_protocol`: let Kafka's coordinator see the new topic.
+    sleep(Duration::from_secs(1)).await;
+    let (mut c, _) = s.member().await;
+    let c_id = random_uuid();
+    s.masks.name(&c_id, "member-c");
+
+    let r = send(&mut a, coordinator, join(&s, "", None)).await;
+    let a_id = r.member_id.to_string();
+    s.transcript
+        .record("A asks for an id", mask_join(&mut s.masks, r));
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    s.transcript.record("A joins", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, 1, &a_id, None, &[(&a_id, &[0, 1])]),
+    )
+    .await;
+    s.transcript.record("A syncs both partitions", mask_sync(r));
+
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, 0, None, Some(vec![])),
+    )
+    .await;
+    let c_epoch = r.member_epoch;
+    s.transcript.record(
+        "C joins the classic group (upgrade)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut a, coordinator, heartbeat(&s, 1, &a_id, None)).await;
+    s.transcript
+        .record("A heartbeats after the upgrade", mask_heartbeat(r));
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    let a_generation = r.generation_id;
+    s.transcript
+        .record("A rejoins the consumer group", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, a_generation, &a_id, None, &[]),
+    )
+    .await;
+    s.transcript
+        .record("A syncs its server-side assignment", mask_sync(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        heartbeat(&s, a_generation, &a_id, None),
+    )
+    .await;
+    s.transcript.record("A heartbeats", mask_heartbeat(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        commit(&s, a_generation, &a_id, None, 5),
+    )
+    .await;
+    s.transcript
+        .record("A commits at its generation", mask_commit(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        commit(&s, a_generation - 1, &a_id, None, 5),
+    )
+    .await;
+    s.transcript.record(
+        "A commits at an old generation",
+        mask_commit(&mut s.masks, r),
+    );
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, c_epoch, None, Some(vec![])),
+    )
+    .await;
+    s.transcript.record(
+        "C gets the released partition",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
+        ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]),
+    )
+    .await;
+    s.transcript.record(
+        "describe the mixed group",
+        mask_consumer_describe(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
+        heartbeat(&s, a_generation, &c_id, None),
+    )
+    .await;
+    s.transcript.record(
+        "classic heartbeat from the consumer member",
+        mask_heartbeat(r),
+    );
+
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, -1, None, None),
+    )
+    .await;
+    s.transcript.record(
+        "C leaves (downgrade)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
+        heartbeat(&s, a_generation, &a_id, None),
+    )
+    .await;
+    s.transcript
+        .record("A heartbeats after the downgrade", mask_heartbeat(r));
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    let generation = r.generation_id;
+    s.transcript
+        .record("A rejoins the classic group", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, generation, &a_id, None, &[(&a_id, &[0, 1])]),
+    )
+    .await;
+    s.transcript.record("A leads and assigns", mask_sync(r));
+    let r = send(&mut a, coordinator, describe(&s)).await;
+    s.transcript
+        .record("describe the classic group", mask_describe(&mut s.masks, r));
+    let r = send(&mut a, coordinator, leave(&s, &[(&a_id, None)])).await;
+    s.transcript.record("A leaves", mask_leave(&mut s.masks, r));
+    s
+}
+
 /// ListGroups (v5) with type and state filters, and an empty group changing type: an emptied
 /// consumer group gives way to a classic JoinGroup, an empty classic group to a
 /// ConsumerGroupHeartbeat. Only this run's group is looked at (the real broker has others).
@@ -936,6 +1084,11 @@ async fn classic_static_members_match_kafka() {
 #[tokio::test]
 async fn consumer_protocol_matches_kafka() {
     differential("consumer-protocol", consumer_protocol).await;
+}
+
+#[tokio::test]
+async fn online_migration_matches_kafka() {
+    differential("migration", migration).await;
 }
 
 #[tokio::test]

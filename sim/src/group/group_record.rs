@@ -22,6 +22,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use uuid::Uuid;
 
 use super::consumer::group::SubscribedTopic;
+use super::consumer::member::ClassicMemberMetadata;
 use super::consumer::{Assignment, MemberState};
 
 /// Kafka's record type numbers (the key version).
@@ -218,6 +219,8 @@ pub struct ConsumerMemberMetadataValue {
     pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
+    /// `ClassicMemberMetadata`: present for members that use the classic protocol.
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 /// `ConsumerGroupCurrentMemberAssignmentValue`: where a member is in reconciling.
@@ -280,6 +283,7 @@ impl GroupRecordValue {
                 put_nullable_string(&mut buf, m.subscribed_topic_regex.as_deref());
                 buf.put_i32(m.rebalance_timeout_ms);
                 put_nullable_string(&mut buf, m.server_assignor.as_deref());
+                put_classic_member_metadata(&mut buf, m.classic.as_ref());
             }
             Self::TargetAssignment(assignment) => put_assignment(&mut buf, assignment),
             Self::CurrentAssignment(c) => {
@@ -341,6 +345,7 @@ impl GroupRecordValue {
                     subscribed_topic_regex: get_nullable_string(buf)?,
                     rebalance_timeout_ms: get_i32(buf)?,
                     server_assignor: get_nullable_string(buf)?,
+                    classic: get_classic_member_metadata(buf)?,
                 })
             }
             record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER => {
@@ -359,6 +364,37 @@ impl GroupRecordValue {
         };
         buf.is_empty().then_some(decoded)
     }
+}
+
+/// A presence byte, then the session timeout and the (name, metadata) protocols.
+fn put_classic_member_metadata(buf: &mut BytesMut, classic: Option<&ClassicMemberMetadata>) {
+    let Some(classic) = classic else {
+        buf.put_i8(0);
+        return;
+    };
+    buf.put_i8(1);
+    buf.put_i32(classic.session_timeout_ms);
+    put_len(buf, classic.supported_protocols.len());
+    for (name, metadata) in &classic.supported_protocols {
+        put_string(buf, name);
+        put_bytes(buf, metadata);
+    }
+}
+
+fn get_classic_member_metadata(buf: &mut &[u8]) -> Option<Option<ClassicMemberMetadata>> {
+    if get_i8(buf)? == 0 {
+        return Some(None);
+    }
+    let session_timeout_ms = get_i32(buf)?;
+    let count = get_len(buf)?;
+    let mut supported_protocols = Vec::new();
+    for _ in 0..count {
+        supported_protocols.push((get_string(buf)?, get_bytes(buf)?));
+    }
+    Some(Some(ClassicMemberMetadata {
+        session_timeout_ms,
+        supported_protocols,
+    }))
 }
 
 /// Kafka's `MemberState.value()` codes.
@@ -581,6 +617,10 @@ mod tests {
                     subscribed_topic_regex: Some("o.*".into()),
                     rebalance_timeout_ms: 300_000,
                     server_assignor: Some("range".into()),
+                    classic: Some(ClassicMemberMetadata {
+                        session_timeout_ms: 45_000,
+                        supported_protocols: vec![("range".into(), Bytes::from_static(b"sub"))],
+                    }),
                 }),
             ),
             (

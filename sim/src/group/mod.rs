@@ -15,6 +15,9 @@ pub mod consumer;
 pub mod group_load;
 pub mod group_record;
 pub mod list;
+pub mod migration;
+#[cfg(test)]
+mod migration_tests;
 #[cfg(test)]
 mod move_tests;
 pub mod offset_record;

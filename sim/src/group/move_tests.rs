@@ -72,6 +72,11 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Changes the settings of the coordinators loaded from now on.
+    pub(super) fn configure(&mut self, change: impl FnOnce(&mut GroupCoordinatorFactory)) {
+        change(&mut self.factory);
+    }
+
     /// Sends `request` and returns its answer if the shard answered by now.
     pub(super) fn call(
         &mut self,
@@ -80,6 +85,22 @@ impl Fixture {
         version: i16,
         request: GroupRequest,
     ) -> Option<GroupResponse> {
+        let (id, responses) = self.call_all(shard, now_ms, version, request);
+        responses
+            .into_iter()
+            .find(|(rid, _)| *rid == id)
+            .map(|(_, r)| r)
+    }
+
+    /// Sends `request`; returns its request id and every answer the shard gave by now
+    /// (including parked requests it released).
+    pub(super) fn call_all(
+        &mut self,
+        shard: &mut dyn GroupShard,
+        now_ms: u64,
+        version: i16,
+        request: GroupRequest,
+    ) -> (u64, Vec<(u64, GroupResponse)>) {
         self.next_id += 1;
         let id = self.next_id;
         shard.poll(now_ms);
@@ -95,14 +116,10 @@ impl Fixture {
         );
         // Timers due now (the 0 ms initial-rebalance delay), as the runtime's loop fires them.
         shard.poll(now_ms);
-        shard
-            .take_responses()
-            .into_iter()
-            .find(|(rid, _)| *rid == id)
-            .map(|(_, r)| r)
+        (id, shard.take_responses())
     }
 
-    fn topic_id(&self) -> uuid::Uuid {
+    pub(super) fn topic_id(&self) -> uuid::Uuid {
         self.controller.read().topics["t"].topic_id
     }
 }

@@ -7,9 +7,13 @@
 //!   group of one type gives way to the other, as Kafka's `maybeDeleteEmptyClassicGroup` /
 //!   `maybeDeleteEmptyConsumerGroup` do: a successful ConsumerGroupHeartbeat replaces an empty
 //!   classic group, a classic JoinGroup an empty consumer group (with the old group's
-//!   tombstones). Mixed groups (Kafka's online migration of non-empty groups) are not modelled:
-//!   a classic JoinGroup for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL, a
-//!   ConsumerGroupHeartbeat for a non-empty classic group GROUP_ID_NOT_FOUND.
+//!   tombstones).
+//! - Online migration (`crate::group::migration`, policy `group.consumer.migration.policy`):
+//!   classic JoinGroup / SyncGroup / Heartbeat / LeaveGroup for a consumer group are answered by
+//!   the consumer coordinator (`classicGroup*ToConsumerGroup`); a joining ConsumerGroupHeartbeat
+//!   turns a non-empty classic group into a consumer group (`convertToConsumerGroup`), and a
+//!   consumer group that fencing leaves with classic members only is handed back to the classic
+//!   coordinator (`convertToClassicGroup`).
 //! - ListGroups lists both types (`list::filter_listed_groups` applies the v4 states and v5
 //!   types filters).
 //! - Durability: every accepted offset commit is appended to the shard's partition before it is
@@ -28,17 +32,19 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsResponse, GroupId,
-    JoinGroupRequest, JoinGroupResponse, ListGroupsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    JoinGroupRequest, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::classic::{ClassicGroupConfig, ClassicGroupCoordinator, ClassicResponse, RequestId};
 use super::consumer::persist;
-use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, TopicsImage};
+use super::consumer::validate::validate_heartbeat;
+use super::consumer::{ConsumerGroupConfig, ConsumerGroupCoordinator, GroupError, TopicsImage};
 use super::group_load::LoadedGroups;
 use super::group_record::{record_type, GroupRecordKey, GroupRecordValue};
 use super::list::filter_listed_groups;
+use super::migration::{downgrade, upgrade};
 use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
 use crate::coordinator::{
@@ -99,7 +105,10 @@ impl GroupCoordinatorShard {
         let mut shard = Self {
             classic: ClassicGroupCoordinator::new(factory.classic.clone(), seed),
             consumer: ConsumerGroupCoordinator::new(
-                factory.consumer.clone(),
+                ConsumerGroupConfig {
+                    classic_group_max_size: factory.classic.group_max_size,
+                    ..factory.consumer.clone()
+                },
                 TopicsImage::default(),
             ),
             offsets: OffsetStore::new(),
@@ -211,8 +220,10 @@ impl GroupCoordinatorShard {
         self.consumer.group(group_id).is_some()
     }
 
-    fn is_non_empty_classic_group(&self, group_id: &str) -> bool {
-        !self.classic.group_member_ids(group_id).is_empty()
+    fn is_non_empty_consumer_group(&self, group_id: &str) -> bool {
+        self.consumer
+            .group(group_id)
+            .is_some_and(|g| !g.members.is_empty())
     }
 
     /// Hands the consumer coordinator the current topics when they changed (partitions added,
@@ -236,21 +247,26 @@ impl GroupCoordinatorShard {
         context: &GroupRequestContext,
         request: &JoinGroupRequest,
     ) {
-        // `maybeDeleteEmptyConsumerGroup`: an empty consumer group gives way to the classic
-        // group the join creates (its tombstones are written with the join's records).
-        // (The service rejects a bad session timeout before the shard sees the join.)
+        // The service rejects a bad session timeout before the shard sees the join; the classic
+        // coordinator answers that for us.
         let (min_session_ms, max_session_ms) = self.session_timeout_range;
         if (min_session_ms..=max_session_ms).contains(&request.session_timeout_ms) {
+            if self.is_non_empty_consumer_group(&request.group_id.0) {
+                // `classicGroupJoinToConsumerGroup`.
+                let response = self.consumer.classic_group_join(
+                    request,
+                    context.api_version,
+                    &context.client_id,
+                    &context.client_host,
+                    now_ms,
+                );
+                self.outbox
+                    .push((context.request_id, GroupResponse::JoinGroup(response)));
+                return;
+            }
+            // `maybeDeleteEmptyConsumerGroup`: an empty consumer group gives way to the classic
+            // group the join creates (its tombstones are written with the join's records).
             self.consumer.remove_empty_group(&request.group_id.0);
-        }
-        if self.is_consumer_group(&request.group_id.0) {
-            let response = JoinGroupResponse::default()
-                .with_error_code(ResponseError::InconsistentGroupProtocol.code())
-                .with_generation_id(-1)
-                .with_member_id(request.member_id.clone());
-            self.outbox
-                .push((context.request_id, GroupResponse::JoinGroup(response)));
-            return;
         }
         self.classic.join_group(
             now_ms,
@@ -268,13 +284,14 @@ impl GroupCoordinatorShard {
         context: &GroupRequestContext,
         request: &ConsumerGroupHeartbeatRequest,
     ) -> ConsumerGroupHeartbeatResponse {
-        if self.is_non_empty_classic_group(&request.group_id.0) {
-            return ConsumerGroupHeartbeatResponse::default()
-                .with_error_code(ResponseError::GroupIdNotFound.code())
-                .with_error_message(Some(StrBytes::from_string(format!(
-                    "Group {} is not a consumer group.",
-                    request.group_id.0
-                ))));
+        if self.classic.non_empty_group(&request.group_id.0).is_some() {
+            return self
+                .upgrade_and_heartbeat(now_ms, context, request)
+                .unwrap_or_else(|e| {
+                    ConsumerGroupHeartbeatResponse::default()
+                        .with_error_code(e.error.code())
+                        .with_error_message(Some(StrBytes::from_string(e.message)))
+                });
         }
         self.refresh_topics();
         let response = self.consumer.consumer_group_heartbeat(
@@ -297,6 +314,79 @@ impl GroupCoordinatorShard {
             self.leading_records.push((Some(key.encode()), None));
         }
         response
+    }
+
+    /// A ConsumerGroupHeartbeat for a non-empty classic group (`getOrMaybeCreateConsumerGroup`
+    /// with `convertToConsumerGroup`): after the request's own checks, only a join (epoch 0)
+    /// may upgrade the group, and only as `validateOnlineUpgrade` allows. The converted group
+    /// takes the heartbeat; if the heartbeat is refused nothing is written and the classic group
+    /// stays (its parked requests were already told to rejoin, as in Kafka).
+    fn upgrade_and_heartbeat(
+        &mut self,
+        now_ms: u64,
+        context: &GroupRequestContext,
+        request: &ConsumerGroupHeartbeatRequest,
+    ) -> Result<ConsumerGroupHeartbeatResponse, GroupError> {
+        let group_id = request.group_id.0.as_str();
+        validate_heartbeat(request, context.api_version, self.consumer.config())?;
+        let Some(classic) = self.classic.non_empty_group(group_id) else {
+            return Err(GroupError::new(
+                ResponseError::GroupIdNotFound,
+                format!("Group {group_id} is not a consumer group."),
+            ));
+        };
+        if request.member_epoch != 0 {
+            return Err(GroupError::new(
+                ResponseError::GroupIdNotFound,
+                format!("Group {group_id} is not a consumer group."),
+            ));
+        }
+        upgrade::validate_online_upgrade(classic, self.consumer.config())?;
+        self.refresh_topics();
+        let Some(classic) = self.classic.detach_group_for_upgrade(now_ms, group_id) else {
+            return Err(GroupError::new(
+                ResponseError::GroupIdNotFound,
+                format!("Group {group_id} is not a consumer group."),
+            ));
+        };
+        let converted = match upgrade::consumer_group_from_classic(&classic, self.consumer.topics())
+        {
+            Ok(converted) => converted,
+            Err(e) => {
+                self.classic.reattach_group(classic);
+                return Err(e);
+            }
+        };
+        let mut upgraded = self.consumer.clone();
+        upgraded.adopt_upgraded_group(converted, now_ms);
+        let response = upgraded.consumer_group_heartbeat(
+            request,
+            context.api_version,
+            &context.client_id,
+            &context.client_host,
+            now_ms,
+        );
+        if response.error_code != 0 {
+            self.classic.reattach_group(classic);
+            return Ok(response);
+        }
+        tracing::debug!(group_id, "upgraded classic group to a consumer group");
+        self.consumer = upgraded;
+        self.classic.forget_upgraded_group(&classic);
+        let key = GroupRecordKey::group(record_type::GROUP_METADATA, group_id);
+        self.leading_records.push((Some(key.encode()), None));
+        Ok(response)
+    }
+
+    /// Hands every consumer group that fencing left with classic members only to the classic
+    /// coordinator (`convertToClassicGroup`); the consumer group's tombstones are written
+    /// before the classic group's record.
+    fn apply_downgrades(&mut self, now_ms: u64) {
+        for downgraded in self.consumer.take_downgraded_groups() {
+            let group = downgrade::classic_group_from_consumer(&downgraded, self.consumer.topics());
+            tracing::debug!(group_id = %group.group_id, "downgraded consumer group to a classic group");
+            self.classic.adopt_downgraded_group(now_ms, group);
+        }
     }
 
     fn offset_commit(
@@ -491,9 +581,13 @@ impl GroupShard for GroupCoordinatorShard {
         }
         let consumer_touched = matches!(
             request,
-            GroupRequest::ConsumerGroupHeartbeat(_) | GroupRequest::JoinGroup(_)
+            GroupRequest::ConsumerGroupHeartbeat(_)
+                | GroupRequest::JoinGroup(_)
+                | GroupRequest::LeaveGroup(_)
         ) || self.consumer_timer_due(now_ms);
         self.handle_request(now_ms, context, request);
+        // A leave may have left a consumer group with classic members only.
+        self.apply_downgrades(now_ms);
         self.flush_group_records(now_ms, consumer_touched);
     }
 
@@ -518,6 +612,7 @@ impl GroupShard for GroupCoordinatorShard {
         let consumer_touched = self.consumer_timer_due(now_ms);
         self.classic.poll(now_ms);
         self.consumer.poll(now_ms);
+        self.apply_downgrades(now_ms);
         self.flush_group_records(now_ms, consumer_touched);
     }
 
@@ -545,10 +640,31 @@ impl GroupCoordinatorShard {
     fn handle_request(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
         let id = RequestId(context.request_id);
         let version = context.api_version;
+        // Timers due by now fire first (a fenced member may turn its group back into a classic
+        // group), so the request is routed to the group as it is now.
+        self.classic.poll(now_ms);
+        self.consumer.poll(now_ms);
+        self.apply_downgrades(now_ms);
         match request {
             GroupRequest::JoinGroup(r) => self.join_group(now_ms, &context, &r),
+            // `classicGroupSync`: an empty group of either type is UNKNOWN_MEMBER_ID.
+            GroupRequest::SyncGroup(r) if self.is_consumer_group(&r.group_id.0) => {
+                let response = self.consumer.classic_group_sync(&r, now_ms);
+                self.outbox
+                    .push((context.request_id, GroupResponse::SyncGroup(response)));
+            }
             GroupRequest::SyncGroup(r) => self.classic.sync_group(now_ms, id, version, &r),
+            GroupRequest::Heartbeat(r) if self.is_consumer_group(&r.group_id.0) => {
+                let response = self.consumer.classic_group_heartbeat(&r, now_ms);
+                self.outbox
+                    .push((context.request_id, GroupResponse::Heartbeat(response)));
+            }
             GroupRequest::Heartbeat(r) => self.classic.heartbeat(now_ms, id, version, &r),
+            GroupRequest::LeaveGroup(r) if self.is_consumer_group(&r.group_id.0) => {
+                let response = self.consumer.classic_group_leave(&r, version, now_ms);
+                self.outbox
+                    .push((context.request_id, GroupResponse::LeaveGroup(response)));
+            }
             GroupRequest::LeaveGroup(r) => self.classic.leave_group(now_ms, id, version, &r),
             // The routing layer splits DescribeGroups per group, so one id is asked at a time.
             GroupRequest::DescribeGroups(r) => match r.groups.as_slice() {

@@ -180,10 +180,11 @@ fn a_classic_join_replaces_an_empty_consumer_group_and_the_move_keeps_it() {
         cgh_answer(fx.call(shard.as_mut(), 0, 1, cgh(GROUP, "m1", 0))).error_code,
         0
     );
-    // While the consumer group has a member, classic members are not served (not modelled).
+    // While the consumer group has a member, a classic join is the consumer group's to answer
+    // (`classicGroupJoinToConsumerGroup`): a v9 dynamic member first needs a member id.
     assert_eq!(
         join_response(fx.call(shard.as_mut(), 0, 9, join(""))).error_code,
-        ResponseError::InconsistentGroupProtocol.code()
+        ResponseError::MemberIdRequired.code()
     );
     assert_eq!(
         cgh_answer(fx.call(shard.as_mut(), 0, 1, cgh(GROUP, "m1", -1))).error_code,
@@ -195,9 +196,14 @@ fn a_classic_join_replaces_an_empty_consumer_group_and_the_move_keeps_it() {
         list(&mut fx, shard.as_mut(), &[], &[]),
         vec![listed(GROUP, "consumer", "Stable", "classic")]
     );
-    // A ConsumerGroupHeartbeat for the now non-empty classic group is refused.
+    // A ConsumerGroupHeartbeat for the now non-empty classic group would upgrade it, but its
+    // member's metadata is not a consumer protocol subscription: refused, the group stays.
     let refused = cgh_answer(fx.call(shard.as_mut(), 0, 1, cgh(GROUP, "m2", 0)));
     assert_eq!(refused.error_code, ResponseError::GroupIdNotFound.code());
+    assert!(refused
+        .error_message
+        .as_deref()
+        .is_some_and(|m| m.contains("malformed")));
 
     fx.move_coordinator();
     let mut moved = fx.load(1_000);

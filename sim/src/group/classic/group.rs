@@ -65,6 +65,17 @@ impl ClassicGroup {
         }
     }
 
+    /// A Stable group at `generation_id` with protocol type `protocol_type` and no members yet:
+    /// the shape `ClassicGroup.fromConsumerGroup` starts from before adding the members.
+    pub fn stable(group_id: &str, generation_id: i32, protocol_type: &str) -> Self {
+        let mut group = Self::new(group_id);
+        group.generation_id = generation_id;
+        group.protocol_type = Some(protocol_type.to_owned());
+        group.state = ClassicGroupState::Stable;
+        group.previous_state = ClassicGroupState::Stable;
+        group
+    }
+
     pub fn state(&self) -> ClassicGroupState {
         self.state
     }

@@ -23,6 +23,7 @@ mod join;
 mod leave;
 mod member;
 mod member_id;
+mod migration;
 mod offset_commit;
 mod rebalance;
 mod state;
@@ -34,4 +35,6 @@ mod tests;
 
 pub use config::ClassicGroupConfig;
 pub use coordinator::{ClassicGroupCoordinator, ClassicResponse, RequestId};
+pub use group::ClassicGroup;
+pub use member::{ClassicGroupMember, MemberProtocol};
 pub use state::ClassicGroupState;

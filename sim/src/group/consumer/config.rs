@@ -1,6 +1,7 @@
 //! Broker settings of the consumer group protocol, with Kafka's names and defaults.
 
 use super::assignor::ServerAssignor;
+use crate::group::migration::ConsumerGroupMigrationPolicy;
 
 /// The `group.consumer.*` broker configs (`GroupCoordinatorConfig`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,13 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.assignors`: the server assignors members may name; the first is the
     /// default used when no member names one.
     pub assignors: Vec<ServerAssignor>,
+    /// `group.consumer.migration.policy`: which online conversions between classic and
+    /// consumer groups are allowed (both ways by default).
+    pub migration_policy: ConsumerGroupMigrationPolicy,
+    /// `group.classic.max.size` as the downgrade sees it (`validateOnlineDowngrade*`): a group
+    /// with more remaining members stays a consumer group. The shard copies the classic
+    /// coordinator's `group_max_size` here.
+    pub classic_group_max_size: usize,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -24,6 +32,8 @@ impl Default for ConsumerGroupConfig {
             session_timeout_ms: 45_000,
             max_size: i32::MAX as usize,
             assignors: vec![ServerAssignor::Uniform, ServerAssignor::Range],
+            migration_policy: ConsumerGroupMigrationPolicy::default(),
+            classic_group_max_size: usize::MAX,
         }
     }
 }

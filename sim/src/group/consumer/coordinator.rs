@@ -21,6 +21,12 @@ pub(super) enum TimerKey {
     Session { group_id: String, member_id: String },
     /// Fences the member when it has not revoked partitions in time.
     Rebalance { group_id: String, member_id: String },
+    /// Fences a classic member told to rejoin (REBALANCE_IN_PROGRESS) that did not send
+    /// JoinGroup within its rebalance timeout (`consumerGroupJoinKey`).
+    ClassicJoin { group_id: String, member_id: String },
+    /// Fences a classic member that did not send SyncGroup within its rebalance timeout after
+    /// its JoinGroup (`consumerGroupSyncKey`).
+    ClassicSync { group_id: String, member_id: String },
 }
 
 /// The KIP-848 group coordinator of one shard: sans-IO, driven with virtual milliseconds.
@@ -35,6 +41,22 @@ pub struct ConsumerGroupCoordinator {
     pub(super) rebalance_timeout_epochs: BTreeMap<(String, String), i32>,
     /// Source of coordinator-generated member ids (v0 joins with an empty member id).
     pub(super) next_generated_member_id: u64,
+    /// Groups that fencing left with classic members only and that the migration policy lets
+    /// become classic groups again; the shard hands them to the classic coordinator
+    /// ([`Self::take_downgraded_groups`]).
+    pub(super) downgraded: Vec<DowngradedGroup>,
+}
+
+/// A consumer group removed from this coordinator to become a classic group (Kafka's
+/// `convertToClassicGroup`): the group as it was when its last consumer-protocol member was
+/// fenced, and the members whose departure triggered the conversion.
+#[derive(Debug, Clone)]
+pub struct DowngradedGroup {
+    /// The group before the leaving members were removed (its target assignment is what the
+    /// classic members are handed).
+    pub group: ConsumerGroup,
+    /// The members whose departure triggered the downgrade.
+    pub leaving_member_ids: Vec<String>,
 }
 
 impl ConsumerGroupCoordinator {
@@ -47,12 +69,23 @@ impl ConsumerGroupCoordinator {
             timers: Timers::default(),
             rebalance_timeout_epochs: BTreeMap::new(),
             next_generated_member_id: 0,
+            downgraded: Vec::new(),
         }
     }
 
     /// The group `group_id`, if this shard hosts it as a consumer group.
     pub fn group(&self, group_id: &str) -> Option<&ConsumerGroup> {
         self.groups.get(group_id)
+    }
+
+    /// The settings this coordinator runs with.
+    pub fn config(&self) -> &ConsumerGroupConfig {
+        &self.config
+    }
+
+    /// The topic metadata assignments are computed from.
+    pub fn topics(&self) -> &TopicsImage {
+        &self.topics
     }
 
     /// When [`Self::poll`] next has work to do.
@@ -71,6 +104,26 @@ impl ConsumerGroupCoordinator {
                     member_id,
                 } => {
                     debug!(group_id, member_id, "fencing member: session expired");
+                    self.fence_member(&group_id, &member_id);
+                }
+                TimerKey::ClassicJoin {
+                    group_id,
+                    member_id,
+                } => {
+                    debug!(
+                        group_id,
+                        member_id, "fencing member: the classic member failed to rejoin in time"
+                    );
+                    self.fence_member(&group_id, &member_id);
+                }
+                TimerKey::ClassicSync {
+                    group_id,
+                    member_id,
+                } => {
+                    debug!(
+                        group_id,
+                        member_id, "fencing member: the classic member failed to sync in time"
+                    );
                     self.fence_member(&group_id, &member_id);
                 }
                 TimerKey::Rebalance {
@@ -114,35 +167,140 @@ impl ConsumerGroupCoordinator {
         }
     }
 
-    /// Kafka's `consumerGroupFenceMember`: removes the member, refreshes the subscription
-    /// metadata without it, bumps the group epoch and cancels the member's timers. The target
-    /// assignment is recomputed by the next heartbeat. Unknown groups and members are ignored, as
-    /// Kafka's timer tasks do.
+    /// Kafka's `consumerGroupFenceMember`: removes the member (see [`Self::fence_members`]).
     pub(super) fn fence_member(&mut self, group_id: &str, member_id: &str) {
+        self.fence_members(group_id, &[member_id.to_owned()]);
+    }
+
+    /// Kafka's `consumerGroupFenceMembers`: if only classic members would remain and
+    /// `validateOnlineDowngradeWithFencedMembers` allows it, the whole group leaves this
+    /// coordinator to become a classic group; otherwise the members are removed, the
+    /// subscription metadata refreshed without them, the group epoch bumped once and their
+    /// timers cancelled. The target assignment is recomputed by the next heartbeat or join.
+    /// Unknown groups and members are ignored, as Kafka's timer tasks do.
+    pub(super) fn fence_members(&mut self, group_id: &str, member_ids: &[String]) {
+        let Some(group) = self.groups.get(group_id) else {
+            return;
+        };
+        let leaving: Vec<String> = member_ids
+            .iter()
+            .filter(|id| group.members.contains_key(*id))
+            .cloned()
+            .collect();
+        if leaving.is_empty() {
+            return;
+        }
+        if self.validate_online_downgrade(group, &leaving) {
+            debug!(
+                group_id,
+                ?leaving,
+                "downgrading consumer group to a classic group"
+            );
+            if let Some(group) = self.groups.remove(group_id) {
+                for member_id in group.members.keys() {
+                    self.cancel_timers(group_id, member_id);
+                }
+                self.downgraded.push(DowngradedGroup {
+                    group,
+                    leaving_member_ids: leaving,
+                });
+            }
+            return;
+        }
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
-        if group.remove_member(member_id).is_none() {
-            return;
+        for member_id in &leaving {
+            group.remove_member(member_id);
         }
         group.subscription_metadata = group.compute_subscription_metadata(&self.topics);
         group.group_epoch += 1;
         debug!(
             group_id,
-            member_id,
+            ?leaving,
             group_epoch = group.group_epoch,
-            "bumped group epoch: member removed"
+            "bumped group epoch: members removed"
         );
-        self.cancel_timers(group_id, member_id);
+        for member_id in &leaving {
+            self.cancel_timers(group_id, member_id);
+        }
     }
 
+    /// Kafka's `validateOnlineDowngradeWithFencedMembers`: the members left after `leaving` all
+    /// use the classic protocol, there is at least one, the policy allows downgrades and they
+    /// fit in a classic group.
+    fn validate_online_downgrade(&self, group: &ConsumerGroup, leaving: &[String]) -> bool {
+        if !group.all_members_use_classic_protocol_except(leaving) {
+            return false;
+        }
+        let remaining = group.members.len() - leaving.len();
+        if remaining == 0 {
+            debug!(
+                group_id = group.group_id,
+                "not downgrading an empty consumer group"
+            );
+            return false;
+        }
+        if !self.config.migration_policy.is_downgrade_enabled() {
+            debug!(
+                group_id = group.group_id,
+                "cannot downgrade consumer group: online downgrade is disabled"
+            );
+            return false;
+        }
+        if remaining > self.config.classic_group_max_size {
+            debug!(
+                group_id = group.group_id,
+                "cannot downgrade consumer group: more members than the classic group max size"
+            );
+            return false;
+        }
+        true
+    }
+
+    /// The groups fencing turned into classic groups since the last call.
+    pub fn take_downgraded_groups(&mut self) -> Vec<DowngradedGroup> {
+        std::mem::take(&mut self.downgraded)
+    }
+
+    /// Installs a group converted from a classic group (Kafka's `convertToConsumerGroup`) and
+    /// starts each member's session timer with its classic session timeout.
+    pub fn adopt_upgraded_group(&mut self, group: ConsumerGroup, now_ms: u64) {
+        let group_id = group.group_id.clone();
+        let member_ids: Vec<String> = group.members.keys().cloned().collect();
+        self.groups.insert(group_id.clone(), group);
+        for member_id in member_ids {
+            self.schedule_session_timeout(&group_id, &member_id, now_ms);
+        }
+    }
+
+    /// (Re)starts the member's session timer: a classic member's own session timeout
+    /// (`classicProtocolSessionTimeout`), the group's otherwise.
     pub(super) fn schedule_session_timeout(
         &mut self,
         group_id: &str,
         member_id: &str,
         now_ms: u64,
     ) {
-        let session_timeout_ms = u64::try_from(self.config.session_timeout_ms).unwrap_or(0);
+        let session_timeout_ms = self
+            .groups
+            .get(group_id)
+            .and_then(|g| g.members.get(member_id))
+            .map_or(self.config.session_timeout_ms, |m| {
+                m.session_timeout_ms(self.config.session_timeout_ms)
+            });
+        self.schedule_session_timeout_ms(group_id, member_id, session_timeout_ms, now_ms);
+    }
+
+    /// (Re)starts the member's session timer with `session_timeout_ms`.
+    pub(super) fn schedule_session_timeout_ms(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        session_timeout_ms: i32,
+        now_ms: u64,
+    ) {
+        let session_timeout_ms = u64::try_from(session_timeout_ms).unwrap_or(0);
         self.timers.schedule(
             TimerKey::Session {
                 group_id: group_id.to_owned(),
@@ -181,10 +339,77 @@ impl ConsumerGroupCoordinator {
     }
 
     pub(super) fn cancel_timers(&mut self, group_id: &str, member_id: &str) {
-        self.timers.cancel(&TimerKey::Session {
+        let (group_id, member_id) = (group_id.to_owned(), member_id.to_owned());
+        for key in [
+            TimerKey::Session {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            },
+            TimerKey::ClassicJoin {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            },
+            TimerKey::ClassicSync {
+                group_id: group_id.clone(),
+                member_id: member_id.clone(),
+            },
+        ] {
+            self.timers.cancel(&key);
+        }
+        self.cancel_rebalance_timeout(&group_id, &member_id);
+    }
+
+    /// `scheduleConsumerGroupJoinTimeoutIfAbsent`: a classic member told to rejoin must do so
+    /// within its rebalance timeout; an earlier deadline is kept.
+    pub(super) fn schedule_classic_join_timeout_if_absent(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        rebalance_timeout_ms: i32,
+        now_ms: u64,
+    ) {
+        let key = TimerKey::ClassicJoin {
+            group_id: group_id.to_owned(),
+            member_id: member_id.to_owned(),
+        };
+        if self.timers.deadline_ms(&key).is_none() {
+            let timeout_ms = u64::try_from(rebalance_timeout_ms).unwrap_or(0);
+            self.timers.schedule(key, now_ms.saturating_add(timeout_ms));
+        }
+    }
+
+    /// `cancelConsumerGroupJoinTimeout`.
+    pub(super) fn cancel_classic_join_timeout(&mut self, group_id: &str, member_id: &str) {
+        self.timers.cancel(&TimerKey::ClassicJoin {
             group_id: group_id.to_owned(),
             member_id: member_id.to_owned(),
         });
-        self.cancel_rebalance_timeout(group_id, member_id);
+    }
+
+    /// `scheduleConsumerGroupSyncTimeout`: the SyncGroup must follow the JoinGroup within the
+    /// member's rebalance timeout.
+    pub(super) fn schedule_classic_sync_timeout(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        rebalance_timeout_ms: i32,
+        now_ms: u64,
+    ) {
+        let timeout_ms = u64::try_from(rebalance_timeout_ms).unwrap_or(0);
+        self.timers.schedule(
+            TimerKey::ClassicSync {
+                group_id: group_id.to_owned(),
+                member_id: member_id.to_owned(),
+            },
+            now_ms.saturating_add(timeout_ms),
+        );
+    }
+
+    /// `cancelConsumerGroupSyncTimeout`.
+    pub(super) fn cancel_classic_sync_timeout(&mut self, group_id: &str, member_id: &str) {
+        self.timers.cancel(&TimerKey::ClassicSync {
+            group_id: group_id.to_owned(),
+            member_id: member_id.to_owned(),
+        });
     }
 }

@@ -18,6 +18,8 @@ use crate::group::list::GROUP_TYPE_CONSUMER;
 
 /// `MemberType` of a consumer-protocol member (describe v1).
 const CONSUMER_MEMBER_TYPE: i8 = 1;
+/// `MemberType` of a classic-protocol member of a consumer group (`asConsumerGroupDescribeMember`).
+const CLASSIC_MEMBER_TYPE: i8 = 0;
 
 impl ConsumerGroupCoordinator {
     /// Answers a ConsumerGroupDescribe at `now_ms`, one entry per requested group id, unknown
@@ -107,7 +109,11 @@ impl ConsumerGroupCoordinator {
                     )))
                     .with_assignment(described(&member.assigned_partitions, &self.topics))
                     .with_target_assignment(described(&target, &self.topics))
-                    .with_member_type(CONSUMER_MEMBER_TYPE)
+                    .with_member_type(if member.uses_classic_protocol() {
+                        CLASSIC_MEMBER_TYPE
+                    } else {
+                        CONSUMER_MEMBER_TYPE
+                    })
             })
             .collect();
         DescribedGroup::default()

@@ -126,6 +126,56 @@ impl ConsumerGroup {
         Some(member)
     }
 
+    /// Kafka's `supportsClassicProtocols`: a classic joiner must use the consumer protocol type
+    /// and share at least one assignor name with every classic member already in the group.
+    pub fn supports_classic_protocols<'a>(
+        &self,
+        protocol_type: &str,
+        mut protocol_names: impl Iterator<Item = &'a str>,
+    ) -> bool {
+        if protocol_type != crate::group::migration::CONSUMER_PROTOCOL_TYPE {
+            return false;
+        }
+        if self.members.is_empty() {
+            return protocol_names.next().is_some();
+        }
+        let classic: Vec<_> = self
+            .members
+            .values()
+            .filter_map(|m| m.classic.as_ref())
+            .collect();
+        protocol_names.any(|name| {
+            classic
+                .iter()
+                .all(|c| c.supported_protocols.iter().any(|(n, _)| n == name))
+        })
+    }
+
+    /// Kafka's `allMembersUseClassicProtocolExcept(Set)`: once `leaving` are gone, only classic
+    /// members remain (none at all counts as true; the caller checks for an empty group).
+    pub fn all_members_use_classic_protocol_except(&self, leaving: &[String]) -> bool {
+        self.members
+            .iter()
+            .filter(|(id, _)| !leaving.contains(id))
+            .all(|(_, m)| m.uses_classic_protocol())
+    }
+
+    /// Kafka's `waitingOnUnreleasedPartition`: the member waits for a target partition another
+    /// member still holds.
+    pub fn waiting_on_unreleased_partition(&self, member: &ConsumerGroupMember) -> bool {
+        if member.state != super::member::MemberState::UnreleasedPartitions {
+            return false;
+        }
+        let Some(target) = self.target_assignment.get(&member.member_id) else {
+            return false;
+        };
+        let epochs = self.partition_epochs();
+        assignment::pairs(target).any(|(topic_id, p)| {
+            !assignment::contains(&member.assigned_partitions, topic_id, p)
+                && Self::partition_epoch(&epochs, topic_id, p) != UNOWNED_PARTITION_EPOCH
+        })
+    }
+
     /// Kafka's `currentPartitionEpoch` for every owned partition: the epoch of the member that
     /// holds it, assigned or still pending revocation.
     pub fn partition_epochs(&self) -> BTreeMap<(Uuid, i32), i32> {

@@ -25,10 +25,10 @@ use super::validate::{
 };
 
 /// The member a heartbeat acts on, before its metadata is updated.
-struct ResolvedMember {
-    member: ConsumerGroupMember,
+pub(super) struct ResolvedMember {
+    pub(super) member: ConsumerGroupMember,
     /// The member id of a static member being replaced by a rejoining instance.
-    replaced_member_id: Option<String>,
+    pub(super) replaced_member_id: Option<String>,
 }
 
 impl ConsumerGroupCoordinator {
@@ -100,13 +100,63 @@ impl ConsumerGroupCoordinator {
 
         // Get or create the member.
         let resolved = match request.instance_id.as_deref() {
-            None => dynamic_member(group, &member_id, member_epoch, owned, create)?,
-            Some(instance_id) => {
-                static_member(group, &member_id, member_epoch, instance_id, owned, create)?
-            }
+            None => dynamic_member(group, &member_id, member_epoch, owned, create, false)?,
+            Some(instance_id) => static_member(
+                group,
+                &member_id,
+                member_epoch,
+                instance_id,
+                owned,
+                create,
+                false,
+            )?,
         };
         let member = resolved.member;
         let updated = updated_member(&member, request, client_id, client_host);
+        let replaced = resolved.replaced_member_id.filter(|old| *old != member_id);
+        let reconciled = self.update_member_and_reconcile(
+            group_id,
+            &member,
+            updated,
+            replaced.as_deref(),
+            owned,
+            now_ms,
+        );
+        self.schedule_session_timeout(group_id, &member_id, now_ms);
+
+        // The assignment goes out on joins, on full requests (sent after errors) and on change.
+        let full_request = member_epoch == 0
+            || (request.rebalance_timeout_ms != -1
+                && (request.subscribed_topic_names.is_some()
+                    || request.subscribed_topic_regex.is_some())
+                && owned.is_some());
+        let changed = reconciled.assigned_partitions != member.assigned_partitions;
+        Ok(ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(StrBytes::from_string(member_id)))
+            .with_member_epoch(reconciled.member_epoch)
+            .with_heartbeat_interval_ms(self.config.heartbeat_interval_ms)
+            .with_assignment(
+                (full_request || changed)
+                    .then(|| assignment::to_heartbeat_assignment(&reconciled.assigned_partitions)),
+            ))
+    }
+
+    /// Steps 1–3 shared by ConsumerGroupHeartbeat and a classic JoinGroup
+    /// (`consumerGroupHeartbeat`, `classicGroupJoinToConsumerGroup`): store `updated` (replacing
+    /// a static member's previous id), bump the group epoch when its subscription or the
+    /// subscribed topics changed, recompute the target assignment when the group epoch moved
+    /// past it, and move the member one reconciliation step towards its target given what it
+    /// reports owning. Returns the stored member.
+    pub(super) fn update_member_and_reconcile(
+        &mut self,
+        group_id: &str,
+        member: &ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        replaced_member_id: Option<&str>,
+        owned: Option<&[TopicPartitions]>,
+        now_ms: u64,
+    ) -> ConsumerGroupMember {
+        let member_id = updated.member_id.clone();
         let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
             || updated.subscribed_topic_regex != member.subscribed_topic_regex;
 
@@ -115,8 +165,7 @@ impl ConsumerGroupCoordinator {
             .groups
             .entry(group_id.to_owned())
             .or_insert_with(|| ConsumerGroup::new(group_id));
-        let replaced = resolved.replaced_member_id.filter(|old| *old != member_id);
-        if let Some(old_member_id) = &replaced {
+        if let Some(old_member_id) = replaced_member_id {
             let target = group.target_assignment.get(old_member_id).cloned();
             group.remove_member(old_member_id);
             if let Some(target) = target {
@@ -190,10 +239,13 @@ impl ConsumerGroupCoordinator {
             }
         }
 
-        if let Some(old_member_id) = &replaced {
+        if let Some(old_member_id) = replaced_member_id {
             self.cancel_timers(group_id, old_member_id);
         }
+        // `maybeReconcile`: only consumer-protocol members get the rebalance timeout; classic
+        // members have their join and sync timers instead.
         match rebalance_timer {
+            _ if reconciled.uses_classic_protocol() => {}
             Some(super::member::MemberState::UnrevokedPartitions) => self
                 .schedule_rebalance_timeout(
                     group_id,
@@ -205,23 +257,7 @@ impl ConsumerGroupCoordinator {
             Some(_) => self.cancel_rebalance_timeout(group_id, &member_id),
             None => {}
         }
-        self.schedule_session_timeout(group_id, &member_id, now_ms);
-
-        // The assignment goes out on joins, on full requests (sent after errors) and on change.
-        let full_request = member_epoch == 0
-            || (request.rebalance_timeout_ms != -1
-                && (request.subscribed_topic_names.is_some()
-                    || request.subscribed_topic_regex.is_some())
-                && owned.is_some());
-        let changed = reconciled.assigned_partitions != member.assigned_partitions;
-        Ok(ConsumerGroupHeartbeatResponse::default()
-            .with_member_id(Some(StrBytes::from_string(member_id)))
-            .with_member_epoch(reconciled.member_epoch)
-            .with_heartbeat_interval_ms(self.config.heartbeat_interval_ms)
-            .with_assignment(
-                (full_request || changed)
-                    .then(|| assignment::to_heartbeat_assignment(&reconciled.assigned_partitions)),
-            ))
+        reconciled
     }
 
     /// Kafka's `consumerGroupLeave`: epoch -1 removes the member; epoch -2 from a static member
@@ -274,20 +310,24 @@ impl ConsumerGroupCoordinator {
     }
 }
 
-/// Kafka's `getOrMaybeSubscribeDynamicConsumerGroupMember`.
-fn dynamic_member(
+/// Kafka's `getOrMaybeSubscribeDynamicConsumerGroupMember`; a classic JoinGroup
+/// (`use_classic_protocol`) carries no member epoch to check.
+pub(super) fn dynamic_member(
     group: &ConsumerGroup,
     member_id: &str,
     member_epoch: i32,
     owned: Option<&[TopicPartitions]>,
     create: bool,
+    use_classic_protocol: bool,
 ) -> Result<ResolvedMember, GroupError> {
     let member = match group.members.get(member_id) {
         Some(member) => member.clone(),
         None if create => ConsumerGroupMember::new(member_id),
         None => return Err(unknown_member(&group.group_id, member_id)),
     };
-    throw_if_member_epoch_is_invalid(&member, member_epoch, owned)?;
+    if !use_classic_protocol {
+        throw_if_member_epoch_is_invalid(&member, member_epoch, owned)?;
+    }
     Ok(ResolvedMember {
         member,
         replaced_member_id: None,
@@ -296,14 +336,16 @@ fn dynamic_member(
 
 /// Kafka's `getOrMaybeSubscribeStaticConsumerGroupMember`: a joining instance may take over the
 /// instance id only after its previous member left with epoch -2; it then inherits that
-/// member's assignment at epoch 0.
-fn static_member(
+/// member's assignment at epoch 0. When either side uses the classic protocol the instance id is
+/// taken over without waiting for the release, and a classic JoinGroup carries no epoch to check.
+pub(super) fn static_member(
     group: &ConsumerGroup,
     member_id: &str,
     member_epoch: i32,
     instance_id: &str,
     owned: Option<&[TopicPartitions]>,
     create: bool,
+    use_classic_protocol: bool,
 ) -> Result<ResolvedMember, GroupError> {
     let existing = group.static_member(instance_id);
     if create {
@@ -318,7 +360,10 @@ fn static_member(
                 replaced_member_id: None,
             });
         };
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        if !use_classic_protocol
+            && !existing.uses_classic_protocol()
+            && existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        {
             return Err(GroupError::new(
                 ResponseError::UnreleasedInstanceId,
                 format!(
@@ -339,7 +384,9 @@ fn static_member(
     }
     let existing = existing.ok_or_else(|| unknown_instance(instance_id))?;
     throw_if_instance_id_is_fenced(existing, member_id, instance_id)?;
-    throw_if_member_epoch_is_invalid(existing, member_epoch, owned)?;
+    if !use_classic_protocol {
+        throw_if_member_epoch_is_invalid(existing, member_epoch, owned)?;
+    }
     Ok(ResolvedMember {
         member: existing.clone(),
         replaced_member_id: None,
@@ -378,7 +425,7 @@ fn throw_if_member_epoch_is_invalid(
 }
 
 /// Kafka's `throwIfInstanceIdIsFenced`.
-fn throw_if_instance_id_is_fenced(
+pub(super) fn throw_if_instance_id_is_fenced(
     member: &ConsumerGroupMember,
     member_id: &str,
     instance_id: &str,
@@ -424,6 +471,8 @@ fn updated_member(
     }
     updated.client_id = client_id.to_owned();
     updated.client_host = client_host.to_owned();
+    // A member heartbeating with the consumer protocol no longer uses the classic one.
+    updated.classic = None;
     updated
 }
 
@@ -487,14 +536,14 @@ fn group_id_not_found(group_id: &str) -> GroupError {
     )
 }
 
-fn unknown_member(group_id: &str, member_id: &str) -> GroupError {
+pub(super) fn unknown_member(group_id: &str, member_id: &str) -> GroupError {
     GroupError::new(
         ResponseError::UnknownMemberId,
         format!("Member {member_id} is not a member of group {group_id}."),
     )
 }
 
-fn unknown_instance(instance_id: &str) -> GroupError {
+pub(super) fn unknown_instance(instance_id: &str) -> GroupError {
     GroupError::new(
         ResponseError::UnknownMemberId,
         format!("Instance id {instance_id} is unknown."),

@@ -2,7 +2,37 @@
 
 use std::collections::BTreeSet;
 
+use bytes::Bytes;
+
 use super::assignment::Assignment;
+
+/// Kafka's `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`: set on the members of a
+/// consumer group that speak the classic protocol (JoinGroup / SyncGroup / Heartbeat).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassicMemberMetadata {
+    /// The JoinGroup's session timeout: such members are fenced after it, not after
+    /// `group.consumer.session.timeout.ms`.
+    pub session_timeout_ms: i32,
+    /// The JoinGroup's protocols (assignor name and subscription bytes), in preference order.
+    pub supported_protocols: Vec<(String, Bytes)>,
+}
+
+impl ClassicMemberMetadata {
+    /// The protocol name the member is answered with (`supportedClassicProtocols().iterator().next()`).
+    pub fn protocol_name(&self) -> &str {
+        self.supported_protocols
+            .first()
+            .map_or("", |(name, _)| name.as_str())
+    }
+
+    /// The subscription bytes of the member's first protocol, whose version prefix the
+    /// assignment is written in (`prepareAssignment`).
+    pub fn first_metadata(&self) -> &[u8] {
+        self.supported_protocols
+            .first()
+            .map_or(&[][..], |(_, metadata)| metadata.as_ref())
+    }
+}
 
 /// Kafka's `MemberState`: where a member is in reconciling towards its target assignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +89,8 @@ pub struct ConsumerGroupMember {
     pub assigned_partitions: Assignment,
     /// Partitions the member must still give up before advancing its epoch.
     pub partitions_pending_revocation: Assignment,
+    /// Set when the member uses the classic protocol inside this consumer group.
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 impl ConsumerGroupMember {
@@ -79,7 +111,21 @@ impl ConsumerGroupMember {
             server_assignor_name: None,
             assigned_partitions: Assignment::new(),
             partitions_pending_revocation: Assignment::new(),
+            classic: None,
         }
+    }
+
+    /// Kafka's `useClassicProtocol`.
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
+    }
+
+    /// The session timeout that applies to this member: its own for classic members,
+    /// `consumer_session_timeout_ms` otherwise.
+    pub fn session_timeout_ms(&self, consumer_session_timeout_ms: i32) -> i32 {
+        self.classic
+            .as_ref()
+            .map_or(consumer_session_timeout_ms, |c| c.session_timeout_ms)
     }
 
     /// Kafka's `isReconciledTo`: stable at the group's target assignment epoch.

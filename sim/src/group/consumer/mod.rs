@@ -9,6 +9,7 @@
 
 pub mod assignment;
 pub mod assignor;
+mod classic_members;
 pub mod config;
 pub mod coordinator;
 mod describe;
@@ -28,8 +29,8 @@ mod tests;
 pub use assignment::Assignment;
 pub use assignor::ServerAssignor;
 pub use config::ConsumerGroupConfig;
-pub use coordinator::ConsumerGroupCoordinator;
+pub use coordinator::{ConsumerGroupCoordinator, DowngradedGroup};
 pub use error::GroupError;
 pub use group::{ConsumerGroup, ConsumerGroupState};
-pub use member::{ConsumerGroupMember, MemberState};
+pub use member::{ClassicMemberMetadata, ConsumerGroupMember, MemberState};
 pub use topics::{TopicImage, TopicsImage};

@@ -5,6 +5,7 @@ use kafka_protocol::error::ResponseError;
 
 use super::coordinator::ConsumerGroupCoordinator;
 use super::error::GroupError;
+use super::member::ConsumerGroupMember;
 
 /// The first OffsetCommit version carrying member epochs (KIP-848).
 const MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL: i16 = 9;
@@ -35,14 +36,17 @@ impl ConsumerGroupCoordinator {
             .members
             .get(member_id)
             .ok_or_else(|| unknown_member(group_id, member_id))?;
-        if !is_transactional && api_version < MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL {
+        if !is_transactional
+            && !member.uses_classic_protocol()
+            && api_version < MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL
+        {
             return Err(GroupError::new(
                 ResponseError::UnsupportedVersion,
                 "OffsetCommit version 9 or above must be used by members using the modern group \
                  protocol",
             ));
         }
-        validate_member_epoch(member_epoch, member.member_epoch)
+        validate_member_epoch(member_epoch, member)
     }
 
     /// Whether an OffsetFetch by `member_id` (absent for admin clients) at `member_epoch` may
@@ -69,14 +73,22 @@ impl ConsumerGroupCoordinator {
             .members
             .get(member_id)
             .ok_or_else(|| unknown_member(group_id, member_id))?;
-        validate_member_epoch(member_epoch, member.member_epoch)
+        validate_member_epoch(member_epoch, member)
     }
 }
 
-/// Kafka's `validateMemberEpoch` for consumer-protocol members.
-fn validate_member_epoch(received: i32, expected: i32) -> Result<(), GroupError> {
+/// Kafka's `validateMemberEpoch`: a classic member's generation is its member epoch, and a
+/// mismatch is the classic ILLEGAL_GENERATION rather than STALE_MEMBER_EPOCH.
+fn validate_member_epoch(received: i32, member: &ConsumerGroupMember) -> Result<(), GroupError> {
+    let expected = member.member_epoch;
     if received == expected {
         return Ok(());
+    }
+    if member.uses_classic_protocol() {
+        return Err(GroupError::new(
+            ResponseError::IllegalGeneration,
+            format!("The received generation id {received} does not match the expected member epoch {expected}."),
+        ));
     }
     Err(GroupError::new(
         ResponseError::StaleMemberEpoch,

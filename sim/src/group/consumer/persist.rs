@@ -45,6 +45,7 @@ pub fn group_records(group: &ConsumerGroup) -> BTreeMap<GroupRecordKey, GroupRec
                 subscribed_topic_regex: member.subscribed_topic_regex.clone(),
                 rebalance_timeout_ms: member.rebalance_timeout_ms,
                 server_assignor: member.server_assignor_name.clone(),
+                classic: member.classic.clone(),
             }),
         );
         records.insert(
@@ -141,6 +142,7 @@ pub fn replay(
             updated.subscribed_topic_regex = m.subscribed_topic_regex;
             updated.rebalance_timeout_ms = m.rebalance_timeout_ms;
             updated.server_assignor_name = m.server_assignor;
+            updated.classic = m.classic;
             group.update_member(updated);
         }
         GroupRecordValue::CurrentAssignment(c) => {
@@ -187,8 +189,11 @@ impl ConsumerGroupCoordinator {
                 }
             }
         }
+        // Kafka's `onLoaded` starts every member's timer with the group's session timeout,
+        // classic members included (their own applies again from their next request).
+        let session_timeout_ms = self.config.session_timeout_ms;
         for (group_id, member_id) in sessions {
-            self.schedule_session_timeout(&group_id, &member_id, now_ms);
+            self.schedule_session_timeout_ms(&group_id, &member_id, session_timeout_ms, now_ms);
         }
         for (group_id, member_id, epoch, timeout_ms) in revoking {
             self.schedule_rebalance_timeout(&group_id, &member_id, epoch, timeout_ms, now_ms);

@@ -1,5 +1,7 @@
 //! Coordinator tests with a fake clock, one behaviour each.
 
+mod classic_harness;
+mod classic_members;
 mod harness;
 mod join_and_reconcile;
 mod leave_and_static;
