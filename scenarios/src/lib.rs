@@ -45,6 +45,30 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_10337::NAME,
             build: jira::kafka_10337::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_17293::NAME,
+            build: jira::kafka_17293::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_19357::NAME,
+            build: jira::kafka_19357::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_20426::NAME,
+            build: jira::kafka_20426::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_16243::NAME,
+            build: jira::kafka_16243::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_16103::NAME,
+            build: jira::kafka_16103::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_18160::NAME,
+            build: jira::kafka_18160::scenario,
+        },
     ]
 }
 
