@@ -66,8 +66,24 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: jira::kafka_16103::scenario,
         },
         ScenarioInfo {
+            name: jira::kafka_18641::NAME,
+            build: jira::kafka_18641::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_18160::NAME,
             build: jira::kafka_18160::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_16375::NAME,
+            build: jira::kafka_16375::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_16165::NAME,
+            build: jira::kafka_16165::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_16033::NAME,
+            build: jira::kafka_16033::scenario,
         },
     ]
 }
