@@ -110,6 +110,9 @@ pub struct ConsumerMetrics {
     /// Iterations of the background loop so far (it wakes only for events, responses and
     /// deadlines; an idle consumer barely moves this).
     pub background_loop_iterations: u64,
+    /// Turns of `poll`'s wait loop so far (it turns on data, background events, deadlines
+    /// and wakeups; a `poll` on an idle assignment barely moves this).
+    pub poll_wakeups: u64,
     /// Group rebalances this member completed.
     pub rebalances: u64,
     /// How long the last rebalance took, in ms (start to the end of `on_partitions_assigned`).
@@ -785,6 +788,7 @@ impl Consumer {
         let keepalive = Duration::from_millis(self.settings.max_poll_interval_ms / 2);
         let mut keepalive_at = Instant::now() + keepalive;
         loop {
+            self.metrics.record_poll_wakeup();
             self.process_background_events().await?;
             if std::mem::take(&mut self.poll_requested) {
                 self.acknowledged_poll().await?;
@@ -1234,6 +1238,7 @@ impl Consumer {
             fetch_responses: self.metrics.fetch_responses(),
             last_commit_latency_us: self.metrics.last_commit_latency_us(),
             background_loop_iterations: self.metrics.loop_iterations(),
+            poll_wakeups: self.metrics.poll_wakeups(),
             rebalances: self.metrics.rebalances(),
             last_rebalance_ms: self.metrics.last_rebalance_ms(),
         }

@@ -7,13 +7,15 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
+use kafka_consumer::consumer::WakeupHandle;
 use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
 use kafka_consumer::{Consumer, Error, OffsetAndMetadata, TopicPartition};
 use sim::history::{CallbackKind, Event, Tp};
 use tokio::time::Duration;
 
 use crate::subject::{
-    CommitCompletion, Delivered, ListenerBehaviour, Subject, SubjectContext, SubjectError,
+    CommitCompletion, Delivered, ListenerBehaviour, LoopCounters, Subject, SubjectContext,
+    SubjectError,
 };
 
 /// Our consumer as a subject.
@@ -51,6 +53,15 @@ pub fn error_name(error: &Error) -> String {
         Error::Timeout { .. } => "TIMEOUT".to_owned(),
         other => other.to_string(),
     }
+}
+
+/// Kafka's name for a response error code (`NOT_COORDINATOR`), or `ERROR_<code>` for a code
+/// this client does not know.
+pub fn code_name(code: i16) -> String {
+    kafka_protocol::error::ResponseError::try_from_code(code).map_or_else(
+        || format!("ERROR_{code}"),
+        |e| screaming_snake(&format!("{e:?}")),
+    )
 }
 
 fn screaming_snake(camel: &str) -> String {
@@ -105,8 +116,10 @@ impl RecordingListener {
             CallbackKind::Assigned => self.behaviour.assigned_ms,
             CallbackKind::Revoked | CallbackKind::Lost => self.behaviour.revoked_ms,
         };
+        let wakeup = (kind == CallbackKind::Assigned && self.behaviour.wakeup_in_assigned)
+            .then(|| consumer.wakeup_handle());
         Box::pin(async move {
-            self.run(generation, kind, partitions, millis).await;
+            self.run(generation, kind, partitions, millis, wakeup).await;
             Ok(())
         })
     }
@@ -117,6 +130,7 @@ impl RecordingListener {
         kind: CallbackKind,
         partitions: &BTreeSet<TopicPartition>,
         millis: u64,
+        wakeup: Option<WakeupHandle>,
     ) {
         let tps: Vec<Tp> = partitions.iter().map(to_tp).collect();
         self.ctx.record(Event::CallbackStart {
@@ -136,7 +150,13 @@ impl RecordingListener {
                 lost,
             });
         }
-        if millis > 0 {
+        if let Some(wakeup) = wakeup {
+            // Another thread's wakeup() lands halfway through the callback (KAFKA-18160).
+            tokio::time::sleep(Duration::from_millis(millis / 2)).await;
+            wakeup.wakeup();
+            self.ctx.recorder.bump("wakeup-in-assigned");
+            tokio::time::sleep(Duration::from_millis(millis - millis / 2)).await;
+        } else if millis > 0 {
             tokio::time::sleep(Duration::from_millis(millis)).await;
         }
         if kind == CallbackKind::Assigned {
@@ -274,5 +294,13 @@ impl Subject for ConsumerSubject {
 
     async fn take_completed_commits(&mut self) -> Vec<CommitCompletion> {
         std::mem::take(&mut *self.completed.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn loop_counters(&self) -> Option<LoopCounters> {
+        let metrics = self.consumer.metrics();
+        Some(LoopCounters {
+            background: metrics.background_loop_iterations,
+            poll: metrics.poll_wakeups,
+        })
     }
 }

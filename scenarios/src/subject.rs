@@ -89,6 +89,19 @@ pub struct ListenerBehaviour {
     pub revoked_ms: u64,
     /// Virtual time `onPartitionsAssigned` takes.
     pub assigned_ms: u64,
+    /// `wakeup()` is called (as from another thread) while `onPartitionsAssigned` runs, halfway
+    /// through it (KAFKA-18160).
+    pub wakeup_in_assigned: bool,
+}
+
+/// How often a subject's own loops turned so far: a busy loop shows as a rate far above what
+/// the traffic explains (KAFKA-20426, KAFKA-14729).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopCounters {
+    /// Iterations of the background (network) loop.
+    pub background: u64,
+    /// Turns of the application side's wait inside `poll`.
+    pub poll: u64,
 }
 
 /// What a subject is built from.
@@ -147,4 +160,8 @@ pub trait Subject: Send {
         -> impl Future<Output = Result<(), SubjectError>> + Send;
     /// Commit callbacks that ran since the last call, in the order they ran.
     fn take_completed_commits(&mut self) -> impl Future<Output = Vec<CommitCompletion>> + Send;
+    /// The subject's loop counters, if it keeps them.
+    fn loop_counters(&self) -> Option<LoopCounters> {
+        None
+    }
 }

@@ -281,6 +281,11 @@ impl Cluster {
                         .map(|p| p.log.delete_before(*before_offset))
                 });
             }
+            Fault::DeleteTopic { topic } => {
+                if let Err(error) = self.controller.update(|s| s.delete_topic(topic)) {
+                    tracing::warn!(?error, %topic, "delete-topic fault: no such topic");
+                }
+            }
         }
     }
 

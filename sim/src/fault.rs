@@ -161,6 +161,12 @@ pub enum Fault {
         /// New log start offset (capped at the high watermark).
         before_offset: i64,
     },
+    /// Deletes a topic and its logs, as DeleteTopics does (KAFKA-13310, KAFKA-16224: a
+    /// subscribed topic vanishing mid-rebalance).
+    DeleteTopic {
+        /// Topic name.
+        topic: String,
+    },
 }
 
 /// A fault plan: faults at virtual times (milliseconds since the plan started).
@@ -346,6 +352,7 @@ mod tests {
 /// move-leader <topic> <partition> to=<id|any>
 /// move-coordinator <offsets-partition> to=<id|any>
 /// delete-records <topic> <partition> before=<offset>
+/// delete-topic <topic>
 /// ```
 pub mod text {
     use std::fmt;
@@ -451,6 +458,7 @@ pub mod text {
                     f,
                     "delete-records {topic} {partition} before={before_offset}"
                 ),
+                Fault::DeleteTopic { topic } => write!(f, "delete-topic {topic}"),
             }
         }
     }
@@ -599,6 +607,9 @@ pub mod text {
                     partition: num(text, word(text, next())?)?,
                     before_offset: num(text, kv(text, next(), "before")?)?,
                 },
+                "delete-topic" => Fault::DeleteTopic {
+                    topic: word(text, next())?.to_owned(),
+                },
                 other => return Err(err(text, &format!("unknown fault kind `{other}`"))),
             };
             if let Some(extra) = next() {
@@ -652,7 +663,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 15) {
+            match pick(rng, 16) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -705,11 +716,12 @@ pub mod text {
                     offsets_partition: n,
                     to: opt(rng, n),
                 },
-                _ => Fault::DeleteRecords {
+                14 => Fault::DeleteRecords {
                     topic: name(rng),
                     partition: n,
                     before_offset: big as i64,
                 },
+                _ => Fault::DeleteTopic { topic: name(rng) },
             }
         }
 
@@ -723,7 +735,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 15, "{kinds:?}");
+            assert_eq!(kinds.len(), 16, "{kinds:?}");
         }
 
         #[test]

@@ -9,6 +9,7 @@ pub(crate) struct SharedMetrics {
     commits: AtomicU64,
     last_commit_latency_us: AtomicU64,
     loop_iterations: AtomicU64,
+    poll_wakeups: AtomicU64,
     rebalances: AtomicU64,
     last_rebalance_ms: AtomicU64,
 }
@@ -49,6 +50,17 @@ impl SharedMetrics {
     /// Background loop iterations so far: an idle consumer must not spin (KAFKA-20426).
     pub fn loop_iterations(&self) -> u64 {
         self.loop_iterations.load(Ordering::Relaxed)
+    }
+
+    /// Counts one wakeup of the application side inside `poll` (a turn of its wait loop).
+    pub fn record_poll_wakeup(&self) {
+        self.poll_wakeups.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Wakeups of the application side inside `poll` so far: a `poll` on an idle assignment
+    /// must block, not spin (KAFKA-20426).
+    pub fn poll_wakeups(&self) -> u64 {
+        self.poll_wakeups.load(Ordering::Relaxed)
     }
 
     /// Fetch responses received so far.

@@ -1,13 +1,29 @@
 //! Scenario-specific checkers, over the same `sim::history::History` as `sim::check`'s.
 
+mod auto_commit_bound;
 mod barrier;
+mod close_commits;
 mod handover;
+mod heartbeat_resumes;
+pub mod loop_rate;
 mod no_loss;
+mod no_lost;
 mod rediscovery;
+mod revocation_finishes;
+mod stale_rejoin;
+mod until_close;
 pub mod wakeups;
 
+pub use auto_commit_bound::AutoCommitBound;
 pub use barrier::CommitCallbacksBeforeSync;
+pub use close_commits::AsyncCommitsBeforeClose;
 pub use handover::HandoverWithoutRedelivery;
+pub use heartbeat_resumes::HeartbeatResumes;
+pub use loop_rate::LoopRate;
 pub use no_loss::NoSpuriousLoss;
+pub use no_lost::NoPartitionsLost;
 pub use rediscovery::CoordinatorRediscovery;
+pub use revocation_finishes::RevocationFinishes;
+pub use stale_rejoin::StaleMemberRejoin;
+pub use until_close::UntilClose;
 pub use wakeups::AppWakeups;

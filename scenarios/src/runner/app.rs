@@ -8,8 +8,12 @@ use sim::history::{CommitMode, Event, Tp};
 use tokio::time::{Duration, Instant};
 
 use crate::app::{AppBehaviour, CommitPolicy};
+use crate::checks::loop_rate::counters_note;
 use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
+
+/// Loop counters are sampled at most this often (virtual ms).
+const SAMPLE_EVERY_MS: u64 = 1_000;
 
 /// Runs `spec.app` against `subject` from `spec.start_ms` until `end`, then closes it.
 /// `extra_ms_per_record` is the seed's processing jitter. With `count_wakeups`, each `poll`
@@ -45,7 +49,14 @@ pub(super) async fn drive<S: Subject>(
         }
         _ => None,
     };
+    let mut next_sample = Instant::now();
     while Instant::now() < end {
+        if Instant::now() >= next_sample {
+            if let Some(counters) = subject.loop_counters() {
+                ctx.record(counters_note(counters));
+            }
+            next_sample = Instant::now() + Duration::from_millis(SAMPLE_EVERY_MS);
+        }
         ctx.record(Event::PollStart {
             timeout_ms: app.poll_timeout_ms,
         });

@@ -2,8 +2,12 @@
 //! then the checkers. Same seed and same plan ⇒ the same history, byte for byte.
 
 mod app;
+mod observer;
 mod producer;
 
+pub use observer::AUTO_COMMIT_IDS;
+
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -18,10 +22,12 @@ use sim::group::shard::GroupCoordinatorFactory;
 use sim::history::{Event, History, Recorder};
 use tokio::time::{Duration, Instant};
 
+use crate::app::CommitPolicy;
 use crate::consumer_subject::ConsumerSubject;
 use crate::legacy::LegacyConsumer;
 use crate::scenario::Scenario;
 use crate::subject::{SubjectContext, SubjectKind};
+use observer::{ObservedClient, ObservedShards};
 
 /// Everything one run produced.
 #[derive(Debug, Clone)]
@@ -92,16 +98,38 @@ pub async fn run_with_plan(
     if let Some(plan) = plan {
         planned.plan = plan;
     }
+    let recorder = Recorder::new();
     let mut builder = Cluster::builder()
         .brokers(scenario.cluster.brokers)
-        .offsets_partitions(scenario.cluster.offsets_partitions)
-        .group_shards(Arc::new(GroupCoordinatorFactory::default()));
+        .offsets_partitions(scenario.cluster.offsets_partitions);
+    // Our consumer records nothing of its protocol: the coordinator reports what it sees.
+    let observed = (subject == SubjectKind::Consumer).then(|| {
+        let clients: BTreeMap<String, ObservedClient> = scenario
+            .subjects
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let client = ObservedClient {
+                    recorder: recorder.subject(&spec.name),
+                    auto_commits: spec.app.commit == CommitPolicy::Auto,
+                };
+                (format!("/{}", client_ip(i)), client)
+            })
+            .collect();
+        ObservedShards::new(GroupCoordinatorFactory::default(), clients)
+    });
+    builder = match &observed {
+        Some(observed) => builder.group_shards(Arc::new(observed.clone())),
+        None => builder.group_shards(Arc::new(GroupCoordinatorFactory::default())),
+    };
     for (topic, partitions) in &scenario.cluster.topics {
         builder = builder.topic(topic, *partitions);
     }
     let cluster = builder.build().await;
-    let recorder = Recorder::new();
     let started = Instant::now();
+    if let Some(observed) = &observed {
+        observed.start(started);
+    }
     let end = started + Duration::from_millis(scenario.run_ms);
     let handle = Handle::current();
     // Wake-ups inside `poll` are recorded only where a scenario judges them.

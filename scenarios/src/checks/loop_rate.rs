@@ -1,0 +1,190 @@
+//! Loop rate: *a consumer with nothing to do blocks; its loops turn at a rate the traffic
+//! explains, not as fast as the CPU allows* (KAFKA-20426: `assign()` with a `group.id` made
+//! the AsyncKafkaConsumer's `maximumTimeToWait()` 0, so `poll` never blocked; KAFKA-14729:
+//! the same spin after the heartbeat thread died).
+//!
+//! The runner samples a subject's [`LoopCounters`] at most once per virtual second, after a
+//! poll, as a `Note` in the form [`counters_note`] writes; this checker reads consecutive
+//! samples and flags any stretch of at least `min_window_ms` whose rate exceeds the bound.
+//! Virtual time makes a spin visible: a loop that never sleeps turns thousands of times per
+//! virtual millisecond. Violations are reported as `PollOvershoot` (the poll-bounds family;
+//! `sim::check` has no busy-loop kind of its own).
+
+use sim::check::{Checker, Violation, ViolationKind};
+use sim::history::{Event, History};
+
+use crate::subject::LoopCounters;
+
+const PREFIX: &str = "loop-counters ";
+
+/// The history note that carries one sample.
+pub fn counters_note(counters: LoopCounters) -> Event {
+    Event::Note {
+        text: format!(
+            "{PREFIX}background={} poll={}",
+            counters.background, counters.poll
+        ),
+    }
+}
+
+/// The sample in a note written by [`counters_note`].
+fn parse(text: &str) -> Option<LoopCounters> {
+    let rest = text.strip_prefix(PREFIX)?;
+    let mut counters = LoopCounters::default();
+    for word in rest.split_whitespace() {
+        match word.split_once('=')? {
+            ("background", n) => counters.background = n.parse().ok()?,
+            ("poll", n) => counters.poll = n.parse().ok()?,
+            _ => return None,
+        }
+    }
+    Some(counters)
+}
+
+#[derive(Clone, Debug)]
+pub struct LoopRate {
+    /// Most background-loop iterations per virtual second.
+    pub max_background_per_s: u64,
+    /// Most turns of `poll`'s wait per virtual second.
+    pub max_poll_per_s: u64,
+    /// Samples closer together than this are merged with the next (rates over tiny windows
+    /// are noise: one fetch response is several iterations).
+    pub min_window_ms: u64,
+    /// Samples before this time are not judged (start-up: discovery, metadata, positions).
+    pub from_ms: u64,
+}
+
+impl Checker for LoopRate {
+    fn name(&self) -> &'static str {
+        "loop-rate"
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for subject in history.subjects() {
+            let mut from: Option<(u64, LoopCounters)> = None;
+            for e in history.of_subject(subject) {
+                let Event::Note { text } = &e.event else {
+                    continue;
+                };
+                let Some(now) = parse(text) else {
+                    continue;
+                };
+                if e.at_ms < self.from_ms {
+                    continue;
+                }
+                let Some((since_ms, then)) = from else {
+                    from = Some((e.at_ms, now));
+                    continue;
+                };
+                let window_ms = e.at_ms - since_ms;
+                if window_ms < self.min_window_ms {
+                    continue;
+                }
+                for (what, delta, max) in [
+                    (
+                        "background-loop iterations",
+                        now.background.saturating_sub(then.background),
+                        self.max_background_per_s,
+                    ),
+                    (
+                        "poll wakeups",
+                        now.poll.saturating_sub(then.poll),
+                        self.max_poll_per_s,
+                    ),
+                ] {
+                    let per_s = delta * 1_000 / window_ms;
+                    if per_s > max {
+                        out.push(
+                            Violation::new(
+                                ViolationKind::PollOvershoot,
+                                e.at_ms,
+                                format!(
+                                    "{subject} made {delta} {what} in {window_ms}ms \
+                                     ({since_ms}–{}ms): {per_s}/s, more than {max}/s: \
+                                     a consumer waiting for data must block, not spin \
+                                     (KAFKA-20426)",
+                                    e.at_ms
+                                ),
+                            )
+                            .subject(subject),
+                        );
+                    }
+                }
+                from = Some((e.at_ms, now));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(background: u64, poll: u64) -> Event {
+        counters_note(LoopCounters { background, poll })
+    }
+
+    fn check(events: Vec<(u64, Event)>) -> Vec<Violation> {
+        let history = History::from_events(events.into_iter().map(|(t, e)| (t, "c0", e)));
+        LoopRate {
+            max_background_per_s: 100,
+            max_poll_per_s: 50,
+            min_window_ms: 1_000,
+            from_ms: 1_000,
+        }
+        .violations(&history)
+    }
+
+    #[test]
+    fn notes_round_trip() {
+        let Event::Note { text } = sample(7, 9) else {
+            unreachable!()
+        };
+        assert_eq!(
+            parse(&text),
+            Some(LoopCounters {
+                background: 7,
+                poll: 9
+            })
+        );
+        assert_eq!(parse("loop-counters spin=3"), None);
+        assert_eq!(parse("something else"), None);
+    }
+
+    #[test]
+    fn a_spinning_poll_breaks_it() {
+        let v = check(vec![
+            (1_000, sample(10, 10)),
+            (2_000, sample(60, 20)),
+            (3_000, sample(100, 90_000)),
+        ]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].at_ms, 3_000);
+        assert!(v[0].explanation.contains("poll wakeups"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_spinning_background_loop_breaks_it_and_start_up_is_excused() {
+        let v = check(vec![
+            (500, sample(0, 0)),
+            (900, sample(5_000, 0)),
+            (1_200, sample(5_010, 1)),
+            (1_700, sample(5_020, 2)),
+            (2_400, sample(9_000, 3)),
+        ]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].explanation.contains("background"), "{}", v[0]);
+    }
+
+    #[test]
+    fn a_quiet_consumer_passes() {
+        assert!(check(vec![
+            (1_000, sample(10, 1)),
+            (2_000, sample(40, 3)),
+            (3_500, sample(80, 5)),
+        ])
+        .is_empty());
+    }
+}

@@ -1,0 +1,281 @@
+//! The coordinator's view of our consumer, written into the history.
+//!
+//! The legacy model records its own requests; our production consumer records nothing about
+//! its protocol (it has no history hooks, by design). The group coordinator sees what matters:
+//! every group request a member sends, and the answer. [`ObservedShards`] wraps the cluster's
+//! [`GroupCoordinatorFactory`] so each shard reports, for requests from a known client address:
+//!
+//! - `Request` / `Response` summaries of the group APIs (member id, generation or member epoch,
+//!   error name), so checkers can see heartbeats and fencing;
+//! - `Leave` for a leave heartbeat (epoch -1 or -2) or a `LeaveGroup`;
+//! - for a subject whose application never commits (`CommitPolicy::Auto`), each `OffsetCommit`
+//!   as an `Auto` commit with its offsets and outcome, so the commit checkers judge auto-commit.
+//!
+//! Requests answered without reaching a shard (injected errors, `NOT_COORDINATOR` from a broker
+//! that does not lead the group) are not seen: the recorded ones reached the live coordinator.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use sim::coordinator::{
+    CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
+};
+use sim::group::shard::GroupCoordinatorFactory;
+use sim::history::{CommitMode, Event, SubjectRecorder, Tp};
+use tokio::time::Instant;
+
+use crate::consumer_subject::code_name;
+
+/// Commit ids of observed auto-commits start here, far above the application's own ids.
+pub const AUTO_COMMIT_IDS: u64 = 1 << 32;
+
+/// One observed client: who it is in the history and whether its commits are automatic.
+#[derive(Debug, Clone)]
+pub(super) struct ObservedClient {
+    pub recorder: SubjectRecorder,
+    /// The application never commits, so every `OffsetCommit` is an auto-commit.
+    pub auto_commits: bool,
+}
+
+/// A [`GroupShardFactory`] whose shards report the group traffic of known clients.
+#[derive(Debug, Clone)]
+pub(super) struct ObservedShards {
+    inner: GroupCoordinatorFactory,
+    /// By Kafka's `clientHost` form, `/10.0.2.1`.
+    clients: Arc<BTreeMap<String, ObservedClient>>,
+    /// Virtual time zero of the run, known only once the cluster is up ([`Self::start`]).
+    started: Arc<OnceLock<Instant>>,
+    /// Shared by every shard (moves and restarts load new ones), so commit ids never collide.
+    next_commit: Arc<AtomicU64>,
+}
+
+impl ObservedShards {
+    pub fn new(inner: GroupCoordinatorFactory, clients: BTreeMap<String, ObservedClient>) -> Self {
+        Self {
+            inner,
+            clients: Arc::new(clients),
+            started: Arc::default(),
+            next_commit: Arc::new(AtomicU64::new(AUTO_COMMIT_IDS)),
+        }
+    }
+}
+
+impl ObservedShards {
+    /// Sets the run's time zero: history times are counted from it.
+    pub fn start(&self, started: Instant) {
+        let _ = self.started.set(started);
+    }
+}
+
+impl GroupShardFactory for ObservedShards {
+    fn load(&self, partition: i32, log: CoordinatorLog, now_ms: u64) -> Box<dyn GroupShard> {
+        Box::new(ObservedShard {
+            inner: self.inner.load(partition, log, now_ms),
+            observer: self.clone(),
+            pending: BTreeMap::new(),
+        })
+    }
+}
+
+/// A request awaiting its answer.
+struct Pending {
+    client: ObservedClient,
+    api: &'static str,
+    commit_id: Option<u64>,
+}
+
+struct ObservedShard {
+    inner: Box<dyn GroupShard>,
+    observer: ObservedShards,
+    pending: BTreeMap<u64, Pending>,
+}
+
+impl ObservedShard {
+    fn now_ms(&self) -> u64 {
+        self.observer
+            .started
+            .get()
+            .map_or(0, |started| started.elapsed().as_millis() as u64)
+    }
+
+    /// Records an auto-commit request and returns its id.
+    fn record_commit(&self, client: &ObservedClient, request: &OffsetCommitRequest) -> u64 {
+        let id = self.observer.next_commit.fetch_add(1, Ordering::Relaxed);
+        let offsets = request
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    (
+                        Tp::new(t.name.to_string(), p.partition_index),
+                        p.committed_offset,
+                    )
+                })
+            })
+            .collect();
+        client.recorder.record(
+            self.now_ms(),
+            Event::CommitRequested {
+                id,
+                mode: CommitMode::Auto,
+                generation: Some(request.generation_id_or_member_epoch),
+                offsets,
+            },
+        );
+        id
+    }
+}
+
+/// The API name, member id and generation (or member epoch) of a group request.
+fn summary(request: &GroupRequest) -> (&'static str, Option<String>, Option<i32>) {
+    match request {
+        GroupRequest::ConsumerGroupHeartbeat(r) => (
+            "ConsumerGroupHeartbeat",
+            Some(r.member_id.to_string()),
+            Some(r.member_epoch),
+        ),
+        GroupRequest::OffsetCommit(r) => (
+            "OffsetCommit",
+            Some(r.member_id.to_string()),
+            Some(r.generation_id_or_member_epoch),
+        ),
+        GroupRequest::JoinGroup(r) => ("JoinGroup", Some(r.member_id.to_string()), None),
+        GroupRequest::SyncGroup(r) => (
+            "SyncGroup",
+            Some(r.member_id.to_string()),
+            Some(r.generation_id),
+        ),
+        GroupRequest::Heartbeat(r) => (
+            "Heartbeat",
+            Some(r.member_id.to_string()),
+            Some(r.generation_id),
+        ),
+        GroupRequest::LeaveGroup(_) => ("LeaveGroup", None, None),
+        GroupRequest::OffsetFetch(_) => ("OffsetFetch", None, None),
+        GroupRequest::DescribeGroups(_) => ("DescribeGroups", None, None),
+        GroupRequest::ListGroups(_) => ("ListGroups", None, None),
+        GroupRequest::ConsumerGroupDescribe(_) => ("ConsumerGroupDescribe", None, None),
+    }
+}
+
+/// The first error of an OffsetCommit response (per partition), if any.
+fn commit_error(response: &OffsetCommitResponse) -> Option<i16> {
+    response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| p.error_code)
+        .find(|code| *code != 0)
+}
+
+/// The error code, member id and generation (or member epoch) of a group response.
+fn response_summary(response: &GroupResponse) -> (i16, Option<String>, Option<i32>) {
+    match response {
+        GroupResponse::ConsumerGroupHeartbeat(r) => (
+            r.error_code,
+            r.member_id.as_ref().map(ToString::to_string),
+            Some(r.member_epoch),
+        ),
+        GroupResponse::OffsetCommit(r) => (commit_error(r).unwrap_or(0), None, None),
+        GroupResponse::JoinGroup(r) => (
+            r.error_code,
+            Some(r.member_id.to_string()),
+            Some(r.generation_id),
+        ),
+        GroupResponse::SyncGroup(r) => (r.error_code, None, None),
+        GroupResponse::Heartbeat(r) => (r.error_code, None, None),
+        GroupResponse::LeaveGroup(r) => (r.error_code, None, None),
+        GroupResponse::OffsetFetch(r) => (r.error_code, None, None),
+        GroupResponse::DescribeGroups(_)
+        | GroupResponse::ListGroups(_)
+        | GroupResponse::ConsumerGroupDescribe(_) => (0, None, None),
+    }
+}
+
+impl GroupShard for ObservedShard {
+    fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
+        if let Some(client) = self.observer.clients.get(&context.client_host).cloned() {
+            let (api, member_id, generation) = summary(&request);
+            let at_ms = self.now_ms();
+            client.recorder.record(
+                at_ms,
+                Event::Request {
+                    api: api.to_owned(),
+                    correlation: context.request_id as i32,
+                    node: "coordinator".to_owned(),
+                    member_id,
+                    generation,
+                },
+            );
+            let leave = match &request {
+                GroupRequest::ConsumerGroupHeartbeat(r) if r.member_epoch < 0 => {
+                    Some(format!("heartbeat epoch {}", r.member_epoch))
+                }
+                GroupRequest::LeaveGroup(_) => Some("LeaveGroup".to_owned()),
+                _ => None,
+            };
+            if let Some(reason) = leave {
+                client.recorder.record(at_ms, Event::Leave { reason });
+            }
+            let commit_id = match &request {
+                GroupRequest::OffsetCommit(r) if client.auto_commits => {
+                    Some(self.record_commit(&client, r))
+                }
+                _ => None,
+            };
+            self.pending.insert(
+                context.request_id,
+                Pending {
+                    client,
+                    api,
+                    commit_id,
+                },
+            );
+        }
+        self.inner.handle(now_ms, context, request);
+    }
+
+    fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
+        let responses = self.inner.take_responses();
+        let at_ms = self.now_ms();
+        for (id, response) in &responses {
+            let Some(pending) = self.pending.remove(id) else {
+                continue;
+            };
+            let (code, member_id, generation) = response_summary(response);
+            let error = (code != 0).then(|| code_name(code));
+            pending.client.recorder.record(
+                at_ms,
+                Event::Response {
+                    api: pending.api.to_owned(),
+                    correlation: *id as i32,
+                    node: "coordinator".to_owned(),
+                    error: error.clone(),
+                    member_id,
+                    generation,
+                },
+            );
+            if let Some(commit) = pending.commit_id {
+                pending
+                    .client
+                    .recorder
+                    .record(at_ms, Event::CommitCompleted { id: commit, error });
+            }
+        }
+        responses
+    }
+
+    fn poll(&mut self, now_ms: u64) {
+        self.inner.poll(now_ms);
+    }
+
+    fn next_deadline_ms(&self) -> Option<u64> {
+        self.inner.next_deadline_ms()
+    }
+
+    fn on_loaded(&mut self, now_ms: u64) {
+        self.inner.on_loaded(now_ms);
+    }
+}
