@@ -470,6 +470,14 @@ impl CommitRequestManager {
                     Outcome::Fail(error) if before_revocation && is_stale_member_epoch(&error) => {
                         Outcome::Retry(error)
                     }
+                    // A deleted topic never comes back: retrying would hold the revocation
+                    // for the whole rebalance timeout (KAFKA-16224, KAFKA-13310's twin).
+                    Outcome::Retry(error)
+                        if before_revocation
+                            && error.code() == Some(ResponseError::UnknownTopicOrPartition) =>
+                    {
+                        Outcome::Fail(error)
+                    }
                     outcome => outcome,
                 }
             }
@@ -499,6 +507,16 @@ impl CommitRequestManager {
             Outcome::Retry(error) if commit.retry => {
                 tracing::debug!(%error, "commit failed, retrying");
                 commit.state.on_failure(ctx.now, ctx.rng);
+                if commit.before_revocation {
+                    // Retried with the newest consumed positions (KAFKA-16033): an auto-commit
+                    // that went out meanwhile may have committed further, and the retry must
+                    // not move the group's offsets back.
+                    for (tp, offset) in &mut commit.offsets {
+                        if let Some(latest) = self.latest_consumed.get(tp) {
+                            *offset = latest.clone();
+                        }
+                    }
+                }
             }
             Outcome::Retry(error) | Outcome::Fail(error) => {
                 let auto = commit.completion.is_none();
