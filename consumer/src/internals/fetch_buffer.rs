@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::completed_fetch::CompletedFetch;
 use crate::error::Error;
+use crate::records::DecompressionBuffer;
 use crate::types::{ConsumerRecords, OffsetAndMetadata, TopicPartition};
 
 /// A partition's position: the next offset to hand out, the leader epoch of the last record
@@ -57,6 +58,9 @@ struct BufferedPartition {
 struct Inner {
     partitions: BTreeMap<TopicPartition, BufferedPartition>,
     completed: VecDeque<CompletedFetch>,
+    /// Where `collect` decompresses batches: one reused buffer for every partition, used only
+    /// under this lock (by the application side).
+    decompression: DecompressionBuffer,
     last_generation: u64,
     records_consumed: u64,
 }
@@ -194,28 +198,29 @@ impl FetchBuffer {
 
     /// Hands out up to `max_records` records, advancing positions past them.
     pub fn collect(&self, max_records: usize) -> Result<ConsumerRecords, Error> {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let mut out = ConsumerRecords::default();
         while out.count() < max_records {
             let Some(fetch) = inner.completed.front_mut() else {
                 break;
             };
-            let records = match fetch.fetch_records(max_records - out.count()) {
-                // Hand out what we have; the error is reported by the next call.
-                Err(error) if !out.is_empty() => {
-                    fetch.defer_error(error);
-                    break;
-                }
-                records => records,
-            };
-            let partition = fetch.partition.clone();
+            let records =
+                match fetch.fetch_records(max_records - out.count(), &mut inner.decompression) {
+                    // Hand out what we have; the error is reported by the next call.
+                    Err(error) if !out.is_empty() => {
+                        fetch.defer_error(error);
+                        break;
+                    }
+                    records => records,
+                };
             let generation = fetch.generation;
             let next = fetch.next_fetch_offset();
             let epoch = fetch.last_epoch();
             let exhausted = fetch.is_exhausted();
             let state = inner
                 .partitions
-                .get_mut(&partition)
+                .get_mut(&fetch.partition)
                 .filter(|s| s.generation == generation);
             let Some(state) = state else {
                 inner.completed.pop_front(); // stale (cannot happen: bump drops them), be safe
@@ -227,18 +232,19 @@ impl FetchBuffer {
                     position.offset_epoch = epoch;
                 }
             }
-            if exhausted {
-                inner.completed.pop_front();
-            }
             match records {
                 Ok(records) => {
                     inner.records_consumed += records.len() as u64;
-                    for record in records {
-                        out.push(record);
+                    out.append(&fetch.partition, records);
+                    if exhausted {
+                        inner.completed.pop_front();
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(%partition, %error, "fetched data could not be read");
+                    tracing::warn!(partition = %fetch.partition, %error, "fetched data could not be read");
+                    if exhausted {
+                        inner.completed.pop_front();
+                    }
                     return Err(error);
                 }
             }
