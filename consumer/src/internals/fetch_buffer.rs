@@ -153,13 +153,14 @@ impl FetchBuffer {
         Some((state.position?, state.generation))
     }
 
-    /// Whether data for the partition waits to be handed out (Java fetches no partition that
-    /// has buffered data).
-    pub fn has_buffered(&self, partition: &TopicPartition) -> bool {
+    /// The partitions whose data waits to be handed out (Java fetches none of them, nor
+    /// anything else from their leaders).
+    pub fn buffered_partitions(&self) -> BTreeSet<TopicPartition> {
         self.lock()
             .completed
             .iter()
-            .any(|c| &c.partition == partition)
+            .map(|c| c.partition.clone())
+            .collect()
     }
 
     /// Adds fetched data if it was fetched at the partition's current position; returns whether
@@ -344,7 +345,7 @@ mod tests {
         let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
         assert!(buffer.add(completed(tp(0), g0, 10, 3)));
         assert!(buffer.add(completed(tp(1), g1, 0, 2)));
-        assert!(buffer.has_buffered(&tp(0)));
+        assert!(buffer.buffered_partitions().contains(&tp(0)));
 
         let first = buffer.collect(2).unwrap();
         assert_eq!(first.count(), 2);
@@ -356,7 +357,7 @@ mod tests {
         let second = buffer.collect(10).unwrap();
         assert_eq!(second.count(), 3);
         assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
-        assert!(!buffer.has_buffered(&tp(0)));
+        assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert_eq!(buffer.progress().1, 5);
     }
 
@@ -370,7 +371,7 @@ mod tests {
         let new = buffer
             .set_position(&tp(0), FetchPosition::new(100))
             .unwrap();
-        assert!(!buffer.has_buffered(&tp(0)));
+        assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert!(
             !buffer.add(completed(tp(0), old, 0, 3)),
             "in-flight data of the old position"
