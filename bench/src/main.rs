@@ -126,33 +126,62 @@ pub struct Client {
     pub protocol: Protocol,
     /// Extra arguments for the client process.
     pub extra: &'static [&'static str],
+    /// Whether the client is a second protocol of a client already in the table, run only in
+    /// the subscribe and group workloads (in assign mode no group protocol is involved, so it
+    /// would measure the same thing twice).
+    pub groups_only: bool,
+}
+
+impl Client {
+    /// Whether the client runs in `mode`.
+    pub fn runs_in(&self, mode: WorkloadMode) -> bool {
+        !(self.groups_only && mode == WorkloadMode::Assign)
+    }
+
+    /// Whether the client is ours (a column of our side in the ratios, not a peer).
+    pub fn is_ours(&self) -> bool {
+        matches!(self.launch, Launch::Rust("client-ours"))
+    }
 }
 
 /// Every client, in the order of the table.
-pub const CLIENTS: [Client; 7] = [
+pub const CLIENTS: [Client; 8] = [
     Client {
         name: "ours",
         launch: Launch::Rust("client-ours"),
         protocol: Protocol::Classic,
         extra: &[],
+        groups_only: false,
+    },
+    // Ours again with KIP-848 (`group.protocol=consumer`), beside confluent-kafka and
+    // java-consumer, which subscribe with it too.
+    Client {
+        name: "ours-consumer",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Consumer,
+        extra: &[],
+        groups_only: true,
     },
     Client {
         name: "rdkafka",
         launch: Launch::Rust("client-rdkafka"),
         protocol: Protocol::Classic,
         extra: &[],
+        groups_only: false,
     },
     Client {
         name: "confluent-kafka",
         launch: Launch::Rust("client-confluent"),
         protocol: Protocol::Consumer,
         extra: &[],
+        groups_only: false,
     },
     Client {
         name: "krafka",
         launch: Launch::Rust("client-krafka"),
         protocol: Protocol::Classic,
         extra: &[],
+        groups_only: false,
     },
     // krafka's default max_buffered_records=500 caps what it fetches ahead at 500 records;
     // without the cap it fetches like the others.
@@ -161,18 +190,21 @@ pub const CLIENTS: [Client; 7] = [
         launch: Launch::Rust("client-krafka"),
         protocol: Protocol::Classic,
         extra: &["--max-buffered-records", "0"],
+        groups_only: false,
     },
     Client {
         name: "java-classic",
         launch: Launch::Java,
         protocol: Protocol::Classic,
         extra: &[],
+        groups_only: false,
     },
     Client {
         name: "java-consumer",
         launch: Launch::Java,
         protocol: Protocol::Consumer,
         extra: &[],
+        groups_only: false,
     },
 ];
 

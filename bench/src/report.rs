@@ -189,10 +189,14 @@ fn table(out: &mut String, results: &Results, mode: &str) {
 }
 
 fn ratios(out: &mut String, results: &Results) {
-    let peers: Vec<&str> = CLIENTS.iter().skip(1).map(|c| c.name).collect();
+    let peers: Vec<&str> = CLIENTS
+        .iter()
+        .filter(|c| !c.is_ours())
+        .map(|c| c.name)
+        .collect();
     let _ = writeln!(
         out,
-        "Ours ÷ peer, medians of the same run: throughput (records/s, higher is better for us) / \
+        "Ours (`ours`, the classic protocol) ÷ peer, medians of the same run: throughput (records/s, higher is better for us) / \
          CPU per record (lower is better for us) / peak RSS (lower is better for us). `—` where \
          either side was not measured.\n"
     );

@@ -435,12 +435,18 @@ pub fn run(options: &Options) -> Result<(), String> {
     // A client that failed a workload is not retried on it (the error is in the table).
     let mut failed: BTreeSet<(String, &str)> = BTreeSet::new();
     let workloads = options.workloads();
-    let total = workloads.len() * options.reps * options.clients.len();
+    let total: usize = workloads
+        .iter()
+        .map(|w| options.reps * options.clients.iter().filter(|c| c.runs_in(w.mode)).count())
+        .sum();
     for workload in &workloads {
         for rep in 0..options.reps {
             let n = options.clients.len();
             for i in 0..n {
                 let client = &options.clients[(i + rep) % n];
+                if !client.runs_in(workload.mode) {
+                    continue;
+                }
                 serial += 1;
                 if failed.contains(&(workload.label(), client.name)) {
                     continue;

@@ -12,8 +12,8 @@ const LABEL_W: f64 = 100.0;
 const BAR_H: f64 = 14.0;
 const BAR_GAP: f64 = 4.0;
 const TITLE_H: f64 = 22.0;
-const COLORS: [&str; 7] = [
-    "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
+const COLORS: [&str; 8] = [
+    "#d62728", "#e377c2", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
 ];
 
 fn escape(s: &str) -> String {

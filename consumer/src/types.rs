@@ -153,6 +153,22 @@ impl ConsumerRecords {
             .push(record);
     }
 
+    /// Adds `records`, all of `partition` and after any it already has: one map lookup per
+    /// completed fetch instead of one per record, and the `Vec` moves in without a copy when
+    /// the partition is new.
+    pub(crate) fn append(&mut self, partition: &TopicPartition, mut records: Vec<ConsumerRecord>) {
+        if records.is_empty() {
+            return;
+        }
+        self.count += records.len();
+        match self.by_partition.get_mut(partition) {
+            Some(existing) => existing.append(&mut records),
+            None => {
+                self.by_partition.insert(partition.clone(), records);
+            }
+        }
+    }
+
     /// How many records there are.
     pub fn count(&self) -> usize {
         self.count

@@ -17,7 +17,8 @@ use bytes::Bytes;
 use crate::config::IsolationLevel;
 use crate::error::Error;
 use crate::records::{
-    ControlRecord, FetchedRecords, ReadOptions, Record, RecordBatch, Records, TimestampType,
+    ControlRecord, DecompressionBuffer, FetchedRecords, ReadOptions, Record, RecordBatch, Records,
+    TimestampType,
 };
 use crate::types::{ConsumerRecord, RecordHeader, TopicPartition};
 
@@ -131,16 +132,21 @@ impl CompletedFetch {
         self.exhausted && self.pending_error.is_none()
     }
 
-    /// Up to `max_records` records. An error stops the batch: the records before it are
-    /// returned now and the error on the next call, leaving the position at the bad record.
-    pub fn fetch_records(&mut self, max_records: usize) -> Result<Vec<ConsumerRecord>, Error> {
+    /// Up to `max_records` records, compressed batches decompressed into `decompression`. An
+    /// error stops the batch: the records before it are returned now and the error on the next
+    /// call, leaving the position at the bad record.
+    pub fn fetch_records(
+        &mut self,
+        max_records: usize,
+        decompression: &mut DecompressionBuffer,
+    ) -> Result<Vec<ConsumerRecord>, Error> {
         if let Some(error) = self.pending_error.take() {
             self.exhausted = true;
             return Err(error);
         }
         let mut out = Vec::new();
         while out.len() < max_records {
-            match self.next_record() {
+            match self.next_record(decompression) {
                 Ok(Some(record)) => out.push(record),
                 Ok(None) => break,
                 Err(error) => {
@@ -161,13 +167,16 @@ impl CompletedFetch {
         self.pending_error = Some(error);
     }
 
-    fn next_record(&mut self) -> Result<Option<ConsumerRecord>, Error> {
+    fn next_record(
+        &mut self,
+        decompression: &mut DecompressionBuffer,
+    ) -> Result<Option<ConsumerRecord>, Error> {
         loop {
             if self.exhausted {
                 return Ok(None);
             }
             let Some(current) = self.current.as_mut() else {
-                if !self.next_batch()? {
+                if !self.next_batch(decompression)? {
                     return Ok(None);
                 }
                 continue;
@@ -190,7 +199,7 @@ impl CompletedFetch {
     }
 
     /// Moves to the next batch to read; `false` when there is none.
-    fn next_batch(&mut self) -> Result<bool, Error> {
+    fn next_batch(&mut self, decompression: &mut DecompressionBuffer) -> Result<bool, Error> {
         loop {
             let Some(batch) = self.batches.next() else {
                 // v2 keeps a batch's last offset even when compaction removed its last record:
@@ -226,7 +235,7 @@ impl CompletedFetch {
             let leader_epoch =
                 (batch.partition_leader_epoch() >= 0).then_some(batch.partition_leader_epoch());
             self.current = Some(CurrentBatch {
-                records: batch.records()?,
+                records: batch.records_in(decompression)?,
                 timestamp_type: batch.timestamp_type(),
                 leader_epoch,
                 is_control: batch.is_control(),
@@ -377,7 +386,9 @@ mod tests {
             &aborted,
             IsolationLevel::ReadCommitted,
         );
-        let records = f.fetch_records(100).unwrap();
+        let records = f
+            .fetch_records(100, &mut DecompressionBuffer::new())
+            .unwrap();
         assert_eq!(values(&records), ["c0", "c1", "p6", "p7"]);
         assert_eq!(records[2].offset, 6);
         assert_eq!(f.next_fetch_offset(), 8);
@@ -396,7 +407,9 @@ mod tests {
             &aborted,
             IsolationLevel::ReadUncommitted,
         );
-        let records = f.fetch_records(100).unwrap();
+        let records = f
+            .fetch_records(100, &mut DecompressionBuffer::new())
+            .unwrap();
         assert_eq!(values(&records), ["c0", "c1", "a3", "a4", "p6", "p7"]);
         assert_eq!(f.next_fetch_offset(), 8);
     }
@@ -409,14 +422,17 @@ mod tests {
             &[],
             IsolationLevel::ReadUncommitted,
         );
-        let first = f.fetch_records(2).unwrap();
+        let first = f.fetch_records(2, &mut DecompressionBuffer::new()).unwrap();
         assert_eq!(values(&first), ["b", "c"]);
         assert_eq!(f.next_fetch_offset(), 13);
         assert_eq!(first[0].leader_epoch, Some(3));
         assert_eq!(f.last_epoch(), Some(3));
-        let rest = f.fetch_records(2).unwrap();
+        let rest = f.fetch_records(2, &mut DecompressionBuffer::new()).unwrap();
         assert_eq!(values(&rest), ["d"]);
-        assert!(f.fetch_records(2).unwrap().is_empty());
+        assert!(f
+            .fetch_records(2, &mut DecompressionBuffer::new())
+            .unwrap()
+            .is_empty());
         assert!(f.is_exhausted());
     }
 
@@ -432,9 +448,18 @@ mod tests {
             &[],
             IsolationLevel::ReadUncommitted,
         );
-        assert_eq!(values(&f.fetch_records(10).unwrap()), ["x"]);
+        assert_eq!(
+            values(
+                &f.fetch_records(10, &mut DecompressionBuffer::new())
+                    .unwrap()
+            ),
+            ["x"]
+        );
         assert_eq!(f.next_fetch_offset(), 1);
-        assert!(matches!(f.fetch_records(10), Err(Error::Records(_))));
+        assert!(matches!(
+            f.fetch_records(10, &mut DecompressionBuffer::new()),
+            Err(Error::Records(_))
+        ));
         assert_eq!(f.next_fetch_offset(), 1, "position stays at the bad record");
         assert!(f.is_exhausted());
     }

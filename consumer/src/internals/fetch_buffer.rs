@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::completed_fetch::CompletedFetch;
 use crate::error::Error;
+use crate::records::DecompressionBuffer;
 use crate::types::{ConsumerRecords, OffsetAndMetadata, TopicPartition};
 
 /// A partition's position: the next offset to hand out, the leader epoch of the last record
@@ -57,6 +58,9 @@ struct BufferedPartition {
 struct Inner {
     partitions: BTreeMap<TopicPartition, BufferedPartition>,
     completed: VecDeque<CompletedFetch>,
+    /// Where `collect` decompresses batches: one reused buffer for every partition, used only
+    /// under this lock (by the application side).
+    decompression: DecompressionBuffer,
     last_generation: u64,
     records_consumed: u64,
 }
@@ -149,13 +153,14 @@ impl FetchBuffer {
         Some((state.position?, state.generation))
     }
 
-    /// Whether data for the partition waits to be handed out (Java fetches no partition that
-    /// has buffered data).
-    pub fn has_buffered(&self, partition: &TopicPartition) -> bool {
+    /// The partitions whose data waits to be handed out (Java fetches none of them, nor
+    /// anything else from their leaders).
+    pub fn buffered_partitions(&self) -> BTreeSet<TopicPartition> {
         self.lock()
             .completed
             .iter()
-            .any(|c| &c.partition == partition)
+            .map(|c| c.partition.clone())
+            .collect()
     }
 
     /// Adds fetched data if it was fetched at the partition's current position; returns whether
@@ -194,28 +199,29 @@ impl FetchBuffer {
 
     /// Hands out up to `max_records` records, advancing positions past them.
     pub fn collect(&self, max_records: usize) -> Result<ConsumerRecords, Error> {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let mut out = ConsumerRecords::default();
         while out.count() < max_records {
             let Some(fetch) = inner.completed.front_mut() else {
                 break;
             };
-            let records = match fetch.fetch_records(max_records - out.count()) {
-                // Hand out what we have; the error is reported by the next call.
-                Err(error) if !out.is_empty() => {
-                    fetch.defer_error(error);
-                    break;
-                }
-                records => records,
-            };
-            let partition = fetch.partition.clone();
+            let records =
+                match fetch.fetch_records(max_records - out.count(), &mut inner.decompression) {
+                    // Hand out what we have; the error is reported by the next call.
+                    Err(error) if !out.is_empty() => {
+                        fetch.defer_error(error);
+                        break;
+                    }
+                    records => records,
+                };
             let generation = fetch.generation;
             let next = fetch.next_fetch_offset();
             let epoch = fetch.last_epoch();
             let exhausted = fetch.is_exhausted();
             let state = inner
                 .partitions
-                .get_mut(&partition)
+                .get_mut(&fetch.partition)
                 .filter(|s| s.generation == generation);
             let Some(state) = state else {
                 inner.completed.pop_front(); // stale (cannot happen: bump drops them), be safe
@@ -227,18 +233,19 @@ impl FetchBuffer {
                     position.offset_epoch = epoch;
                 }
             }
-            if exhausted {
-                inner.completed.pop_front();
-            }
             match records {
                 Ok(records) => {
                     inner.records_consumed += records.len() as u64;
-                    for record in records {
-                        out.push(record);
+                    out.append(&fetch.partition, records);
+                    if exhausted {
+                        inner.completed.pop_front();
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(%partition, %error, "fetched data could not be read");
+                    tracing::warn!(partition = %fetch.partition, %error, "fetched data could not be read");
+                    if exhausted {
+                        inner.completed.pop_front();
+                    }
                     return Err(error);
                 }
             }
@@ -338,7 +345,7 @@ mod tests {
         let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
         assert!(buffer.add(completed(tp(0), g0, 10, 3)));
         assert!(buffer.add(completed(tp(1), g1, 0, 2)));
-        assert!(buffer.has_buffered(&tp(0)));
+        assert!(buffer.buffered_partitions().contains(&tp(0)));
 
         let first = buffer.collect(2).unwrap();
         assert_eq!(first.count(), 2);
@@ -350,7 +357,7 @@ mod tests {
         let second = buffer.collect(10).unwrap();
         assert_eq!(second.count(), 3);
         assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
-        assert!(!buffer.has_buffered(&tp(0)));
+        assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert_eq!(buffer.progress().1, 5);
     }
 
@@ -364,7 +371,7 @@ mod tests {
         let new = buffer
             .set_position(&tp(0), FetchPosition::new(100))
             .unwrap();
-        assert!(!buffer.has_buffered(&tp(0)));
+        assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert!(
             !buffer.add(completed(tp(0), old, 0, 3)),
             "in-flight data of the old position"

@@ -1,9 +1,13 @@
 //! Fetching (Java's `FetchRequestManager` / `AbstractFetch`).
 //!
-//! One fetch in flight per broker at a time, and it always goes out as soon as the previous one
-//! is answered (prefetch), for the partitions that are *fetchable*: assigned, with a valid
-//! position, not paused, and with no data waiting in the fetch buffer (Java's rule: the
-//! application consumes a partition's buffered data before more is fetched for it). Responses
+//! One fetch in flight per broker at a time, for the partitions that are *fetchable*: assigned,
+//! with a valid position, not paused, and with no data waiting in the fetch buffer (the
+//! application consumes a partition's buffered data before more is fetched for it). A broker
+//! that leads any partition with buffered data gets no fetch until that data is consumed
+//! (Java's rule since KAFKA-17182): a fetch for only the partitions drained so far would drop
+//! the others from the broker's fetch session, and when those few partitions have no new data
+//! it waits `fetch.max.wait.ms` at the broker, holding back the broker's next fetch for the
+//! partitions that do — the ~500 ms delivery gaps seen in the peer benchmark. Responses
 //! become [`CompletedFetch`]es tagged with the position's generation, so data for a partition
 //! that was since seeked, paused or unassigned is dropped by the buffer. Fetch sessions
 //! (KIP-227) keep requests small; topic ids are used from Fetch v13 on.
@@ -75,8 +79,14 @@ impl FetchRequestManager {
         self.node_backoff.retain(|_, at| *at > ctx.now);
         let mut by_node: BTreeMap<i32, BTreeMap<TopicPartition, (PartitionData, u64)>> =
             BTreeMap::new();
+        let buffered = ctx.buffer.buffered_partitions();
+        let nodes_with_buffered: BTreeSet<i32> = buffered
+            .iter()
+            .filter_map(|tp| ctx.leader(&tp.topic, tp.partition))
+            .map(|(leader, _)| leader)
+            .collect();
         for tp in ctx.subscriptions.fetchable_partitions() {
-            if ctx.buffer.has_buffered(&tp) {
+            if buffered.contains(&tp) {
                 continue;
             }
             let Some((position, generation)) = ctx.buffer.position(&tp) else {
@@ -86,7 +96,7 @@ impl FetchRequestManager {
                 ctx.request_metadata_refresh();
                 continue;
             };
-            if self.busy_nodes.contains(&leader) {
+            if self.busy_nodes.contains(&leader) || nodes_with_buffered.contains(&leader) {
                 continue;
             }
             if let Some(at) = self.node_backoff.get(&leader) {

@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use super::compression::{decompress, Compression, DecompressError};
 use super::control::ControlRecord;
+use super::decompression_buffer::DecompressionBuffer;
 use super::error::{PartitionContext, RecordsError, RecordsErrorKind};
 use super::record::{RecordDefaults, Records};
 
@@ -384,26 +385,38 @@ impl RecordBatch {
 
     /// The records, decompressing the batch first if it is compressed. Decompression happens
     /// on every call (into one buffer the records then slice), so call it once per batch.
+    /// Reading many batches, [`records_in`](Self::records_in) with one reused buffer avoids an
+    /// allocation per batch.
     pub fn records(&self) -> Result<Records, RecordsError> {
-        let payload = self.bytes.slice(BATCH_HEADER_BYTES..);
+        self.records_in(&mut DecompressionBuffer::one_shot())
+    }
+
+    /// [`records`](Self::records), decompressing into `buffer`'s reused space: the records
+    /// slice their own part of it, which later batches never overwrite.
+    pub fn records_in(&self, buffer: &mut DecompressionBuffer) -> Result<Records, RecordsError> {
+        let payload = &self.bytes[BATCH_HEADER_BYTES..];
         let data = if self.compression == Compression::None {
-            payload
+            self.bytes.slice(BATCH_HEADER_BYTES..)
         } else {
-            decompress(self.compression, &payload, self.max_decompressed_bytes).map_err(
-                |error| {
-                    let kind = match error {
-                        DecompressError::Codec(message) => RecordsErrorKind::Decompression {
-                            codec: self.compression,
-                            message,
-                        },
-                        DecompressError::TooLarge => RecordsErrorKind::DecompressedTooLarge {
-                            codec: self.compression,
-                            limit_bytes: self.max_decompressed_bytes,
-                        },
-                    };
-                    self.context.error(self.base_offset, kind)
-                },
-            )?
+            decompress(
+                self.compression,
+                payload,
+                self.max_decompressed_bytes,
+                buffer,
+            )
+            .map_err(|error| {
+                let kind = match error {
+                    DecompressError::Codec(message) => RecordsErrorKind::Decompression {
+                        codec: self.compression,
+                        message,
+                    },
+                    DecompressError::TooLarge => RecordsErrorKind::DecompressedTooLarge {
+                        codec: self.compression,
+                        limit_bytes: self.max_decompressed_bytes,
+                    },
+                };
+                self.context.error(self.base_offset, kind)
+            })?
         };
         let log_append_time_ms = (self.timestamp_type() == TimestampType::LogAppendTime)
             .then_some(self.max_timestamp_ms);

@@ -7,6 +7,10 @@
 use std::io::{self, Read, Write};
 
 use bytes::Bytes;
+use zstd::zstd_safe::{InBuffer, OutBuffer, ResetDirective};
+
+use super::decompression_buffer::DecompressionBuffer;
+use super::lz4_frame;
 
 /// The codec of a batch (attributes bits 0-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,69 +85,172 @@ const SNAPPY_EXPANSION_SLACK_BYTES: usize = 64;
 /// First guess at the output size for streaming codecs, relative to the input; the buffer grows
 /// as needed up to the limit, so this is a hint only.
 const STREAMING_INITIAL_EXPANSION: usize = 4;
+/// The least room a streaming codec starts or grows with, so tiny inputs still progress.
+const STREAMING_MIN_ROOM_BYTES: usize = 4096;
 /// zstd level the writer uses (Kafka's default `compression.zstd.level`).
 const ZSTD_LEVEL: i32 = 3;
 
-/// Decompresses a batch's records section, producing at most `max_bytes` bytes.
+/// Decompresses a batch's records section into `out`, producing at most `max_bytes` bytes.
 pub(crate) fn decompress(
     codec: Compression,
     input: &[u8],
     max_bytes: usize,
+    out: &mut DecompressionBuffer,
 ) -> Result<Bytes, DecompressError> {
-    let output = match codec {
-        Compression::None => return Ok(Bytes::copy_from_slice(input)),
-        Compression::Gzip => {
-            read_bounded(flate2::read::MultiGzDecoder::new(input), input, max_bytes)?
+    match codec {
+        Compression::None => {
+            if input.len() > max_bytes {
+                return Err(DecompressError::TooLarge);
+            }
+            out.room_at_least(0, input.len())[..input.len()].copy_from_slice(input);
+            Ok(out.take(input.len()))
         }
-        Compression::Snappy => decompress_snappy(input, max_bytes)?,
-        Compression::Lz4 => {
-            read_bounded(lz4_flex::frame::FrameDecoder::new(input), input, max_bytes)?
-        }
-        Compression::Zstd => {
-            // `with_buffer` reads the slice directly; Kafka's frames may lack a content size,
-            // which streaming decode does not need.
-            let decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(codec_error)?;
-            read_bounded(decoder, input, max_bytes)?
-        }
-    };
-    Ok(Bytes::from(output))
+        Compression::Gzip => read_bounded(
+            flate2::read::MultiGzDecoder::new(input),
+            input.len(),
+            max_bytes,
+            out,
+        ),
+        Compression::Snappy => decompress_snappy(input, max_bytes, out),
+        Compression::Lz4 => lz4_frame::decompress(input, max_bytes, out),
+        Compression::Zstd => decompress_zstd(input, max_bytes, out),
+    }
 }
 
-/// Drains a streaming decoder, failing once the output passes `max_bytes`.
+/// Drains a streaming decoder into `out`, failing once the output passes `max_bytes`.
 fn read_bounded(
-    decoder: impl Read,
+    mut decoder: impl Read,
+    input_bytes: usize,
+    max_bytes: usize,
+    out: &mut DecompressionBuffer,
+) -> Result<Bytes, DecompressError> {
+    let limit = max_bytes.saturating_add(1);
+    let mut wanted = input_bytes
+        .saturating_mul(STREAMING_INITIAL_EXPANSION)
+        .max(STREAMING_MIN_ROOM_BYTES)
+        .min(limit);
+    let mut written = 0;
+    loop {
+        let room = out.room_at_least(written, wanted);
+        let room_len = room.len().min(limit);
+        if written == room_len {
+            if written > max_bytes {
+                return Err(DecompressError::TooLarge);
+            }
+            wanted = room_len
+                .saturating_mul(2)
+                .max(STREAMING_MIN_ROOM_BYTES)
+                .min(limit);
+            continue;
+        }
+        match decoder.read(&mut room[written..room_len]) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(codec_error(error)),
+        }
+    }
+    Ok(out.take(written))
+}
+
+/// Streams zstd frames (Kafka's carry no content size) into `out` with the buffer's reused
+/// context, failing once the output passes `max_bytes`.
+fn decompress_zstd(
     input: &[u8],
     max_bytes: usize,
-) -> Result<Vec<u8>, DecompressError> {
-    let limit = u64::try_from(max_bytes)
-        .unwrap_or(u64::MAX)
-        .saturating_add(1);
-    let capacity = input
+    out: &mut DecompressionBuffer,
+) -> Result<Bytes, DecompressError> {
+    let limit = max_bytes.saturating_add(1);
+    let mut source = InBuffer::around(input);
+    let mut wanted = input
         .len()
         .saturating_mul(STREAMING_INITIAL_EXPANSION)
-        .min(max_bytes);
-    let mut output = Vec::with_capacity(capacity);
-    decoder
-        .take(limit)
-        .read_to_end(&mut output)
-        .map_err(codec_error)?;
-    if output.len() > max_bytes {
+        .max(STREAMING_MIN_ROOM_BYTES)
+        .min(limit);
+    let mut written = 0;
+    let mut first_call = true;
+    // Whether the last call ended a frame: input that runs out anywhere else is truncated.
+    let mut frame_done = false;
+    while source.pos() < input.len() || !frame_done {
+        let (room, context) = out.room_and_zstd_context(written, wanted);
+        if first_call {
+            // A batch that failed earlier may have left the context mid-frame.
+            context
+                .reset(ResetDirective::SessionOnly)
+                .map_err(zstd_error)?;
+            first_call = false;
+        }
+        let room_len = room.len().min(limit);
+        if written == room_len {
+            if written > max_bytes {
+                return Err(DecompressError::TooLarge);
+            }
+            wanted = room_len
+                .saturating_mul(2)
+                .max(STREAMING_MIN_ROOM_BYTES)
+                .min(limit);
+            continue;
+        }
+        let consumed_before = source.pos();
+        let mut destination = OutBuffer::around_pos(&mut room[..room_len], written);
+        let hint = context
+            .decompress_stream(&mut destination, &mut source)
+            .map_err(zstd_error)?;
+        let progressed = destination.pos() > written || source.pos() > consumed_before;
+        written = destination.pos();
+        frame_done = hint == 0;
+        if !progressed && written < room_len {
+            return Err(DecompressError::Codec("zstd frame is truncated".to_owned()));
+        }
+    }
+    if written > max_bytes {
         return Err(DecompressError::TooLarge);
     }
-    Ok(output)
+    Ok(out.take(written))
 }
 
-fn decompress_snappy(input: &[u8], max_bytes: usize) -> Result<Vec<u8>, DecompressError> {
-    if !input.starts_with(&XERIAL_MAGIC) {
-        let mut output = Vec::new();
-        append_snappy_block(input, max_bytes, &mut output)?;
-        return Ok(output);
+/// Snappy, raw or xerial-framed: every block declares its exact output size, so the whole
+/// output is sized (and checked against `max_bytes`) before anything is decompressed.
+fn decompress_snappy(
+    input: &[u8],
+    max_bytes: usize,
+    out: &mut DecompressionBuffer,
+) -> Result<Bytes, DecompressError> {
+    let mut total = 0usize;
+    for_each_snappy_block(input, |block| {
+        total = total.saturating_add(snappy_declared_len(block)?);
+        Ok(())
+    })?;
+    if total > max_bytes {
+        return Err(DecompressError::TooLarge);
     }
-    // Xerial: after the 16-byte header, blocks of [i32 BE compressed length][raw snappy block].
+    let room = &mut out.room_at_least(0, total)[..total];
+    let mut written = 0;
+    let mut decoder = snap::raw::Decoder::new();
+    for_each_snappy_block(input, |block| {
+        let declared = snappy_declared_len(block)?;
+        let destination = &mut room[written..written + declared];
+        written += decoder
+            .decompress(block, destination)
+            .map_err(codec_error)?;
+        Ok(())
+    })?;
+    Ok(out.take(written))
+}
+
+/// Calls `visit` with each raw snappy block of `input`: the whole input unless it starts with
+/// the xerial magic, else the blocks of `[i32 BE compressed length][raw snappy block]` after the
+/// 16-byte header.
+fn for_each_snappy_block(
+    input: &[u8],
+    mut visit: impl FnMut(&[u8]) -> Result<(), DecompressError>,
+) -> Result<(), DecompressError> {
+    if !input.starts_with(&XERIAL_MAGIC) {
+        return visit(input);
+    }
     let mut rest = input
         .get(XERIAL_HEADER_BYTES..)
         .ok_or_else(|| DecompressError::Codec("xerial snappy header is truncated".to_owned()))?;
-    let mut output = Vec::new();
     while !rest.is_empty() {
         let (len_bytes, after) = rest.split_first_chunk::<4>().ok_or_else(|| {
             DecompressError::Codec("xerial snappy block length is truncated".to_owned())
@@ -158,18 +265,15 @@ fn decompress_snappy(input: &[u8], max_bytes: usize) -> Result<Vec<u8>, Decompre
                     after.len()
                 ))
             })?;
-        append_snappy_block(block, max_bytes, &mut output)?;
+        visit(block)?;
         rest = &after[block.len()..];
     }
-    Ok(output)
+    Ok(())
 }
 
-/// Decompresses one raw snappy block onto the end of `output`.
-fn append_snappy_block(
-    block: &[u8],
-    max_bytes: usize,
-    output: &mut Vec<u8>,
-) -> Result<(), DecompressError> {
+/// The output size a raw snappy block declares, rejected when no valid block of its size could
+/// produce it (so a lying preamble never sizes an allocation).
+fn snappy_declared_len(block: &[u8]) -> Result<usize, DecompressError> {
     let declared = snap::raw::decompress_len(block).map_err(codec_error)?;
     let plausible = block
         .len()
@@ -181,16 +285,11 @@ fn append_snappy_block(
             block.len()
         )));
     }
-    let start = output.len();
-    if start.saturating_add(declared) > max_bytes {
-        return Err(DecompressError::TooLarge);
-    }
-    output.resize(start + declared, 0);
-    let written = snap::raw::Decoder::new()
-        .decompress(block, &mut output[start..])
-        .map_err(codec_error)?;
-    output.truncate(start + written);
-    Ok(())
+    Ok(declared)
+}
+
+fn zstd_error(code: usize) -> DecompressError {
+    DecompressError::Codec(format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))
 }
 
 fn codec_error(error: impl std::fmt::Display) -> DecompressError {
@@ -279,7 +378,9 @@ mod tests {
         for codec in ALL {
             for framing in [SnappyFraming::Xerial, SnappyFraming::Raw] {
                 let compressed = compress(codec, framing, &input).unwrap();
-                let output = decompress(codec, &compressed, 1 << 20).unwrap();
+                let output =
+                    decompress(codec, &compressed, 1 << 20, &mut DecompressionBuffer::new())
+                        .unwrap();
                 assert_eq!(output.as_ref(), &input[..], "{codec:?} {framing:?}");
             }
         }
@@ -302,14 +403,16 @@ mod tests {
             Compression::Zstd,
         ] {
             let compressed = compress(codec, SnappyFraming::Xerial, &input).unwrap();
-            let result = decompress(codec, &compressed, 1 << 20);
+            let result = decompress(codec, &compressed, 1 << 20, &mut DecompressionBuffer::new());
             assert!(
                 matches!(result, Err(DecompressError::TooLarge)),
                 "{codec:?}: {result:?}"
             );
             // Exactly at the limit is allowed.
             assert_eq!(
-                decompress(codec, &compressed, 4 << 20).unwrap().len(),
+                decompress(codec, &compressed, 4 << 20, &mut DecompressionBuffer::new())
+                    .unwrap()
+                    .len(),
                 4 << 20
             );
         }
@@ -319,11 +422,78 @@ mod tests {
     fn snappy_block_declaring_huge_output_is_rejected_before_allocating() {
         // Preamble varint 0xffffffff0f = 4 GiB, followed by nothing.
         let block = [0xff, 0xff, 0xff, 0xff, 0x0f];
-        let result = decompress(Compression::Snappy, &block, usize::MAX);
+        let result = decompress(
+            Compression::Snappy,
+            &block,
+            usize::MAX,
+            &mut DecompressionBuffer::new(),
+        );
         assert!(
             matches!(result, Err(DecompressError::Codec(_))),
             "{result:?}"
         );
+    }
+
+    #[test]
+    fn truncated_and_corrupt_zstd_frames_are_codec_errors() {
+        let input = sample_bytes(300 * 1024);
+        let frame = compress(Compression::Zstd, SnappyFraming::Xerial, &input).unwrap();
+        let mut buffer = DecompressionBuffer::new();
+        for cut in [0, 1, 4, 5, 10, frame.len() / 2, frame.len() - 1] {
+            let result = decompress(Compression::Zstd, &frame[..cut], 1 << 20, &mut buffer);
+            assert!(
+                matches!(result, Err(DecompressError::Codec(_))),
+                "cut at {cut}: {result:?}"
+            );
+        }
+        for at in 0..4 {
+            let mut corrupt = frame.clone();
+            corrupt[at] ^= 0x55;
+            let result = decompress(Compression::Zstd, &corrupt, 1 << 20, &mut buffer);
+            assert!(
+                matches!(result, Err(DecompressError::Codec(_))),
+                "magic flip at {at}: {result:?}"
+            );
+        }
+        // Flips in the compressed data may or may not be detected (no checksum), but never
+        // panic and never pass the cap.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..300 {
+            let mut corrupt = frame.clone();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = 4 + (state % (frame.len() as u64 - 4)) as usize;
+            corrupt[at] ^= (state >> 40) as u8 | 1;
+            if let Ok(output) = decompress(Compression::Zstd, &corrupt, 1 << 20, &mut buffer) {
+                assert!(output.len() <= 1 << 20);
+            }
+        }
+        // The reused context recovers from the failures above.
+        let output = decompress(Compression::Zstd, &frame, 1 << 20, &mut buffer).unwrap();
+        assert_eq!(output.as_ref(), &input[..]);
+        // Two frames back to back are one records section.
+        let two = [frame.clone(), frame].concat();
+        let output = decompress(Compression::Zstd, &two, 1 << 20, &mut buffer).unwrap();
+        assert_eq!(output.as_ref(), &[&input[..], &input[..]].concat()[..]);
+    }
+
+    #[test]
+    fn outputs_from_one_buffer_stay_intact() {
+        let mut buffer = DecompressionBuffer::new();
+        let inputs: Vec<Vec<u8>> = (1..6).map(|n| sample_bytes(n * 70_000)).collect();
+        for codec in ALL {
+            let outputs: Vec<Bytes> = inputs
+                .iter()
+                .map(|input| {
+                    let compressed = compress(codec, SnappyFraming::Xerial, input).unwrap();
+                    decompress(codec, &compressed, 1 << 20, &mut buffer).unwrap()
+                })
+                .collect();
+            for (input, output) in inputs.iter().zip(&outputs) {
+                assert_eq!(output.as_ref(), &input[..], "{codec:?}");
+            }
+        }
     }
 
     #[test]
@@ -334,7 +504,12 @@ mod tests {
             Compression::Lz4,
             Compression::Zstd,
         ] {
-            let result = decompress(codec, b"definitely not compressed data", 1 << 20);
+            let result = decompress(
+                codec,
+                b"definitely not compressed data",
+                1 << 20,
+                &mut DecompressionBuffer::new(),
+            );
             assert!(
                 matches!(result, Err(DecompressError::Codec(_))),
                 "{codec:?}: {result:?}"
@@ -342,7 +517,12 @@ mod tests {
         }
         let mut truncated_xerial = XERIAL_MAGIC.to_vec();
         truncated_xerial.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0x10, 0]);
-        let result = decompress(Compression::Snappy, &truncated_xerial, 1 << 20);
+        let result = decompress(
+            Compression::Snappy,
+            &truncated_xerial,
+            1 << 20,
+            &mut DecompressionBuffer::new(),
+        );
         assert!(
             matches!(result, Err(DecompressError::Codec(_))),
             "{result:?}"

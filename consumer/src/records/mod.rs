@@ -9,7 +9,8 @@
 //!   skips a partial trailing batch and reports it as a [`TruncatedTail`].
 //! - [`RecordBatch`] exposes the header (including [`RecordBatch::next_offset`]) and, on demand,
 //!   its [`Records`]: for uncompressed batches slices of the response, for compressed ones
-//!   slices of the single decompressed buffer.
+//!   slices of the decompressed output ([`RecordBatch::records_in`] writes it into a reused
+//!   [`DecompressionBuffer`]).
 //! - [`Record`] gives key, value and a [`Headers`] view without allocating.
 //!
 //! Every failure is a [`RecordsError`] naming topic, partition and batch base offset.
@@ -38,11 +39,14 @@
 mod batch;
 mod compression;
 mod control;
+mod decompression_buffer;
 mod error;
 mod header;
+mod lz4_frame;
 mod record;
 mod varint;
 mod writer;
+mod xxhash32;
 
 #[cfg(test)]
 mod test_support;
@@ -53,6 +57,7 @@ pub use batch::{
 };
 pub use compression::{Compression, SnappyFraming};
 pub use control::ControlRecord;
+pub use decompression_buffer::DecompressionBuffer;
 pub use error::{RecordsError, RecordsErrorKind};
 pub use header::{Header, HeaderIter, Headers};
 pub use record::{Record, Records};

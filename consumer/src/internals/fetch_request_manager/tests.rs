@@ -116,7 +116,7 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
         r.requests[0].token,
         response(9, vec![(0, 0, Some(records(0, 3)))]),
     );
-    assert!(p.buffer.has_buffered(&tp(0)));
+    assert!(p.buffer.buffered_partitions().contains(&tp(0)));
     // Node 1 is free again, but p0 has buffered data and p1 is paused: nothing to fetch there.
     assert!(m.poll(&mut p.ctx()).requests.is_empty());
     assert_eq!(p.buffer.collect(10).unwrap().count(), 3);
@@ -128,6 +128,30 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
         [(Uuid::from_u128(1), 0, 3)],
         "the advanced position"
     );
+}
+
+#[test]
+fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    let node1 = r.requests[0].token;
+    // Only p1 has data; p0 comes back empty (nothing new at the broker).
+    m.on_response(
+        &mut p.ctx(),
+        node1,
+        response(9, vec![(0, 0, None), (1, 0, Some(records(0, 3)))]),
+    );
+    // p0 has nothing buffered, but its leader still holds p1's data: no fetch to node 1 (it
+    // would forget p1 from the session, and could wait at the broker while p1 is consumed).
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    assert_eq!(p.buffer.collect(10).unwrap().count(), 3);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(1));
+    let (_, _, partitions, forgotten) = sent(&r.requests[0]);
+    assert_eq!(partitions, [(Uuid::from_u128(1), 1, 3)], "only p1 changed");
+    assert_eq!(forgotten, 0, "p0 stays in the session");
 }
 
 #[test]
@@ -189,7 +213,7 @@ fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
         response(0, vec![(0, 0, Some(records(0, 3))), (1, code, None)]),
     );
     assert!(
-        !p.buffer.has_buffered(&tp(0)),
+        !p.buffer.buffered_partitions().contains(&tp(0)),
         "fetched at the old position: dropped"
     );
     assert!(p.effects.metadata_refresh);
