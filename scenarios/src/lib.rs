@@ -52,30 +52,56 @@ pub fn registry() -> &'static [ScenarioInfo] {
         ScenarioInfo {
             name: jira::kafka_14024::NAME,
             build: jira::kafka_14024::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_14196::NAME,
             build: jira::kafka_14196::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_14729::NAME,
             build: jira::kafka_14729::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_4160::NAME,
             build: jira::kafka_4160::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_17293::NAME,
             build: jira::kafka_17293::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_19357::NAME,
             build: jira::kafka_19357::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_20426::NAME,
             build: jira::kafka_20426::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_16243::NAME,
             build: jira::kafka_16243::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_16103::NAME,
             build: jira::kafka_16103::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_18641::NAME,
             build: jira::kafka_18641::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_18160::NAME,
             build: jira::kafka_18160::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_16375::NAME,
             build: jira::kafka_16375::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_16165::NAME,
             build: jira::kafka_16165::scenario,
+        },
+        ScenarioInfo {
             name: jira::kafka_16033::NAME,
             build: jira::kafka_16033::scenario,
         },

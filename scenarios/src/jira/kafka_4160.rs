@@ -67,8 +67,8 @@ pub fn scenario() -> Scenario {
     .offsets_partitions(1)
     .subscribing_consumer("c0", PROPERTIES, &["t"], app())
     .listener(ListenerBehaviour {
-        revoked_ms: 0,
         assigned_ms: ASSIGNED_CALLBACK_MS,
+        ..ListenerBehaviour::default()
     })
     .subscribing_consumer("c1", PROPERTIES, &["t"], app())
     .start_at(JOINER_START_MS)
