@@ -199,10 +199,16 @@ async fn kip848_a_static_member_restarted_within_the_session_gets_its_partitions
             })
             .sum()
     };
-    wait_until("s1 owns two partitions", Duration::from_secs(30), || {
-        s1_owns() == 2
-    })
-    .await;
+    // s0 keeps polling meanwhile: its reconciliation ends with `on_partitions_assigned`, which
+    // runs inside poll, and only then does its heartbeat release the revoked partitions.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s1_owns() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting until s1 owns two partitions"
+        );
+        s0.poll(Duration::from_millis(100)).await.unwrap();
+    }
     let before = s0.assignment().clone();
     let s1_calls_before = seen
         .callbacks

@@ -3,24 +3,17 @@
 #![cfg(madsim)]
 
 use scenarios::jira::kafka_10337;
-use scenarios::runner::run_in_runtime;
-use scenarios::subject::SubjectKind;
+use scenarios::runner::assert_legacy_fails;
 use sim::check::ViolationKind;
 use sim::history::{CommitMode, Event};
 
 #[test]
 fn legacy_commit_sync_without_offsets_does_not_wait_for_async_callbacks() {
-    let result = run_in_runtime(kafka_10337::scenario, 1, SubjectKind::Legacy).unwrap();
-    let verdict = result
-        .report
-        .verdicts
-        .iter()
-        .find(|v| v.checker == "commit-callback-order")
-        .unwrap();
-    assert!(
-        verdict.has(ViolationKind::CommitCallbackOrder),
-        "{}",
-        result.report
+    let result = assert_legacy_fails(
+        kafka_10337::scenario,
+        1,
+        "commit-callback-order",
+        ViolationKind::CommitCallbackOrder,
     );
     // The mechanism: the barrier returns in zero virtual time, sending nothing.
     let entries = result.history.entries();

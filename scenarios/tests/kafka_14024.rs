@@ -4,24 +4,17 @@
 #![cfg(madsim)]
 
 use scenarios::jira::kafka_14024;
-use scenarios::runner::run_in_runtime;
-use scenarios::subject::SubjectKind;
+use scenarios::runner::assert_legacy_fails;
 use sim::check::ViolationKind;
 use sim::history::{CallbackKind, CommitMode, Event};
 
 #[test]
 fn legacy_3_2_0_revokes_before_its_commit_fails_and_never_retries_it() {
-    let result = run_in_runtime(kafka_14024::scenario, 1, SubjectKind::Legacy).unwrap();
-    let verdict = result
-        .report
-        .verdicts
-        .iter()
-        .find(|v| v.checker == "handover-without-redelivery")
-        .unwrap();
-    assert!(
-        verdict.has(ViolationKind::DuplicateBeyondBound),
-        "{}",
-        result.report
+    let result = assert_legacy_fails(
+        kafka_14024::scenario,
+        1,
+        "handover-without-redelivery",
+        ViolationKind::DuplicateBeyondBound,
     );
     let c0: Vec<_> = result
         .history

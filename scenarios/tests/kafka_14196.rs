@@ -4,24 +4,17 @@
 #![cfg(madsim)]
 
 use scenarios::jira::kafka_14196;
-use scenarios::runner::run_in_runtime;
-use scenarios::subject::SubjectKind;
+use scenarios::runner::assert_legacy_fails;
 use sim::check::ViolationKind;
 use sim::history::{CallbackKind, CommitMode, Event};
 
 #[test]
 fn legacy_3_2_1_delivers_past_the_pending_commit_then_revokes() {
-    let result = run_in_runtime(kafka_14196::scenario, 1, SubjectKind::Legacy).unwrap();
-    let verdict = result
-        .report
-        .verdicts
-        .iter()
-        .find(|v| v.checker == "handover-without-redelivery")
-        .unwrap();
-    assert!(
-        verdict.has(ViolationKind::DuplicateBeyondBound),
-        "{}",
-        result.report
+    let result = assert_legacy_fails(
+        kafka_14196::scenario,
+        1,
+        "handover-without-redelivery",
+        ViolationKind::DuplicateBeyondBound,
     );
     // The mechanism: c0's auto-commit before the revocation is sent, then c0 receives records
     // of the same partitions before the revocation callback starts.

@@ -4,24 +4,17 @@
 #![cfg(madsim)]
 
 use scenarios::jira::kafka_4160;
-use scenarios::runner::run_in_runtime;
-use scenarios::subject::SubjectKind;
+use scenarios::runner::assert_legacy_fails;
 use sim::check::ViolationKind;
 use sim::history::{CallbackKind, Event};
 
 #[test]
 fn legacy_listener_holding_the_monitor_starves_heartbeats() {
-    let result = run_in_runtime(kafka_4160::scenario, 1, SubjectKind::Legacy).unwrap();
-    let verdict = result
-        .report
-        .verdicts
-        .iter()
-        .find(|v| v.checker == "no-spurious-loss")
-        .unwrap();
-    assert!(
-        verdict.has(ViolationKind::SpuriousLoss),
-        "{}",
-        result.report
+    let result = assert_legacy_fails(
+        kafka_4160::scenario,
+        1,
+        "no-spurious-loss",
+        ViolationKind::SpuriousLoss,
     );
     // The mechanism: no heartbeat from c0 while its 12 s onPartitionsAssigned runs, then
     // UNKNOWN_MEMBER_ID on the first one after it.

@@ -261,6 +261,29 @@ pub fn run_in_runtime(
     run_in_runtime_with_plan(scenario, seed, subject, None)
 }
 
+/// Runs `scenario` on the legacy model with `seed` and asserts `checker` reported `kind`: how
+/// each Jira scenario's test shows the legacy model reproducing the upstream bug. Returns the
+/// run, for the test to check the mechanism in its history.
+pub fn assert_legacy_fails(
+    scenario: fn() -> Scenario,
+    seed: u64,
+    checker: &str,
+    kind: sim::check::ViolationKind,
+) -> RunResult {
+    let result = run_in_runtime(scenario, seed, SubjectKind::Legacy)
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(
+        result
+            .report
+            .verdicts
+            .iter()
+            .any(|v| v.checker == checker && v.has(kind)),
+        "expected {checker} to report {kind:?}:\n{}",
+        result.report
+    );
+    result
+}
+
 /// [`run_in_runtime`] with a plan override (see [`run_with_plan`]).
 pub fn run_in_runtime_with_plan(
     scenario: fn() -> Scenario,
