@@ -250,8 +250,12 @@ async fn consumer_group_heartbeat_assigns_and_commits_are_checked_by_member_epoc
             ]),
     )
     .await;
+    // A classic member may join a consumer group (online migration), but this one's embedded
+    // subscription is empty: Kafka 4.1.1's `deserializeSubscription` throws an
+    // IllegalStateException for it, which answers UNKNOWN_SERVER_ERROR (later Kafka versions
+    // answer INCONSISTENT_GROUP_PROTOCOL).
     assert_eq!(
         classic_join.error_code,
-        ResponseError::InconsistentGroupProtocol.code()
+        ResponseError::UnknownServerError.code()
     );
 }
