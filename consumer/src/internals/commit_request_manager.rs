@@ -303,6 +303,17 @@ impl CommitRequestManager {
                 }
                 continue;
             }
+            if commit.before_revocation {
+                // Sent with the newest consumed positions (KAFKA-16033), read when it goes out
+                // rather than when its last attempt failed: an interval auto-commit may have
+                // gone out during the backoff with newer positions, and this attempt must not
+                // move the group's offsets back behind it.
+                for (tp, offset) in &mut commit.offsets {
+                    if let Some(latest) = self.latest_consumed.get(tp) {
+                        *offset = latest.clone();
+                    }
+                }
+            }
             self.next_token += 1;
             commit.token = Some(self.next_token);
             commit.sent_at = Some(ctx.now);
@@ -507,16 +518,6 @@ impl CommitRequestManager {
             Outcome::Retry(error) if commit.retry => {
                 tracing::debug!(%error, "commit failed, retrying");
                 commit.state.on_failure(ctx.now, ctx.rng);
-                if commit.before_revocation {
-                    // Retried with the newest consumed positions (KAFKA-16033): an auto-commit
-                    // that went out meanwhile may have committed further, and the retry must
-                    // not move the group's offsets back.
-                    for (tp, offset) in &mut commit.offsets {
-                        if let Some(latest) = self.latest_consumed.get(tp) {
-                            *offset = latest.clone();
-                        }
-                    }
-                }
             }
             Outcome::Retry(error) | Outcome::Fail(error) => {
                 let auto = commit.completion.is_none();

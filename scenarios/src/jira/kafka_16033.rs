@@ -25,7 +25,10 @@
 //! the commit request manager (`internals/commit_request_manager.rs`,
 //! `commit_before_revocation`): retried on `STALE_MEMBER_EPOCH` with the epoch the latest
 //! heartbeat brought, bounded by the rebalance timeout, and its failure does not stop the
-//! revocation.
+//! revocation; `UNKNOWN_TOPIC_OR_PARTITION` ends it at once (KAFKA-16224). Each attempt reads
+//! the newest consumed positions when it is sent, so an interval auto-commit that went out
+//! during the retry's backoff is never followed by an older retry (our own instance of the
+//! bug, found by this scenario: `kafka-16033-consumer-seed-1`).
 //!
 //! **Plan.** Group `g` (KIP-848, `max.poll.interval.ms=20000`, auto-commit every 500 ms):
 //! `c0` subscribes to `t` and `u` at 0 s, `c1` at 3 s. From 3 s to 9 s every OffsetCommit is

@@ -409,3 +409,66 @@ fn committed_answers_and_old_versions_use_the_single_group_layout() {
     assert_eq!(answer[&tp(0)], Some(OffsetAndMetadata::new(3)));
     assert_eq!(answer[&tp(1)], None);
 }
+
+/// KAFKA-16033: the commit before revocation is retried with the positions consumed when the
+/// retry goes out. An interval auto-commit sent during the retry's backoff commits newer
+/// positions; a retry still carrying the positions of its failed attempt would move the
+/// group's committed offset back behind it.
+#[test]
+fn revocation_commit_retry_never_commits_behind_an_auto_commit_sent_during_its_backoff() {
+    let mut p = parts(true);
+    p.subscriptions
+        .assign_from_user(&[tp(0)].into_iter().collect());
+    p.subscriptions
+        .set_fetch_state(&tp(0), FetchState::Fetching);
+    let mut m = CommitRequestManager::new(&p.settings);
+    m.on_poll(p.now, offsets(&[(0, 5)]));
+    let deadline = p.now + Duration::from_millis(30_000);
+    let (_c, rx) = {
+        let ctx = p.ctx();
+        m.commit_before_revocation(&ctx, deadline)
+            .expect("offsets to commit")
+    };
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 5)]
+    );
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        commit_error(ResponseError::CoordinatorLoadInProgress),
+    );
+    assert!(result(&rx).is_none(), "retriable: retried");
+    // The application polls on; the interval auto-commit goes out while the retry backs off.
+    p.advance_ms(1_000);
+    m.on_poll(p.now, offsets(&[(0, 9)]));
+    let r = m.poll(&mut p.ctx());
+    let sent: Vec<_> = r
+        .requests
+        .iter()
+        .map(|u| committed_offsets(&u.body))
+        .collect();
+    assert!(
+        sent.iter().all(|o| o == &[("t".to_owned(), 0, 9)]),
+        "every commit sent now carries the newest position 9: {sent:?}"
+    );
+    for u in &r.requests {
+        m.on_response(&mut p.ctx(), u.token, commit_ok());
+    }
+    p.advance_ms(2_000);
+    let r = m.poll(&mut p.ctx());
+    for u in &r.requests {
+        assert_eq!(
+            committed_offsets(&u.body),
+            [("t".to_owned(), 0, 9)],
+            "the retry does not commit 5 after 9 was committed"
+        );
+        m.on_response(&mut p.ctx(), u.token, commit_ok());
+    }
+    assert!(
+        matches!(result(&rx), Some(Ok(()))),
+        "revocation commit done"
+    );
+}
