@@ -455,16 +455,27 @@ mod cli {
         }
     }
 
-    /// The progress bar on stderr: `[=====     ]  37/200 seeds  2 failed  41.3 seeds/min`.
+    /// The progress bar on stderr: `[=====     ]  37/200 seeds  2 failed  41.3 seeds/min`,
+    /// redrawn in place on a terminal; in a log (CI) one line per tenth of the seeds instead,
+    /// so the log does not fill with carriage-return redraws.
     fn progress(done: u64, total: u64, failed: usize, elapsed: std::time::Duration) {
+        use std::io::IsTerminal;
         const WIDTH: u64 = 30;
         let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
         let rate = done as f64 / (elapsed.as_secs_f64() / 60.0).max(1e-9);
-        eprint!(
-            "\r[{}{}] {done:>5}/{total} seeds  {failed} failed  {rate:.1} seeds/min",
+        let bar = format!(
+            "[{}{}] {done:>5}/{total} seeds  {failed} failed  {rate:.1} seeds/min",
             "=".repeat(filled as usize),
             " ".repeat((WIDTH - filled) as usize)
         );
+        if std::io::stderr().is_terminal() {
+            eprint!("\r{bar}");
+        } else {
+            let tenth = (total / 10).max(1);
+            if done % tenth == 0 || done == total {
+                eprintln!("{bar}");
+            }
+        }
     }
 
     /// What `explore` found for one scenario.
@@ -515,7 +526,9 @@ mod cli {
                 scope.spawn(worker);
             }
         });
-        eprintln!();
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprintln!();
+        }
         let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
         results.sort_by_key(|(seed, _)| *seed);
         Explored {
