@@ -6,6 +6,7 @@
 pub mod app;
 pub mod checks;
 pub mod consumer_subject;
+pub mod golden;
 pub mod jira;
 pub mod legacy;
 pub mod regression;

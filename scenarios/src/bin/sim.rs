@@ -32,7 +32,7 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history] [--plan FILE] [--trace FILE.html]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
@@ -139,6 +139,9 @@ mod cli {
         }
         if options.flag("history") {
             print!("{}", result.history.render());
+        }
+        if options.flag("golden") {
+            print!("{}", scenarios::golden::domain_trace(&result.history));
         }
         print!("{}", result.report);
         if let Some(path) = options.value::<String>("trace")? {
