@@ -90,6 +90,12 @@ pub(crate) struct CommitRequestManager {
     auto_commit_interval: Option<Duration>,
     next_auto_commit_at: Option<Instant>,
     latest_consumed: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    /// The highest offset per partition this member has sent in any commit since its consumed
+    /// position last moved back (a seek or a reset). Auto-commits never commit a partition
+    /// below it: a `commit_sync` of the positions (the one `close` makes, or the
+    /// application's) may have committed past the poll-start snapshot auto-commits use, and
+    /// committing the snapshot after it would move the group's offset back (KAFKA-16033).
+    committed_floor: BTreeMap<TopicPartition, i64>,
     commits: VecDeque<PendingCommit>,
     fetches: Vec<PendingOffsetFetch>,
     next_token: u64,
@@ -111,6 +117,7 @@ impl CommitRequestManager {
                 .then(|| Duration::from_millis(settings.auto_commit_interval_ms)),
             next_auto_commit_at: None,
             latest_consumed: BTreeMap::new(),
+            committed_floor: BTreeMap::new(),
             commits: VecDeque::new(),
             fetches: Vec::new(),
             next_token: 0,
@@ -125,6 +132,14 @@ impl CommitRequestManager {
 
     /// A poll started with these consumed positions (records returned by earlier polls).
     pub fn on_poll(&mut self, now: Instant, offsets: BTreeMap<TopicPartition, OffsetAndMetadata>) {
+        // A consumed position that moved back was sought or reset: commits below the floor
+        // are the application's wish from then on. A partition no longer consumed drops it.
+        let previous = &self.latest_consumed;
+        self.committed_floor.retain(|tp, _| {
+            offsets
+                .get(tp)
+                .is_some_and(|new| previous.get(tp).is_none_or(|old| new.offset >= old.offset))
+        });
         self.latest_consumed = offsets;
         if let (Some(interval), None) = (self.auto_commit_interval, self.next_auto_commit_at) {
             self.next_auto_commit_at = Some(now + interval);
@@ -296,6 +311,7 @@ impl CommitRequestManager {
         if let Some(member) = ctx.member.filter(|m| !m.stable) {
             self.fail_unsent_outside_generation(member.rebalancing);
         }
+        self.prepare_unsent_auto_commits();
         for commit in &mut self.commits {
             if !commit.state.can_send(ctx.now) {
                 if let Some(at) = commit.state.backoff_until(ctx.now) {
@@ -303,16 +319,12 @@ impl CommitRequestManager {
                 }
                 continue;
             }
-            if commit.before_revocation {
-                // Sent with the newest consumed positions (KAFKA-16033), read when it goes out
-                // rather than when its last attempt failed: an interval auto-commit may have
-                // gone out during the backoff with newer positions, and this attempt must not
-                // move the group's offsets back behind it.
-                for (tp, offset) in &mut commit.offsets {
-                    if let Some(latest) = self.latest_consumed.get(tp) {
-                        *offset = latest.clone();
-                    }
-                }
+            for (tp, offset) in &commit.offsets {
+                let floor = self
+                    .committed_floor
+                    .entry(tp.clone())
+                    .or_insert(offset.offset);
+                *floor = (*floor).max(offset.offset);
             }
             self.next_token += 1;
             commit.token = Some(self.next_token);
@@ -365,6 +377,39 @@ impl CommitRequestManager {
             });
         }
         result
+    }
+
+    /// Auto-commits about to go out: the commit before revocation takes the newest consumed
+    /// positions (KAFKA-16033), read when it is sent rather than when its last attempt
+    /// failed, since an interval auto-commit may have gone out during its backoff; every
+    /// auto-commit leaves out partitions below the committed floor, and one left with nothing
+    /// to commit is done.
+    fn prepare_unsent_auto_commits(&mut self) {
+        let (latest, floor) = (&self.latest_consumed, &self.committed_floor);
+        self.commits.retain_mut(|commit| {
+            if commit.token.is_some() || !(commit.before_revocation || commit.completion.is_none())
+            {
+                return true;
+            }
+            if commit.before_revocation {
+                for (tp, offset) in &mut commit.offsets {
+                    if let Some(newest) = latest.get(tp) {
+                        *offset = newest.clone();
+                    }
+                }
+            }
+            commit
+                .offsets
+                .retain(|tp, offset| floor.get(tp).is_none_or(|f| offset.offset >= *f));
+            if !commit.offsets.is_empty() {
+                return true;
+            }
+            tracing::debug!("auto-commit left with nothing above what was committed");
+            if let Some(c) = &commit.completion {
+                c.complete(Ok(()));
+            }
+            false
+        });
     }
 
     /// Java's `sendOffsetCommitRequest` outside a stable generation: a group member commits

@@ -472,3 +472,64 @@ fn revocation_commit_retry_never_commits_behind_an_auto_commit_sent_during_its_b
         "revocation commit done"
     );
 }
+
+/// A `commit_sync` of the positions (as `close` makes) commits past the poll-start snapshot;
+/// the auto-commit before revocation that follows must not commit the snapshot after it
+/// (found by the `family-lost-commits` scenario, seed 4). Once the position moves back (a
+/// seek), auto-commits follow it again.
+#[test]
+fn auto_commits_never_go_below_what_this_member_committed_until_a_seek() {
+    let mut p = parts(true);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1)].into_iter().collect());
+    for p_ in [0, 1] {
+        p.subscriptions
+            .set_fetch_state(&tp(p_), FetchState::Fetching);
+    }
+    let mut m = CommitRequestManager::new(&p.settings);
+    m.on_poll(p.now, offsets(&[(0, 91), (1, 91)]));
+    let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 92)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 92)]
+    );
+    m.on_response(&mut p.ctx(), r.requests[0].token, commit_ok());
+    assert!(matches!(result(&rx), Some(Ok(()))));
+
+    let deadline = p.now + Duration::from_millis(30_000);
+    let (_c, rx) = {
+        let ctx = p.ctx();
+        m.commit_before_revocation(&ctx, deadline)
+            .expect("offsets to commit")
+    };
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 1, 91)],
+        "t-0 stays at the 92 committed, t-1 is committed"
+    );
+    m.on_response(&mut p.ctx(), r.requests[0].token, commit_ok());
+    assert!(matches!(result(&rx), Some(Ok(()))));
+
+    // Nothing at or above the floor: done without a request.
+    m.on_poll(p.now, offsets(&[(0, 91)]));
+    let (_c, rx) = {
+        let ctx = p.ctx();
+        m.commit_before_revocation(&ctx, deadline)
+            .expect("offsets to commit")
+    };
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+    assert!(matches!(result(&rx), Some(Ok(()))));
+
+    // The application seeks t-0 back to 50: the interval auto-commit follows it.
+    m.on_poll(p.now, offsets(&[(0, 50), (1, 91)]));
+    p.advance_ms(1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 50), ("t".to_owned(), 1, 91)]
+    );
+}
