@@ -105,6 +105,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_16033::NAME,
             build: jira::kafka_16033::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_6362::NAME,
+            build: jira::kafka_6362::scenario,
+        },
     ]
 }
 

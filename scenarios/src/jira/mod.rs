@@ -20,3 +20,4 @@ pub mod kafka_18641;
 pub mod kafka_19357;
 pub mod kafka_20426;
 pub mod kafka_4160;
+pub mod kafka_6362;

@@ -135,7 +135,10 @@ impl AppThread {
     async fn on_join_prepare(&self, deadline: Instant, generation: i32, member_id: &str) -> bool {
         let version = self.shared.lock().await.version;
         let completed = match version {
-            LegacyVersion::Kip62Trunk | LegacyVersion::V2_5_0 | LegacyVersion::V3_1_0 => {
+            LegacyVersion::Kip62Trunk
+            | LegacyVersion::V1_0_0
+            | LegacyVersion::V2_5_0
+            | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
                 true
             }
@@ -656,6 +659,12 @@ impl KafkaConsumer {
             return;
         };
         let now = Instant::now();
+        // 1.0.0 (ConsumerCoordinator.java:625 at 1.0.0): no commit, hence no coordinator
+        // lookup, while the coordinator is unknown — only the deadline moves (KAFKA-6362).
+        if self.version == LegacyVersion::V1_0_0 && self.coordinator.coordinator_unknown() {
+            self.auto_commit = Some((interval, now + self.retry_backoff));
+            return;
+        }
         if now < next {
             return;
         }

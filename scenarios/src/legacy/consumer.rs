@@ -184,14 +184,19 @@ impl KafkaConsumer {
 
     /// `updateAssignmentMetadataIfNeeded(timer)`: `coordinator.poll(timer)` in its manual
     /// assignment branch (ConsumerCoordinator.java:470 — callbacks, metadata while no node is
-    /// ready, no coordinator work, no auto-commit configured), then `updateFetchPositions`, which fetches committed offsets
-    /// only while some position is missing: after the first poll it never again reaches
-    /// `ensureCoordinatorReady`.
+    /// ready, no coordinator work, then `maybeAutoCommitOffsetsAsync`), then
+    /// `updateFetchPositions`, which fetches committed offsets only while some position is
+    /// missing: after the first poll it never again reaches `ensureCoordinatorReady`.
     async fn update_assignment_metadata(&mut self, deadline: Instant) -> Result<(), SubjectError> {
         self.coordinator.invoke_completed_offset_commit_callbacks();
+        self.apply_auto_commit_callbacks();
         // "For manually assigned partitions, if there are no ready nodes, await metadata."
         if self.fetcher.metadata_update_requested() && !self.client.has_ready_nodes() {
             self.await_metadata_update(deadline).await;
+        }
+        if self.auto_commit.is_some() {
+            self.maybe_auto_commit_offsets_async();
+            self.poll_no_wakeup().await;
         }
         let missing = self.fetcher.missing_positions();
         if missing.is_empty() {

@@ -10,6 +10,13 @@ pub enum LegacyVersion {
     /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
     /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
     Kip62Trunk,
+    /// 1.0.0, before KAFKA-6362's fix (ac267dc5cec, shipped in 1.1.0):
+    /// `maybeAutoCommitOffsetsAsync` skips the auto-commit while the coordinator is unknown —
+    /// it only pushes `nextAutoCommitDeadline` back by `retry.backoff.ms` — instead of going
+    /// through `commitOffsetsAsync`, which looks for the coordinator. Manual assignment's
+    /// `ConsumerCoordinator.poll` never looks for it either, so once a commit marks the
+    /// coordinator unknown nothing finds it again. Otherwise 3.1.0's paths.
+    V1_0_0,
     /// 2.5.0 (KAFKA-8421, "still return data during rebalance"): `poll` runs
     /// `updateAssignmentMetadataIfNeeded` with a zero timer, so coordinator discovery never
     /// waits either; with the coordinator gone the heartbeat timer expires, `timeToNextPoll` is
