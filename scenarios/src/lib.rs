@@ -109,6 +109,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_6362::NAME,
             build: jira::kafka_6362::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_2942::NAME,
+            build: jira::kafka_2942::scenario,
+        },
     ]
 }
 

@@ -136,6 +136,7 @@ impl AppThread {
         let version = self.shared.lock().await.version;
         let completed = match version {
             LegacyVersion::Kip62Trunk
+            | LegacyVersion::V0_9_0_0
             | LegacyVersion::V1_0_0
             | LegacyVersion::V2_5_0
             | LegacyVersion::V3_1_0 => {
@@ -549,6 +550,7 @@ impl AppThread {
                 if !records.is_empty() {
                     let s = &mut *guard;
                     s.fetcher.send_fetches(&mut s.client);
+                    s.pipelining_poll().await;
                 }
                 records
             };

@@ -10,6 +10,12 @@ pub enum LegacyVersion {
     /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
     /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
     Kip62Trunk,
+    /// 0.9.0.0, before KAFKA-2942's fix (13e483adeee, shipped in 0.9.0.1): the auto-commit is
+    /// a `DelayedTask` that any `client.poll` runs once due — including the `client.poll(0)`
+    /// `KafkaConsumer.poll` makes to pipeline the next fetches *after* `fetchedRecords()` has
+    /// moved the consumed positions past the records it is about to return (0.9.0.1's
+    /// `quickPoll()` runs no delayed task there). Otherwise 3.1.0's paths.
+    V0_9_0_0,
     /// 1.0.0, before KAFKA-6362's fix (ac267dc5cec, shipped in 1.1.0):
     /// `maybeAutoCommitOffsetsAsync` skips the auto-commit while the coordinator is unknown —
     /// it only pushes `nextAutoCommitDeadline` back by `retry.backoff.ms` — instead of going
