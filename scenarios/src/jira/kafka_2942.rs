@@ -110,7 +110,8 @@ mod tests {
             "liveness can be judged"
         );
         for seed in 0..20 {
-            let [(0, Fault::Latency { max_ms, .. })] = plan(seed).plan.as_slice() else {
+            let planned = plan(seed);
+            let [(0, Fault::Latency { max_ms, .. })] = planned.plan.as_slice() else {
                 panic!("seed {seed}");
             };
             assert!((2..=32).contains(max_ms));
