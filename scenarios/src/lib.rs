@@ -113,6 +113,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_2942::NAME,
             build: jira::kafka_2942::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_8104::NAME,
+            build: jira::kafka_8104::scenario,
+        },
     ]
 }
 

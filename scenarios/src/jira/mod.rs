@@ -22,3 +22,4 @@ pub mod kafka_20426;
 pub mod kafka_2942;
 pub mod kafka_4160;
 pub mod kafka_6362;
+pub mod kafka_8104;

@@ -138,6 +138,7 @@ impl AppThread {
             LegacyVersion::Kip62Trunk
             | LegacyVersion::V0_9_0_0
             | LegacyVersion::V1_0_0
+            | LegacyVersion::V2_3_0
             | LegacyVersion::V2_5_0
             | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
@@ -380,6 +381,7 @@ impl AppThread {
                 return Ok(false);
             }
             let mut s = self.shared.lock().await;
+            let version = s.version;
             let group = s.coordinator.group.as_mut().expect("subscribe mode");
             let outcome = group
                 .join_future
@@ -390,6 +392,30 @@ impl AppThread {
                     retriable: true,
                 }));
             match outcome {
+                Ok(bytes) if version == LegacyVersion::V2_3_0 => {
+                    // 2.3.0 (AbstractCoordinator.java:421 at 2.3.0): `onJoinComplete(
+                    // generation.generationId, generation.memberId, generation.protocol, ..)`
+                    // with whatever the field holds now.
+                    let generation = group.generation.clone();
+                    drop(s);
+                    if generation.protocol.is_none() {
+                        // ConsumerCoordinator.onJoinComplete: `lookupAssignor(null)` finds no
+                        // assignor. The join future stays set: the next poll gets it back.
+                        // A poll that throws still takes CPU time.
+                        tokio::time::sleep(EMPTY_PASS_COST).await;
+                        return Err(SubjectError(
+                            "IllegalStateException: Coordinator selected invalid assignment \
+                             protocol: null"
+                                .to_owned(),
+                        ));
+                    }
+                    let assignment = group::decode_assignment(&bytes).map_err(SubjectError)?;
+                    self.on_join_complete(generation.id, assignment).await;
+                    let mut s = self.shared.lock().await;
+                    let group = s.coordinator.group.as_mut().expect("subscribe mode");
+                    group.join_future = None;
+                    group.needs_join_prepare = true;
+                }
                 Ok(bytes) => {
                     // "Generation data maybe concurrently cleared by Heartbeat thread."
                     let generation = group.generation.clone();

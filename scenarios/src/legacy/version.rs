@@ -28,6 +28,13 @@ pub enum LegacyVersion {
     /// waits either; with the coordinator gone the heartbeat timer expires, `timeToNextPoll` is
     /// zero and `poll` spins (KAFKA-10134, fixed in 2.5.1 / 2.6.0). Otherwise 3.1.0's paths.
     V2_5_0,
+    /// 2.3.0, before KAFKA-8104's fix (00374c3ddf6, shipped in 2.4.0): once the join future has
+    /// succeeded, `joinGroupIfNeeded` passes the `generation` field as it is to
+    /// `onJoinComplete`, whose `lookupAssignor(generation.protocol)` throws
+    /// `IllegalStateException` if the heartbeat thread has reset it meanwhile; the join future
+    /// is reset only after `onJoinComplete` returns, so every later `poll` finds the same
+    /// succeeded future and throws again. Otherwise 3.1.0's paths.
+    V2_3_0,
     /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
     /// then revokes (KAFKA-13310).
     #[default]
