@@ -116,8 +116,8 @@ mod tests {
             Some((JOINER_START_MS, STALL_MS))
         );
         assert_eq!(s.subjects[1].stall_when_idle, None);
-        assert!(STALL_MS > 10_000);
-        assert!(JOINER_START_MS + STALL_MS + 3_000 < RUN_MS);
+        const { assert!(STALL_MS > 10_000) };
+        const { assert!(JOINER_START_MS + STALL_MS + 3_000 < RUN_MS) };
         assert!((s.checks)().names().contains(&"poll-recovers"));
         for seed in 0..20 {
             let planned = plan(seed);
