@@ -106,6 +106,18 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: jira::kafka_16033::NAME,
             build: jira::kafka_16033::scenario,
         },
+        ScenarioInfo {
+            name: jira::kafka_6362::NAME,
+            build: jira::kafka_6362::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_2942::NAME,
+            build: jira::kafka_2942::scenario,
+        },
+        ScenarioInfo {
+            name: jira::kafka_8104::NAME,
+            build: jira::kafka_8104::scenario,
+        },
     ]
 }
 

@@ -38,6 +38,10 @@ pub struct SubjectSpec {
     pub start_ms: u64,
     /// What the application does with the consumer.
     pub app: AppBehaviour,
+    /// `(after_ms, for_ms)`: the first time `poll` returns nothing after virtual `after_ms`,
+    /// the application goes off to other work for `for_ms` without polling (housekeeping when
+    /// idle, a long external call, a GC pause). Once per run.
+    pub stall_when_idle: Option<(u64, u64)>,
 }
 
 impl SubjectSpec {
@@ -203,6 +207,7 @@ impl ScenarioBuilder {
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,
+            stall_when_idle: None,
         });
         self
     }
@@ -226,6 +231,7 @@ impl ScenarioBuilder {
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,
+            stall_when_idle: None,
         });
         self
     }
@@ -242,6 +248,15 @@ impl ScenarioBuilder {
     pub fn start_at(mut self, start_ms: u64) -> Self {
         if let Some(s) = self.scenario.subjects.last_mut() {
             s.start_ms = start_ms;
+        }
+        self
+    }
+
+    /// The last added consumer's application stalls once when idle (see
+    /// [`SubjectSpec::stall_when_idle`]).
+    pub fn stall_when_idle(mut self, after_ms: u64, for_ms: u64) -> Self {
+        if let Some(s) = self.scenario.subjects.last_mut() {
+            s.stall_when_idle = Some((after_ms, for_ms));
         }
         self
     }

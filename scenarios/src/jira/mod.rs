@@ -19,4 +19,7 @@ pub mod kafka_18160;
 pub mod kafka_18641;
 pub mod kafka_19357;
 pub mod kafka_20426;
+pub mod kafka_2942;
 pub mod kafka_4160;
+pub mod kafka_6362;
+pub mod kafka_8104;

@@ -135,7 +135,12 @@ impl AppThread {
     async fn on_join_prepare(&self, deadline: Instant, generation: i32, member_id: &str) -> bool {
         let version = self.shared.lock().await.version;
         let completed = match version {
-            LegacyVersion::Kip62Trunk | LegacyVersion::V2_5_0 | LegacyVersion::V3_1_0 => {
+            LegacyVersion::Kip62Trunk
+            | LegacyVersion::V0_9_0_0
+            | LegacyVersion::V1_0_0
+            | LegacyVersion::V2_3_0
+            | LegacyVersion::V2_5_0
+            | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
                 true
             }
@@ -376,6 +381,7 @@ impl AppThread {
                 return Ok(false);
             }
             let mut s = self.shared.lock().await;
+            let version = s.version;
             let group = s.coordinator.group.as_mut().expect("subscribe mode");
             let outcome = group
                 .join_future
@@ -386,6 +392,30 @@ impl AppThread {
                     retriable: true,
                 }));
             match outcome {
+                Ok(bytes) if version == LegacyVersion::V2_3_0 => {
+                    // 2.3.0 (AbstractCoordinator.java:421 at 2.3.0): `onJoinComplete(
+                    // generation.generationId, generation.memberId, generation.protocol, ..)`
+                    // with whatever the field holds now.
+                    let generation = group.generation.clone();
+                    drop(s);
+                    if generation.protocol.is_none() {
+                        // ConsumerCoordinator.onJoinComplete: `lookupAssignor(null)` finds no
+                        // assignor. The join future stays set: the next poll gets it back.
+                        // A poll that throws still takes CPU time.
+                        tokio::time::sleep(EMPTY_PASS_COST).await;
+                        return Err(SubjectError(
+                            "IllegalStateException: Coordinator selected invalid assignment \
+                             protocol: null"
+                                .to_owned(),
+                        ));
+                    }
+                    let assignment = group::decode_assignment(&bytes).map_err(SubjectError)?;
+                    self.on_join_complete(generation.id, assignment).await;
+                    let mut s = self.shared.lock().await;
+                    let group = s.coordinator.group.as_mut().expect("subscribe mode");
+                    group.join_future = None;
+                    group.needs_join_prepare = true;
+                }
                 Ok(bytes) => {
                     // "Generation data maybe concurrently cleared by Heartbeat thread."
                     let generation = group.generation.clone();
@@ -546,6 +576,7 @@ impl AppThread {
                 if !records.is_empty() {
                     let s = &mut *guard;
                     s.fetcher.send_fetches(&mut s.client);
+                    s.pipelining_poll().await;
                 }
                 records
             };
@@ -656,6 +687,12 @@ impl KafkaConsumer {
             return;
         };
         let now = Instant::now();
+        // 1.0.0 (ConsumerCoordinator.java:625 at 1.0.0): no commit, hence no coordinator
+        // lookup, while the coordinator is unknown — only the deadline moves (KAFKA-6362).
+        if self.version == LegacyVersion::V1_0_0 && self.coordinator.coordinator_unknown() {
+            self.auto_commit = Some((interval, now + self.retry_backoff));
+            return;
+        }
         if now < next {
             return;
         }

@@ -103,6 +103,21 @@ impl KafkaConsumer {
         self.dispatch(completions);
     }
 
+    /// The client poll after pipelining the next fetches, with the records about to be
+    /// returned already counted as consumed. Since 0.9.0.1 (`quickPoll()`, then
+    /// `transmitSends()`) it runs no delayed task and the model has nothing to do; in 0.9.0.0 it
+    /// was `client.poll(0)`, which ran the auto-commit task when due — committing positions
+    /// past records the application has not seen yet (KAFKA-2942).
+    pub async fn pipelining_poll(&mut self) {
+        if self.version != LegacyVersion::V0_9_0_0 {
+            return;
+        }
+        if self.auto_commit.is_some() {
+            self.maybe_auto_commit_offsets_async();
+        }
+        self.poll_no_wakeup().await;
+    }
+
     /// `client.awaitMetadataUpdate(timer)`.
     pub async fn await_metadata_update(&mut self, deadline: Instant) {
         let before = self.fetcher.metadata_updates;
@@ -184,14 +199,19 @@ impl KafkaConsumer {
 
     /// `updateAssignmentMetadataIfNeeded(timer)`: `coordinator.poll(timer)` in its manual
     /// assignment branch (ConsumerCoordinator.java:470 — callbacks, metadata while no node is
-    /// ready, no coordinator work, no auto-commit configured), then `updateFetchPositions`, which fetches committed offsets
-    /// only while some position is missing: after the first poll it never again reaches
-    /// `ensureCoordinatorReady`.
+    /// ready, no coordinator work, then `maybeAutoCommitOffsetsAsync`), then
+    /// `updateFetchPositions`, which fetches committed offsets only while some position is
+    /// missing: after the first poll it never again reaches `ensureCoordinatorReady`.
     async fn update_assignment_metadata(&mut self, deadline: Instant) -> Result<(), SubjectError> {
         self.coordinator.invoke_completed_offset_commit_callbacks();
+        self.apply_auto_commit_callbacks();
         // "For manually assigned partitions, if there are no ready nodes, await metadata."
         if self.fetcher.metadata_update_requested() && !self.client.has_ready_nodes() {
             self.await_metadata_update(deadline).await;
+        }
+        if self.auto_commit.is_some() {
+            self.maybe_auto_commit_offsets_async();
+            self.poll_no_wakeup().await;
         }
         let missing = self.fetcher.missing_positions();
         if missing.is_empty() {
@@ -218,6 +238,7 @@ impl KafkaConsumer {
             if !records.is_empty() {
                 // Pipelining: send the next fetches before handing the records out.
                 self.fetcher.send_fetches(&mut self.client);
+                self.pipelining_poll().await;
                 return Ok(records);
             }
             if Instant::now() >= deadline {

@@ -113,7 +113,13 @@ impl Subject for LegacyConsumer {
         self.ctx.record(Event::ManualAssign {
             partitions: partitions.clone(),
         });
-        self.shared.lock().await.assign(partitions);
+        let mut s = self.shared.lock().await;
+        s.assign(partitions);
+        let config = &self.ctx.config;
+        if config.enable_auto_commit() {
+            let interval = Duration::from_millis(u64::from(config.auto_commit_interval_ms()));
+            s.auto_commit = Some((interval, tokio::time::Instant::now() + interval));
+        }
     }
 
     async fn subscribe(&mut self, topics: Vec<String>, listener: ListenerBehaviour) {

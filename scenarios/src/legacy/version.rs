@@ -10,11 +10,31 @@ pub enum LegacyVersion {
     /// `synchronized`, so the rebalance listener ran holding the coordinator monitor the
     /// heartbeat thread needs. Modelled where it matters: the callbacks hold the lock.
     Kip62Trunk,
+    /// 0.9.0.0, before KAFKA-2942's fix (13e483adeee, shipped in 0.9.0.1): the auto-commit is
+    /// a `DelayedTask` that any `client.poll` runs once due — including the `client.poll(0)`
+    /// `KafkaConsumer.poll` makes to pipeline the next fetches *after* `fetchedRecords()` has
+    /// moved the consumed positions past the records it is about to return (0.9.0.1's
+    /// `quickPoll()` runs no delayed task there). Otherwise 3.1.0's paths.
+    V0_9_0_0,
+    /// 1.0.0, before KAFKA-6362's fix (ac267dc5cec, shipped in 1.1.0):
+    /// `maybeAutoCommitOffsetsAsync` skips the auto-commit while the coordinator is unknown —
+    /// it only pushes `nextAutoCommitDeadline` back by `retry.backoff.ms` — instead of going
+    /// through `commitOffsetsAsync`, which looks for the coordinator. Manual assignment's
+    /// `ConsumerCoordinator.poll` never looks for it either, so once a commit marks the
+    /// coordinator unknown nothing finds it again. Otherwise 3.1.0's paths.
+    V1_0_0,
     /// 2.5.0 (KAFKA-8421, "still return data during rebalance"): `poll` runs
     /// `updateAssignmentMetadataIfNeeded` with a zero timer, so coordinator discovery never
     /// waits either; with the coordinator gone the heartbeat timer expires, `timeToNextPoll` is
     /// zero and `poll` spins (KAFKA-10134, fixed in 2.5.1 / 2.6.0). Otherwise 3.1.0's paths.
     V2_5_0,
+    /// 2.3.0, before KAFKA-8104's fix (00374c3ddf6, shipped in 2.4.0): once the join future has
+    /// succeeded, `joinGroupIfNeeded` passes the `generation` field as it is to
+    /// `onJoinComplete`, whose `lookupAssignor(generation.protocol)` throws
+    /// `IllegalStateException` if the heartbeat thread has reset it meanwhile; the join future
+    /// is reset only after `onJoinComplete` returns, so every later `poll` finds the same
+    /// succeeded future and throws again. Otherwise 3.1.0's paths.
+    V2_3_0,
     /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
     /// then revokes (KAFKA-13310).
     #[default]

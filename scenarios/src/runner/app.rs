@@ -50,6 +50,7 @@ pub(super) async fn drive<S: Subject>(
         _ => None,
     };
     let mut next_sample = Instant::now();
+    let mut stall = spec.stall_when_idle;
     while Instant::now() < end {
         if Instant::now() >= next_sample {
             if let Some(counters) = subject.loop_counters() {
@@ -80,6 +81,15 @@ pub(super) async fn drive<S: Subject>(
             error: None,
         });
         record_completions(&mut subject, &ctx).await;
+        if let Some((after_ms, for_ms)) = stall {
+            if records.is_empty() && ctx.now_ms() >= after_ms {
+                stall = None;
+                ctx.record(Event::Note {
+                    text: format!("application: idle, off to other work for {for_ms}ms"),
+                });
+                tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            }
+        }
         let mut offsets: BTreeMap<Tp, i64> = BTreeMap::new();
         for r in &records {
             ctx.record(Event::Delivered {

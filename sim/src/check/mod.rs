@@ -104,6 +104,9 @@ pub enum ViolationKind {
     /// A member was told it lost its partitions although nothing cut it off from the group
     /// and its application kept polling in time (KAFKA-4160: heartbeats starved).
     SpuriousLoss,
+    /// `poll` kept throwing past a bound: the consumer cannot recover without a restart
+    /// (KAFKA-8104: every poll rethrew from `onJoinComplete`).
+    PollKeepsFailing,
 }
 
 /// One broken invariant, located in virtual time.
