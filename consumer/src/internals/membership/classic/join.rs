@@ -172,7 +172,7 @@ impl ClassicMembershipManager {
 
     /// Java's `onJoinPrepare`, second half: lost (reset generation), eager revoke-all, or
     /// cooperative revoke of partitions whose topics are no longer subscribed.
-    fn start_prepare_callback(&mut self, ctx: &mut ManagerContext<'_>) {
+    pub(super) fn start_prepare_callback(&mut self, ctx: &mut ManagerContext<'_>) {
         let owned = ctx.subscriptions.assigned();
         let (callback, revoked) = if !self.generation.is_valid() {
             (RebalanceCallback::Lost, owned.clone())

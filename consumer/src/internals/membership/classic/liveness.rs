@@ -159,6 +159,14 @@ impl ClassicMembershipManager {
         }
         self.reset_generation(ctx, false, "consumer poll timeout has expired");
         self.join_requested = false;
+        // Java tells the listener in the next poll's `onJoinPrepare`, before that poll's fetch
+        // returns anything. Here the next poll would hand out the lost partitions' buffered
+        // records before a join prepare it starts could run, so the loss is queued now (and
+        // fetching stops): the next poll runs `on_partitions_lost` first, and rejoins after.
+        if matches!(self.step, Step::Idle) {
+            self.needs_join_prepare = false;
+            self.start_prepare_callback(ctx);
+        }
         true
     }
 
