@@ -11,6 +11,7 @@ use tracing::debug;
 use super::config::ConsumerGroupConfig;
 use super::group::ConsumerGroup;
 use super::topics::TopicsImage;
+use crate::group::member_id::MemberIdGenerator;
 use crate::group::timer::Timers;
 
 /// A coordinator timer, keyed per member like Kafka's `groupSessionTimeoutKey` and
@@ -39,8 +40,9 @@ pub struct ConsumerGroupCoordinator {
     /// The member epoch each rebalance timer was scheduled for: it only fences a member still at
     /// that epoch, as Kafka's timer task checks.
     pub(super) rebalance_timeout_epochs: BTreeMap<(String, String), i32>,
-    /// Source of coordinator-generated member ids (v0 joins with an empty member id).
-    pub(super) next_generated_member_id: u64,
+    /// Source of coordinator-generated member ids (v0 joins and classic joins with an empty
+    /// member id), seeded so a run replays ([`Self::seed_member_ids`]).
+    pub(super) member_ids: MemberIdGenerator,
     /// Groups that fencing left with classic members only and that the migration policy lets
     /// become classic groups again; the shard hands them to the classic coordinator
     /// ([`Self::take_downgraded_groups`]).
@@ -68,9 +70,14 @@ impl ConsumerGroupCoordinator {
             groups: BTreeMap::new(),
             timers: Timers::default(),
             rebalance_timeout_epochs: BTreeMap::new(),
-            next_generated_member_id: 0,
+            member_ids: MemberIdGenerator::new(0),
             downgraded: Vec::new(),
         }
+    }
+
+    /// Seeds the member ids this coordinator generates (the shard's seed).
+    pub fn seed_member_ids(&mut self, seed: u64) {
+        self.member_ids = MemberIdGenerator::new(seed);
     }
 
     /// The group `group_id`, if this shard hosts it as a consumer group.

@@ -66,8 +66,8 @@ impl ConsumerGroupCoordinator {
         let instance_id = request.group_instance_id.as_deref();
         let is_unknown_member = request.member_id.is_empty();
         let member_id = if is_unknown_member {
-            self.next_generated_member_id += 1;
-            format!("{group_id}-member-{}", self.next_generated_member_id)
+            // `Uuid.randomUuid().toString()`.
+            self.member_ids.generate_uuid()
         } else {
             request.member_id.to_string()
         };
