@@ -917,6 +917,101 @@ async fn migration(mut s: Side) -> Side {
     s
 }
 
+/// `validateOnlineDowngradeWithReplacedMember`: in a consumer group of classic member A and
+/// consumer-protocol static member C (temporarily gone, epoch -2), a classic JoinGroup of C's
+/// instance replaces C and, only classic members remaining, turns the group back into a classic
+/// group at that join (same subscription: no rebalance).
+async fn downgrade_at_replacement(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    sleep(Duration::from_secs(1)).await;
+    let (mut c, _) = s.member().await;
+    let (mut d, _) = s.member().await;
+    let c_id = random_uuid();
+    s.masks.name(&c_id, "member-c");
+    let instance = "instance-c";
+
+    let r = send(&mut a, coordinator, join(&s, "", None)).await;
+    let a_id = r.member_id.to_string();
+    s.transcript
+        .record("A asks for an id", mask_join(&mut s.masks, r));
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    s.transcript.record("A joins", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, 1, &a_id, None, &[(&a_id, &[0, 1])]),
+    )
+    .await;
+    s.transcript.record("A syncs both partitions", mask_sync(r));
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, 0, Some(instance), Some(vec![])),
+    )
+    .await;
+    s.transcript.record(
+        "static C joins (upgrade)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    let a_generation = r.generation_id;
+    s.transcript
+        .record("A rejoins the consumer group", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, a_generation, &a_id, None, &[]),
+    )
+    .await;
+    s.transcript.record("A syncs", mask_sync(r));
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, -2, Some(instance), None),
+    )
+    .await;
+    s.transcript.record(
+        "C leaves for now (epoch -2)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut d, coordinator, join(&s, "", Some(instance))).await;
+    let d_id = r.member_id.to_string();
+    let d_generation = r.generation_id;
+    s.transcript.record(
+        "classic D replaces C's instance (downgrade)",
+        mask_join(&mut s.masks, r),
+    );
+    // DescribeGroups answers from the last committed snapshot.
+    sleep(Duration::from_millis(500)).await;
+    let r = send(&mut a, coordinator, describe(&s)).await;
+    s.transcript
+        .record("describe the classic group", mask_describe(&mut s.masks, r));
+    let r = send(
+        &mut d,
+        coordinator,
+        sync(&s, d_generation, &d_id, Some(instance), &[]),
+    )
+    .await;
+    s.transcript.record("D syncs", mask_sync(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        heartbeat(&s, a_generation, &a_id, None),
+    )
+    .await;
+    s.transcript.record("A heartbeats", mask_heartbeat(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        leave(&s, &[(&a_id, None), (&d_id, Some(instance))]),
+    )
+    .await;
+    s.transcript
+        .record("A and D leave", mask_leave(&mut s.masks, r));
+    s
+}
+
 /// ListGroups (v5) with type and state filters, and an empty group changing type: an emptied
 /// consumer group gives way to a classic JoinGroup, an empty classic group to a
 /// ConsumerGroupHeartbeat. Only this run's group is looked at (the real broker has others).
@@ -1234,6 +1329,11 @@ async fn consumer_protocol_matches_kafka() {
 #[tokio::test]
 async fn online_migration_matches_kafka() {
     differential("migration", migration).await;
+}
+
+#[tokio::test]
+async fn downgrade_at_a_static_replacement_matches_kafka() {
+    differential("downgrade-replacement", downgrade_at_replacement).await;
 }
 
 #[tokio::test]

@@ -400,7 +400,8 @@ impl GroupCoordinatorShard {
         for downgraded in self.consumer.take_downgraded_groups() {
             let group = downgrade::classic_group_from_consumer(&downgraded, self.consumer.topics());
             tracing::debug!(group_id = %group.group_id, "downgraded consumer group to a classic group");
-            self.classic.adopt_downgraded_group(now_ms, group);
+            self.classic
+                .adopt_downgraded_group(now_ms, group, downgraded.rebalance);
         }
     }
 

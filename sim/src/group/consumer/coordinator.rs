@@ -59,6 +59,10 @@ pub struct DowngradedGroup {
     pub group: ConsumerGroup,
     /// The members whose departure triggered the downgrade.
     pub leaving_member_ids: Vec<String>,
+    /// Whether the classic group starts a rebalance: always after members left; after a static
+    /// member's replacement (`validateOnlineDowngradeWithReplacedMember`) only if the joining
+    /// instance's subscription differs from the replaced one's.
+    pub rebalance: bool,
 }
 
 impl ConsumerGroupCoordinator {
@@ -210,6 +214,7 @@ impl ConsumerGroupCoordinator {
                 self.downgraded.push(DowngradedGroup {
                     group,
                     leaving_member_ids: leaving,
+                    rebalance: true,
                 });
             }
             return;
@@ -230,6 +235,49 @@ impl ConsumerGroupCoordinator {
         );
         for member_id in &leaving {
             self.cancel_timers(group_id, member_id);
+        }
+    }
+
+    /// Kafka's `validateOnlineDowngradeWithReplacedMember`: a classic static member replacing
+    /// `replaced` leaves only classic members, the policy allows downgrades and the group fits
+    /// in a classic group.
+    pub(super) fn validate_online_downgrade_with_replaced_member(
+        &self,
+        group: &ConsumerGroup,
+        replaced: &str,
+    ) -> bool {
+        if !group.all_members_use_classic_protocol_except(&[replaced.to_owned()]) {
+            return false;
+        }
+        if !self.config.migration_policy.is_downgrade_enabled() {
+            debug!(
+                group_id = group.group_id,
+                "not downgrading at a static member's replacement: online downgrade is disabled"
+            );
+            return false;
+        }
+        if group.members.len() > self.config.classic_group_max_size {
+            debug!(
+                group_id = group.group_id,
+                "not downgrading at a static member's replacement: larger than a classic group may be"
+            );
+            return false;
+        }
+        true
+    }
+
+    /// Hands `group_id` to the classic coordinator after a static member's replacement
+    /// (`convertToClassicGroup` with a joining member): every member's timers are cancelled.
+    pub(super) fn downgrade_after_replacement(&mut self, group_id: &str, rebalance: bool) {
+        if let Some(group) = self.groups.remove(group_id) {
+            for member_id in group.members.keys() {
+                self.cancel_timers(group_id, member_id);
+            }
+            self.downgraded.push(DowngradedGroup {
+                group,
+                leaving_member_ids: Vec::new(),
+                rebalance,
+            });
         }
     }
 
