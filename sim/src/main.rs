@@ -39,6 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..ConsumerGroupConfig::default()
             },
             seed: 0,
+            ..GroupCoordinatorFactory::default()
         })),
     };
     let mut rest = args[1..].iter();

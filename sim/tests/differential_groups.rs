@@ -917,6 +917,101 @@ async fn migration(mut s: Side) -> Side {
     s
 }
 
+/// `validateOnlineDowngradeWithReplacedMember`: in a consumer group of classic member A and
+/// consumer-protocol static member C (temporarily gone, epoch -2), a classic JoinGroup of C's
+/// instance replaces C and, only classic members remaining, turns the group back into a classic
+/// group at that join (same subscription: no rebalance).
+async fn downgrade_at_replacement(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    sleep(Duration::from_secs(1)).await;
+    let (mut c, _) = s.member().await;
+    let (mut d, _) = s.member().await;
+    let c_id = random_uuid();
+    s.masks.name(&c_id, "member-c");
+    let instance = "instance-c";
+
+    let r = send(&mut a, coordinator, join(&s, "", None)).await;
+    let a_id = r.member_id.to_string();
+    s.transcript
+        .record("A asks for an id", mask_join(&mut s.masks, r));
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    s.transcript.record("A joins", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, 1, &a_id, None, &[(&a_id, &[0, 1])]),
+    )
+    .await;
+    s.transcript.record("A syncs both partitions", mask_sync(r));
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, 0, Some(instance), Some(vec![])),
+    )
+    .await;
+    s.transcript.record(
+        "static C joins (upgrade)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
+    let a_generation = r.generation_id;
+    s.transcript
+        .record("A rejoins the consumer group", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        sync(&s, a_generation, &a_id, None, &[]),
+    )
+    .await;
+    s.transcript.record("A syncs", mask_sync(r));
+    let r = send(
+        &mut c,
+        coordinator,
+        consumer_heartbeat(&s, &c_id, -2, Some(instance), None),
+    )
+    .await;
+    s.transcript.record(
+        "C leaves for now (epoch -2)",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut d, coordinator, join(&s, "", Some(instance))).await;
+    let d_id = r.member_id.to_string();
+    let d_generation = r.generation_id;
+    s.transcript.record(
+        "classic D replaces C's instance (downgrade)",
+        mask_join(&mut s.masks, r),
+    );
+    // DescribeGroups answers from the last committed snapshot.
+    sleep(Duration::from_millis(500)).await;
+    let r = send(&mut a, coordinator, describe(&s)).await;
+    s.transcript
+        .record("describe the classic group", mask_describe(&mut s.masks, r));
+    let r = send(
+        &mut d,
+        coordinator,
+        sync(&s, d_generation, &d_id, Some(instance), &[]),
+    )
+    .await;
+    s.transcript.record("D syncs", mask_sync(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        heartbeat(&s, a_generation, &a_id, None),
+    )
+    .await;
+    s.transcript.record("A heartbeats", mask_heartbeat(r));
+    let r = send(
+        &mut a,
+        coordinator,
+        leave(&s, &[(&a_id, None), (&d_id, Some(instance))]),
+    )
+    .await;
+    s.transcript
+        .record("A and D leave", mask_leave(&mut s.masks, r));
+    s
+}
+
 /// ListGroups (v5) with type and state filters, and an empty group changing type: an emptied
 /// consumer group gives way to a classic JoinGroup, an empty classic group to a
 /// ConsumerGroupHeartbeat. Only this run's group is looked at (the real broker has others).
@@ -1066,6 +1161,151 @@ async fn group_types(mut s: Side) -> Side {
     s
 }
 
+/// DeleteGroups (42) over every kind of group, results sorted by masked group id (Kafka
+/// orders them by hash maps): a non-empty consumer group and classic group (NON_EMPTY_GROUP),
+/// a simple group holding offsets, an unknown id and the empty id (GROUP_ID_NOT_FOUND); then
+/// the emptied groups are deleted with their offsets, and a second delete finds nothing.
+async fn delete_groups(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    sleep(Duration::from_secs(1)).await;
+    let consumer_group = s.group.clone();
+    let simple_group = format!("{consumer_group}-simple");
+    let classic_group = format!("{consumer_group}-classic");
+    let unknown_group = format!("{consumer_group}-unknown");
+    s.masks.name(&simple_group, "group-simple");
+    s.masks.name(&classic_group, "group-classic");
+    s.masks.name(&unknown_group, "group-unknown");
+    let a_id = random_uuid();
+    s.masks.name(&a_id, "member-a");
+
+    async fn deleted(
+        s: &mut Side,
+        client: &mut NetworkClient,
+        node: i32,
+        label: &str,
+        groups: &[&str],
+    ) {
+        let request = DeleteGroupsRequest::default()
+            .with_groups_names(groups.iter().map(|g| group_id(g)).collect());
+        let r = send(client, node, request).await;
+        let mut results: Vec<(String, i16)> = r
+            .results
+            .iter()
+            .map(|g| (s.masks.mask("group", g.group_id.0.as_str()), g.error_code))
+            .collect();
+        results.sort();
+        s.transcript.record(label, results);
+    }
+
+    // A consumer group with a member and committed offsets.
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
+    )
+    .await;
+    let epoch = r.member_epoch;
+    s.transcript
+        .record("A joins", mask_consumer_heartbeat(&mut s.masks, r));
+    let r = send(&mut a, coordinator, commit(&s, epoch, &a_id, None, 10)).await;
+    s.transcript
+        .record("A commits", mask_commit(&mut s.masks, r));
+    // A simple group: offsets only.
+    s.group = simple_group.clone();
+    let r = send(&mut a, coordinator, commit(&s, -1, "", None, 20)).await;
+    s.transcript
+        .record("simple commit", mask_commit(&mut s.masks, r));
+    // A Stable classic group of one member.
+    s.group = classic_group.clone();
+    let (mut b, _) = s.member().await;
+    let r = send(&mut b, coordinator, join(&s, "", None)).await;
+    let b_id = r.member_id.to_string();
+    s.transcript
+        .record("B needs a member id", mask_join(&mut s.masks, r));
+    let r = send(&mut b, coordinator, join(&s, &b_id, None)).await;
+    let generation = r.generation_id;
+    s.transcript.record("B joins", mask_join(&mut s.masks, r));
+    let r = send(
+        &mut b,
+        coordinator,
+        sync(&s, generation, &b_id, None, &[(&b_id, &[0, 1])]),
+    )
+    .await;
+    s.transcript.record("B syncs", mask_sync(r));
+    s.group = consumer_group.clone();
+
+    deleted(
+        &mut s,
+        &mut a,
+        coordinator,
+        "delete every kind of group",
+        &[
+            &consumer_group,
+            &simple_group,
+            &classic_group,
+            &unknown_group,
+            "",
+        ],
+    )
+    .await;
+    s.group = simple_group.clone();
+    let r = send(&mut a, coordinator, offset_fetch(&s, None, -1)).await;
+    s.transcript.record(
+        "the simple group's offsets are gone",
+        mask_offset_fetch(&mut s.masks, r),
+    );
+
+    // Both members leave; the emptied groups go, with the consumer group's offsets.
+    s.group = consumer_group.clone();
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, -1, None, None),
+    )
+    .await;
+    s.transcript
+        .record("A leaves", mask_consumer_heartbeat(&mut s.masks, r));
+    s.group = classic_group.clone();
+    let r = send(&mut b, coordinator, leave(&s, &[(&b_id, None)])).await;
+    s.transcript.record("B leaves", mask_leave(&mut s.masks, r));
+    s.group = consumer_group.clone();
+    deleted(
+        &mut s,
+        &mut a,
+        coordinator,
+        "delete the emptied groups",
+        &[&consumer_group, &classic_group],
+    )
+    .await;
+    let r = send(&mut a, coordinator, offset_fetch(&s, None, -1)).await;
+    s.transcript.record(
+        "the consumer group's offsets are gone",
+        mask_offset_fetch(&mut s.masks, r),
+    );
+    deleted(
+        &mut s,
+        &mut a,
+        coordinator,
+        "delete again",
+        &[&consumer_group, &classic_group, &simple_group],
+    )
+    .await;
+    // Kafka answers ListGroups from the last committed snapshot.
+    sleep(Duration::from_millis(500)).await;
+    let r = send(&mut a, coordinator, ListGroupsRequest::default()).await;
+    let mut ours: Vec<String> = r
+        .groups
+        .iter()
+        .filter(|g| g.group_id.0.as_str().starts_with(&consumer_group))
+        .map(|g| s.masks.mask("group", g.group_id.0.as_str()))
+        .collect();
+    ours.sort();
+    s.transcript
+        .record("nothing is listed", (r.error_code, ours));
+    s
+}
+
 #[tokio::test]
 async fn group_types_and_list_groups_match_kafka() {
     differential("group-types", group_types).await;
@@ -1089,6 +1329,16 @@ async fn consumer_protocol_matches_kafka() {
 #[tokio::test]
 async fn online_migration_matches_kafka() {
     differential("migration", migration).await;
+}
+
+#[tokio::test]
+async fn downgrade_at_a_static_replacement_matches_kafka() {
+    differential("downgrade-replacement", downgrade_at_replacement).await;
+}
+
+#[tokio::test]
+async fn delete_groups_matches_kafka() {
+    differential("delete-groups", delete_groups).await;
 }
 
 #[tokio::test]
@@ -1134,6 +1384,7 @@ async fn group_api_versions_match_kafka() {
             ApiKey::SyncGroup,
             ApiKey::DescribeGroups,
             ApiKey::ListGroups,
+            ApiKey::DeleteGroups,
             ApiKey::ApiVersions,
             ApiKey::CreateTopics,
             ApiKey::DeleteTopics,

@@ -524,6 +524,7 @@ async fn exchange_any(
         ApiKey::LeaveGroup => go!(LeaveGroupRequest::default().with_group_id(group)),
         ApiKey::DescribeGroups => go!(Describe::default().with_groups(vec![group])),
         ApiKey::ListGroups => go!(ListGroupsRequest::default()),
+        ApiKey::DeleteGroups => go!(DeleteGroupsRequest::default().with_groups_names(vec![group])),
         ApiKey::ConsumerGroupHeartbeat => {
             go!(ConsumerGroupHeartbeatRequest::default().with_group_id(group))
         }
@@ -559,6 +560,7 @@ fn answered_by_test_shard(api: ApiKey) -> bool {
             | ApiKey::LeaveGroup
             | ApiKey::DescribeGroups
             | ApiKey::ListGroups
+            | ApiKey::DeleteGroups
             | ApiKey::ConsumerGroupHeartbeat
             | ApiKey::ConsumerGroupDescribe
     )

@@ -157,6 +157,7 @@ fn summary(request: &GroupRequest) -> (&'static str, Option<String>, Option<i32>
         GroupRequest::DescribeGroups(_) => ("DescribeGroups", None, None),
         GroupRequest::ListGroups(_) => ("ListGroups", None, None),
         GroupRequest::ConsumerGroupDescribe(_) => ("ConsumerGroupDescribe", None, None),
+        GroupRequest::DeleteGroups(_) => ("DeleteGroups", None, None),
     }
 }
 
@@ -190,7 +191,8 @@ fn response_summary(response: &GroupResponse) -> (i16, Option<String>, Option<i3
         GroupResponse::OffsetFetch(r) => (r.error_code, None, None),
         GroupResponse::DescribeGroups(_)
         | GroupResponse::ListGroups(_)
-        | GroupResponse::ConsumerGroupDescribe(_) => (0, None, None),
+        | GroupResponse::ConsumerGroupDescribe(_)
+        | GroupResponse::DeleteGroups(_) => (0, None, None),
     }
 }
 

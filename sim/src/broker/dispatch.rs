@@ -139,6 +139,7 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
         ApiKey::OffsetFetch => serve!(offset_fetch, OffsetFetchRequest, ctx, body, error),
         ApiKey::DescribeGroups => serve!(describe_groups, DescribeGroupsRequest, ctx, body, error),
         ApiKey::ListGroups => serve!(list_groups, ListGroupsRequest, ctx, body, error),
+        ApiKey::DeleteGroups => serve!(delete_groups, DeleteGroupsRequest, ctx, body, error),
         ApiKey::ConsumerGroupHeartbeat => serve!(
             consumer_group_heartbeat,
             ConsumerGroupHeartbeatRequest,

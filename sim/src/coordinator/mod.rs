@@ -18,11 +18,11 @@ pub(crate) mod runtime;
 
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
-    SyncGroupResponse,
+    ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, DeleteGroupsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse,
 };
 
 pub use durable::{CoordinatorLog, CoordinatorLogError, CoordinatorRecord};
@@ -41,8 +41,8 @@ pub struct GroupRequestContext {
 }
 
 /// A group request routed to the shard owning its group. Multi-group requests
-/// (DescribeGroups, OffsetFetch v8+, ConsumerGroupDescribe) arrive already narrowed to the
-/// groups this shard owns; ListGroups goes to every shard of the broker.
+/// (DescribeGroups, OffsetFetch v8+, ConsumerGroupDescribe, DeleteGroups) arrive already
+/// narrowed to the groups this shard owns; ListGroups goes to every shard of the broker.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(missing_docs)] // one variant per API, named after it
 pub enum GroupRequest {
@@ -56,6 +56,7 @@ pub enum GroupRequest {
     ListGroups(ListGroupsRequest),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
+    DeleteGroups(DeleteGroupsRequest),
 }
 
 /// A shard's answer; the variant must match the request's.
@@ -72,6 +73,7 @@ pub enum GroupResponse {
     ListGroups(ListGroupsResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
+    DeleteGroups(DeleteGroupsResponse),
 }
 
 /// One `__consumer_offsets` partition's group state machine (classic and KIP-848 groups).

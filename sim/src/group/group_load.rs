@@ -16,8 +16,9 @@ pub struct LoadedGroups {
     pub classic: BTreeMap<String, Option<ClassicGroupValue>>,
     /// Consumer-protocol groups.
     pub consumer: BTreeMap<String, ConsumerGroup>,
-    /// Committed offsets, last one per (group, topic, partition) winning.
-    pub offsets: Vec<OffsetRecord>,
+    /// Committed offsets by (group, topic, partition): the last record wins, a tombstone
+    /// (group deletion, offset expiry) removes the offset.
+    pub offsets: BTreeMap<(String, String, i32), OffsetRecord>,
 }
 
 impl LoadedGroups {
@@ -46,8 +47,16 @@ impl LoadedGroups {
                             .entry(offset.group_id.clone())
                             .or_insert(None);
                     }
-                    loaded.offsets.push(offset);
+                    let key = (
+                        offset.group_id.clone(),
+                        offset.topic.clone(),
+                        offset.partition,
+                    );
+                    loaded.offsets.insert(key, offset);
                 }
+            } else if let Some(offset_key) = OffsetRecord::decode_key(&key) {
+                // An offset tombstone removes the offset, not its group.
+                loaded.offsets.remove(&offset_key);
             }
         }
         loaded

@@ -565,6 +565,7 @@ mod tests {
                 leader_epoch: None,
                 metadata: String::new(),
                 commit_timestamp_ms: 0,
+                expire_timestamp_ms: None,
             },
         }
         .encode();

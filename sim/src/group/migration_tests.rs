@@ -353,3 +353,77 @@ fn with_upgrade_only_the_group_stays_a_consumer_group_of_classic_members() {
         partitions(&fx, &[0, 1, 2, 3])
     );
 }
+
+/// A ConsumerGroupHeartbeat of static member `member` (instance `i0`).
+fn static_cgh(member: &str, epoch: i32) -> GroupRequest {
+    match cgh(member, epoch, None) {
+        GroupRequest::ConsumerGroupHeartbeat(r) => {
+            GroupRequest::ConsumerGroupHeartbeat(r.with_instance_id(Some(s("i0"))))
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// A classic JoinGroup of instance `i0` without a member id: it replaces the consumer-protocol
+/// static member of that instance.
+fn static_classic_join() -> GroupRequest {
+    match classic_join("", &[]) {
+        GroupRequest::JoinGroup(r) => {
+            GroupRequest::JoinGroup(r.with_group_instance_id(Some(s("i0"))))
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// A consumer group of classic member m1 and consumer-protocol static member c1 (`i0`), c1
+/// temporarily left (epoch -2). Returns m1.
+fn mixed_group_with_departed_static_member(fx: &mut Fixture, shard: &mut dyn GroupShard) -> String {
+    let m1 = classic_group_owning_everything(fx, shard);
+    let joined = cgh_answer(fx.call(shard, 10, 1, static_cgh("c1", 0)));
+    assert_eq!(joined.error_code, 0);
+    let rejoined = join_response(fx.call(shard, 20, 9, classic_join(&m1, &[])));
+    assert_eq!(rejoined.error_code, 0);
+    let left = cgh_answer(fx.call(shard, 30, 1, static_cgh("c1", -2)));
+    assert_eq!((left.error_code, left.member_epoch), (0, -2));
+    assert_eq!(listed(fx, shard).0, "consumer");
+    m1
+}
+
+#[test]
+fn a_classic_static_member_replacing_the_last_consumer_member_downgrades_at_its_join() {
+    let mut fx = Fixture::new();
+    let mut shard = fx.load(0);
+    mixed_group_with_departed_static_member(&mut fx, shard.as_mut());
+    // `validateOnlineDowngradeWithReplacedMember`: only classic members remain once i0's
+    // consumer member is replaced, so the join converts the group; the subscription is the
+    // same, so there is no rebalance.
+    let joined = join_response(fx.call(shard.as_mut(), 40, 9, static_classic_join()));
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    assert_eq!(
+        listed(&mut fx, shard.as_mut()),
+        ("classic".to_owned(), "Stable".to_owned())
+    );
+    let new_id = joined.member_id.to_string();
+    let synced = sync_answer(fx.call(
+        shard.as_mut(),
+        50,
+        5,
+        classic_sync(&new_id, joined.generation_id, vec![]),
+    ));
+    assert_eq!(synced.error_code, 0, "{synced:?}");
+
+    fx.move_coordinator();
+    let mut moved = fx.load(1_000);
+    assert_eq!(listed(&mut fx, moved.as_mut()).0, "classic");
+}
+
+#[test]
+fn without_online_downgrade_the_replacement_keeps_the_consumer_group() {
+    let mut fx = Fixture::new();
+    fx.configure(|f| f.consumer.migration_policy = ConsumerGroupMigrationPolicy::Upgrade);
+    let mut shard = fx.load(0);
+    mixed_group_with_departed_static_member(&mut fx, shard.as_mut());
+    let joined = join_response(fx.call(shard.as_mut(), 40, 9, static_classic_join()));
+    assert_eq!(joined.error_code, 0, "{joined:?}");
+    assert_eq!(listed(&mut fx, shard.as_mut()).0, "consumer");
+}

@@ -12,9 +12,12 @@
 
 pub mod classic;
 pub mod consumer;
+#[cfg(test)]
+mod delete_tests;
 pub mod group_load;
 pub mod group_record;
 pub mod list;
+pub mod member_id;
 pub mod migration;
 #[cfg(test)]
 mod migration_tests;
@@ -22,6 +25,9 @@ mod migration_tests;
 mod move_tests;
 pub mod offset_record;
 pub mod offsets;
+pub mod offsets_retention;
+#[cfg(test)]
+mod offsets_retention_tests;
 pub mod shard;
 #[cfg(test)]
 mod shard_tests;

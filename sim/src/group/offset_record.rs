@@ -4,7 +4,9 @@
 //!
 //! Key: `version i16 = 1, group (i16 length + UTF-8), topic (i16 length + UTF-8), partition i32`.
 //! Value: `version i16 = 1, offset i64, leader epoch i32 (-1 none), commit time i64,
-//! metadata (i16 length + UTF-8)`.
+//! metadata (i16 length + UTF-8)`; version 2 appends the expire timestamp (i64), written only
+//! when the offset has one, as Kafka writes `OffsetCommitValue` v1 only then.
+//! A tombstone (no value) deletes the offset: group deletion and offset expiry write them.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -12,6 +14,8 @@ use super::offsets::OffsetAndMetadata;
 
 const KEY_VERSION: i16 = 1;
 const VALUE_VERSION: i16 = 1;
+/// The value version carrying an expire timestamp.
+const VALUE_VERSION_EXPIRE: i16 = 2;
 
 /// One committed offset as it is stored: which partition of which group, and the offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,23 +29,36 @@ pub struct OffsetRecord {
 impl OffsetRecord {
     /// The record's key and value bytes.
     pub fn encode(&self) -> (Bytes, Bytes) {
-        let mut key = BytesMut::new();
-        key.put_i16(KEY_VERSION);
-        put_string(&mut key, &self.group_id);
-        put_string(&mut key, &self.topic);
-        key.put_i32(self.partition);
+        let key = Self::encode_key(&self.group_id, &self.topic, self.partition);
         let mut value = BytesMut::new();
-        value.put_i16(VALUE_VERSION);
+        let expire = self.offset.expire_timestamp_ms;
+        value.put_i16(if expire.is_some() {
+            VALUE_VERSION_EXPIRE
+        } else {
+            VALUE_VERSION
+        });
         value.put_i64(self.offset.committed_offset);
         value.put_i32(self.offset.leader_epoch.unwrap_or(-1));
         value.put_i64(i64::try_from(self.offset.commit_timestamp_ms).unwrap_or(i64::MAX));
         put_string(&mut value, &self.offset.metadata);
-        (key.freeze(), value.freeze())
+        if let Some(expire) = expire {
+            value.put_i64(i64::try_from(expire).unwrap_or(i64::MAX));
+        }
+        (key, value.freeze())
     }
 
-    /// Decodes a record written by [`OffsetRecord::encode`]; `None` for anything else (records
-    /// of other kinds or versions are skipped by the loader, as Kafka skips unknown ones).
-    pub fn decode(mut key: &[u8], mut value: &[u8]) -> Option<Self> {
+    /// The key of one partition's offset: with a value it is a commit, alone a tombstone.
+    pub fn encode_key(group_id: &str, topic: &str, partition: i32) -> Bytes {
+        let mut key = BytesMut::new();
+        key.put_i16(KEY_VERSION);
+        put_string(&mut key, group_id);
+        put_string(&mut key, topic);
+        key.put_i32(partition);
+        key.freeze()
+    }
+
+    /// Decodes an offset key: (group, topic, partition); `None` for other record kinds.
+    pub fn decode_key(mut key: &[u8]) -> Option<(String, String, i32)> {
         if key.remaining() < 2 || key.get_i16() != KEY_VERSION {
             return None;
         }
@@ -50,14 +67,32 @@ impl OffsetRecord {
         if key.remaining() != 4 {
             return None;
         }
-        let partition = key.get_i32();
-        if value.remaining() < 2 + 8 + 4 + 8 || value.get_i16() != VALUE_VERSION {
+        Some((group_id, topic, key.get_i32()))
+    }
+
+    /// Decodes a record written by [`OffsetRecord::encode`]; `None` for anything else (records
+    /// of other kinds or versions are skipped by the loader, as Kafka skips unknown ones).
+    pub fn decode(key: &[u8], mut value: &[u8]) -> Option<Self> {
+        let (group_id, topic, partition) = Self::decode_key(key)?;
+        if value.remaining() < 2 + 8 + 4 + 8 {
+            return None;
+        }
+        let version = value.get_i16();
+        if version != VALUE_VERSION && version != VALUE_VERSION_EXPIRE {
             return None;
         }
         let committed_offset = value.get_i64();
         let leader_epoch = value.get_i32();
         let commit_timestamp_ms = u64::try_from(value.get_i64()).ok()?;
         let metadata = get_string(&mut value)?;
+        let expire_timestamp_ms = if version == VALUE_VERSION_EXPIRE {
+            if value.remaining() < 8 {
+                return None;
+            }
+            Some(u64::try_from(value.get_i64()).ok()?)
+        } else {
+            None
+        };
         Some(Self {
             group_id,
             topic,
@@ -67,6 +102,7 @@ impl OffsetRecord {
                 leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
                 metadata,
                 commit_timestamp_ms,
+                expire_timestamp_ms,
             },
         })
     }
@@ -107,6 +143,7 @@ mod tests {
                 leader_epoch: Some(3),
                 metadata: "checkpoint".into(),
                 commit_timestamp_ms: 1_000,
+                expire_timestamp_ms: None,
             },
         }
     }
@@ -119,6 +156,14 @@ mod tests {
         no_epoch.offset.leader_epoch = None;
         let (key, value) = no_epoch.encode();
         assert_eq!(OffsetRecord::decode(&key, &value), Some(no_epoch));
+        let mut expiring = record();
+        expiring.offset.expire_timestamp_ms = Some(61_000);
+        let (key, value) = expiring.encode();
+        assert_eq!(OffsetRecord::decode(&key, &value), Some(expiring));
+        assert_eq!(
+            OffsetRecord::decode_key(&key),
+            Some(("g-ü".into(), "orders".into(), 7))
+        );
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub struct OffsetAndMetadata {
     pub leader_epoch: Option<i32>,
     pub metadata: String,
     pub commit_timestamp_ms: u64,
+    /// When the offset expires regardless of its group (`expireTimestampMs`): set only by
+    /// OffsetCommit v2–v4 with a `retention_time_ms` other than -1, which then overrides
+    /// `offsets.retention.minutes` for this offset (Kafka's "old expiration semantics").
+    pub expire_timestamp_ms: Option<u64>,
 }
 
 /// The topics and partitions an OffsetFetch asks for; `None` means "all committed".
@@ -87,6 +91,9 @@ impl OffsetStore {
                             .then_some(partition.committed_leader_epoch),
                         metadata: metadata.to_owned(),
                         commit_timestamp_ms: now_ms,
+                        // `OffsetMetadataManager.expireTimestampMs`.
+                        expire_timestamp_ms: (request.retention_time_ms != -1)
+                            .then(|| now_ms.saturating_add_signed(request.retention_time_ms)),
                     };
                     self.offsets
                         .entry(group_id.clone())
@@ -215,6 +222,37 @@ impl OffsetStore {
     pub fn delete_group(&mut self, group_id: &str) {
         self.offsets.remove(group_id);
     }
+
+    /// Forgets one offset (an expired offset's tombstone); a group left without offsets is
+    /// forgotten too.
+    pub fn delete(&mut self, group_id: &str, topic: &str, partition: i32) {
+        let Some(topics) = self.offsets.get_mut(group_id) else {
+            return;
+        };
+        topics.retain(|name, partitions| {
+            if name.0.as_str() == topic {
+                partitions.remove(&partition);
+            }
+            !partitions.is_empty()
+        });
+        if topics.is_empty() {
+            self.offsets.remove(group_id);
+        }
+    }
+
+    /// Every committed offset of `group_id` as (topic, partition, offset), in key order.
+    pub fn group_offsets(&self, group_id: &str) -> Vec<(String, i32, OffsetAndMetadata)> {
+        self.offsets
+            .get(group_id)
+            .into_iter()
+            .flatten()
+            .flat_map(|(topic, partitions)| {
+                partitions
+                    .iter()
+                    .map(|(partition, offset)| (topic.0.to_string(), *partition, offset.clone()))
+            })
+            .collect()
+    }
 }
 
 /// The v0–7 single-group shape of a v8+ group answer: its topics and its error code.
@@ -278,7 +316,8 @@ mod tests {
                 committed_offset: 42,
                 leader_epoch: Some(3),
                 metadata: "m".into(),
-                commit_timestamp_ms: 7
+                commit_timestamp_ms: 7,
+                expire_timestamp_ms: None,
             })
         );
         let group = GroupId(StrBytes::from_static_str("g"));

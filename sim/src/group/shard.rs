@@ -23,6 +23,11 @@
 //!   shard loaded after a move or a restart replays them ([`LoadedGroups`]) and starts the
 //!   members' timers in [`GroupShard::on_loaded`]. A write the log refuses (leadership moved
 //!   on) fences the shard: it answers nothing more and the runtime answers NOT_COORDINATOR.
+//! - Deletion: DeleteGroups ([`delete_groups`]) and the periodic offset expiry
+//!   ([`offset_expiry`], `offsets.retention.minutes`) write offset and group tombstones.
+
+mod delete_groups;
+mod offset_expiry;
 
 use std::collections::BTreeMap;
 
@@ -47,6 +52,7 @@ use super::list::filter_listed_groups;
 use super::migration::{downgrade, upgrade};
 use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
+use super::offsets_retention::OffsetsRetentionConfig;
 use crate::coordinator::{
     CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
 };
@@ -60,6 +66,8 @@ pub struct GroupCoordinatorFactory {
     pub consumer: ConsumerGroupConfig,
     /// Seeds the generated member ids (mixed with the partition and load time).
     pub seed: u64,
+    /// `offsets.retention.minutes` and `offsets.retention.check.interval.ms`.
+    pub offsets_retention: OffsetsRetentionConfig,
 }
 
 impl GroupShardFactory for GroupCoordinatorFactory {
@@ -93,6 +101,9 @@ pub struct GroupCoordinatorShard {
     leading_records: Vec<(Option<Bytes>, Option<Bytes>)>,
     /// Set once an append was refused: leadership moved on and every answer is NOT_COORDINATOR.
     fenced: bool,
+    offsets_retention: OffsetsRetentionConfig,
+    /// When the next offset expiry check runs; set when loading completes.
+    next_offsets_cleanup_ms: Option<u64>,
 }
 
 impl GroupCoordinatorShard {
@@ -123,10 +134,14 @@ impl GroupCoordinatorShard {
             persisted_consumer: BTreeMap::new(),
             leading_records: Vec::new(),
             fenced: false,
+            offsets_retention: factory.offsets_retention,
+            next_offsets_cleanup_ms: None,
             log,
         };
+        // A stream of its own, so consumer-group ids do not shift the classic ones.
+        shard.consumer.seed_member_ids(seed ^ 0xC0A5_0E7E_D1D5_5EED);
         let loaded = LoadedGroups::replay(shard.log.read_all());
-        for offset in loaded.offsets {
+        for offset in loaded.offsets.into_values() {
             shard.offsets.restore(
                 &offset.group_id,
                 &offset.topic,
@@ -385,7 +400,8 @@ impl GroupCoordinatorShard {
         for downgraded in self.consumer.take_downgraded_groups() {
             let group = downgrade::classic_group_from_consumer(&downgraded, self.consumer.topics());
             tracing::debug!(group_id = %group.group_id, "downgraded consumer group to a classic group");
-            self.classic.adopt_downgraded_group(now_ms, group);
+            self.classic
+                .adopt_downgraded_group(now_ms, group, downgraded.rebalance);
         }
     }
 
@@ -584,7 +600,9 @@ impl GroupShard for GroupCoordinatorShard {
             GroupRequest::ConsumerGroupHeartbeat(_)
                 | GroupRequest::JoinGroup(_)
                 | GroupRequest::LeaveGroup(_)
-        ) || self.consumer_timer_due(now_ms);
+                | GroupRequest::DeleteGroups(_)
+        ) || self.consumer_timer_due(now_ms)
+            || self.cleanup_due(now_ms);
         self.handle_request(now_ms, context, request);
         // A leave may have left a consumer group with classic members only.
         self.apply_downgrades(now_ms);
@@ -594,6 +612,9 @@ impl GroupShard for GroupCoordinatorShard {
     fn on_loaded(&mut self, now_ms: u64) {
         self.classic.on_loaded(now_ms);
         self.consumer.on_loaded(now_ms);
+        // `scheduleGroupMetadataExpiration`.
+        self.next_offsets_cleanup_ms =
+            Some(now_ms.saturating_add(self.offsets_retention.offsets_retention_check_interval_ms));
         self.flush_group_records(now_ms, false);
     }
 
@@ -613,24 +634,31 @@ impl GroupShard for GroupCoordinatorShard {
         self.classic.poll(now_ms);
         self.consumer.poll(now_ms);
         self.apply_downgrades(now_ms);
-        self.flush_group_records(now_ms, consumer_touched);
+        let cleaned = self.maybe_cleanup_group_metadata(now_ms);
+        self.flush_group_records(now_ms, consumer_touched || cleaned);
     }
 
     fn next_deadline_ms(&self) -> Option<u64> {
         if self.fenced {
             return None;
         }
-        match (
+        [
             self.classic.next_deadline_ms(),
             self.consumer.next_deadline_ms(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+            self.next_offsets_cleanup_ms,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 
 impl GroupCoordinatorShard {
+    fn cleanup_due(&self, now_ms: u64) -> bool {
+        self.next_offsets_cleanup_ms
+            .is_some_and(|deadline| deadline <= now_ms)
+    }
+
     fn consumer_timer_due(&self, now_ms: u64) -> bool {
         self.consumer
             .next_deadline_ms()
@@ -645,6 +673,7 @@ impl GroupCoordinatorShard {
         self.classic.poll(now_ms);
         self.consumer.poll(now_ms);
         self.apply_downgrades(now_ms);
+        self.maybe_cleanup_group_metadata(now_ms);
         match request {
             GroupRequest::JoinGroup(r) => self.join_group(now_ms, &context, &r),
             // `classicGroupSync`: an empty group of either type is UNKNOWN_MEMBER_ID.
@@ -691,6 +720,11 @@ impl GroupCoordinatorShard {
                     context.request_id,
                     GroupResponse::ConsumerGroupHeartbeat(response),
                 ));
+            }
+            GroupRequest::DeleteGroups(r) => {
+                let response = self.delete_groups(&r);
+                self.outbox
+                    .push((context.request_id, GroupResponse::DeleteGroups(response)));
             }
             GroupRequest::ConsumerGroupDescribe(r) => {
                 let response = self.consumer.consumer_group_describe(&r, now_ms);

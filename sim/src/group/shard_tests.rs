@@ -14,7 +14,7 @@ use super::move_tests::{
 };
 use crate::coordinator::{GroupRequest, GroupResponse, GroupShard};
 
-fn cgh(group: &str, member: &str, epoch: i32) -> GroupRequest {
+pub(super) fn cgh(group: &str, member: &str, epoch: i32) -> GroupRequest {
     let mut request = ConsumerGroupHeartbeatRequest::default()
         .with_group_id(GroupId(s(group)))
         .with_member_id(s(member))
@@ -29,7 +29,7 @@ fn cgh(group: &str, member: &str, epoch: i32) -> GroupRequest {
     GroupRequest::ConsumerGroupHeartbeat(request)
 }
 
-fn cgh_answer(r: Option<GroupResponse>) -> ConsumerGroupHeartbeatResponse {
+pub(super) fn cgh_answer(r: Option<GroupResponse>) -> ConsumerGroupHeartbeatResponse {
     match r {
         Some(GroupResponse::ConsumerGroupHeartbeat(r)) => r,
         other => panic!("expected a ConsumerGroupHeartbeat answer, got {other:?}"),
@@ -37,7 +37,7 @@ fn cgh_answer(r: Option<GroupResponse>) -> ConsumerGroupHeartbeatResponse {
 }
 
 /// (group id, protocol type, state, type) of every listed group.
-fn list(
+pub(super) fn list(
     fx: &mut Fixture,
     shard: &mut dyn GroupShard,
     states: &[&str],
@@ -65,7 +65,7 @@ fn list(
     }
 }
 
-fn listed(
+pub(super) fn listed(
     id: &str,
     protocol: &str,
     state: &str,
@@ -75,7 +75,7 @@ fn listed(
 }
 
 /// A "simple" commit (no member, generation -1) to `group`.
-fn simple_commit(group: &str, offset: i64) -> GroupRequest {
+pub(super) fn simple_commit(group: &str, offset: i64) -> GroupRequest {
     GroupRequest::OffsetCommit(
         OffsetCommitRequest::default()
             .with_group_id(GroupId(s(group)))
@@ -88,7 +88,7 @@ fn simple_commit(group: &str, offset: i64) -> GroupRequest {
     )
 }
 
-fn committed(fx: &mut Fixture, shard: &mut dyn GroupShard, group: &str) -> i64 {
+pub(super) fn committed(fx: &mut Fixture, shard: &mut dyn GroupShard, group: &str) -> i64 {
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(s(group)))
         .with_topics(Some(vec![

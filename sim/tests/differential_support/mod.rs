@@ -41,6 +41,7 @@ pub fn harness_groups() -> GroupCoordinatorFactory {
             ..ConsumerGroupConfig::default()
         },
         seed: 0,
+        ..GroupCoordinatorFactory::default()
     }
 }
 

@@ -27,7 +27,7 @@ const BROKER_APIS: [(ApiKey, VersionRange); 11] = [
 ];
 
 /// Offered only when a group coordinator is plugged in.
-const GROUP_APIS: [(ApiKey, VersionRange); 10] = [
+const GROUP_APIS: [(ApiKey, VersionRange); 11] = [
     (ApiKey::OffsetCommit, OffsetCommitRequest::VERSIONS),
     (ApiKey::OffsetFetch, OffsetFetchRequest::VERSIONS),
     (ApiKey::JoinGroup, JoinGroupRequest::VERSIONS),
@@ -36,6 +36,7 @@ const GROUP_APIS: [(ApiKey, VersionRange); 10] = [
     (ApiKey::SyncGroup, SyncGroupRequest::VERSIONS),
     (ApiKey::DescribeGroups, DescribeGroupsRequest::VERSIONS),
     (ApiKey::ListGroups, ListGroupsRequest::VERSIONS),
+    (ApiKey::DeleteGroups, DeleteGroupsRequest::VERSIONS),
     (
         ApiKey::ConsumerGroupHeartbeat,
         ConsumerGroupHeartbeatRequest::VERSIONS,

@@ -9,6 +9,7 @@ pub(crate) mod consumer_group_describe;
 pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
+pub(crate) mod delete_groups;
 pub(crate) mod delete_topics;
 pub(crate) mod describe_groups;
 pub(crate) mod fetch;

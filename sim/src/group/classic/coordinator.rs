@@ -11,11 +11,11 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::config::ClassicGroupConfig;
 use super::group::{ClassicGroup, JoinTimer};
-use super::member_id::MemberIdGenerator;
 use super::rebalance::Effects;
 use super::state::ClassicGroupState;
 use super::timers::ClassicTimerKey;
 use crate::group::group_record::ClassicGroupValue;
+use crate::group::member_id::MemberIdGenerator;
 use crate::group::timer::Timers;
 
 /// The caller's handle for one request; the response carries it back.
@@ -99,9 +99,10 @@ impl ClassicGroupCoordinator {
     /// Recreates `group_id` as an Empty group while the shard is loaded, as Kafka's loader does
     /// for a group known only from its committed offsets; a no-op if the group exists.
     pub fn load_empty_group(&mut self, group_id: &str) {
+        let now_ms = self.now_ms;
         self.groups
             .entry(group_id.to_owned())
-            .or_insert_with(|| ClassicGroup::new(group_id));
+            .or_insert_with(|| ClassicGroup::created_at(group_id, now_ms));
     }
 
     /// Installs a group replayed from its `GroupMetadata` record while the shard loads,
@@ -230,6 +231,7 @@ impl ClassicGroupCoordinator {
             ..
         } = self;
         let group = groups.get_mut(group_id)?;
+        Self::stamp_state_change(group, *now_ms);
         let mut fx = Effects {
             config,
             timers,
@@ -237,7 +239,27 @@ impl ClassicGroupCoordinator {
             records,
             now_ms: *now_ms,
         };
-        Some(f(group, &mut fx))
+        let result = f(group, &mut fx);
+        Self::stamp_state_change(group, *now_ms);
+        Some(result)
+    }
+
+    /// `transitionTo` stamps `currentStateTimestamp` with the time of the transition; every
+    /// state change happens inside [`Self::with_group`], which stamps it here.
+    fn stamp_state_change(group: &mut ClassicGroup, now_ms: u64) {
+        if group.take_state_changed() {
+            group.current_state_timestamp_ms = Some(now_ms);
+        }
+    }
+
+    /// The group `group_id`, if this shard knows it as a classic group.
+    pub fn group(&self, group_id: &str) -> Option<&ClassicGroup> {
+        self.groups.get(group_id)
+    }
+
+    /// The ids of every classic group, in id order.
+    pub fn group_ids(&self) -> Vec<String> {
+        self.groups.keys().cloned().collect()
     }
 }
 

@@ -42,6 +42,12 @@ pub struct ClassicGroup {
     pub join_timer: JoinTimer,
     /// The generation the pending-sync timer was scheduled for; a stale expiry is ignored.
     pub sync_timer_generation: i32,
+    /// When the group entered its current state (Kafka's `currentStateTimestamp`): offsets of an
+    /// Empty group expire `offsets.retention.minutes` after it. `None` for a group replayed from
+    /// a record without one. The coordinator stamps it ([`Self::take_state_changed`]).
+    pub current_state_timestamp_ms: Option<u64>,
+    /// The state changed since the coordinator last stamped `current_state_timestamp_ms`.
+    state_changed: bool,
 }
 
 impl ClassicGroup {
@@ -62,7 +68,22 @@ impl ClassicGroup {
             new_member_added: false,
             join_timer: JoinTimer::Complete,
             sync_timer_generation: 0,
+            current_state_timestamp_ms: None,
+            state_changed: false,
         }
+    }
+
+    /// A new, Empty group created at `now_ms` (Kafka's constructor stamps
+    /// `currentStateTimestamp` with its creation time).
+    pub fn created_at(group_id: &str, now_ms: u64) -> Self {
+        let mut group = Self::new(group_id);
+        group.current_state_timestamp_ms = Some(now_ms);
+        group
+    }
+
+    /// Whether the state changed since the last call (the caller stamps the time).
+    pub fn take_state_changed(&mut self) -> bool {
+        std::mem::take(&mut self.state_changed)
     }
 
     /// A Stable group at `generation_id` with protocol type `protocol_type` and no members yet:
@@ -106,6 +127,7 @@ impl ClassicGroup {
         );
         self.previous_state = self.state;
         self.state = to;
+        self.state_changed = true;
     }
 
     /// A rebalance may start from Empty, Stable and CompletingRebalance (`canRebalance`).
@@ -368,6 +390,8 @@ impl ClassicGroup {
         }
         group.protocol_type =
             (!value.protocol_type.is_empty()).then(|| value.protocol_type.clone());
+        group.current_state_timestamp_ms = u64::try_from(value.current_state_timestamp_ms).ok();
+        group.state_changed = false;
         group
     }
 

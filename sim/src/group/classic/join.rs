@@ -89,7 +89,7 @@ impl ClassicGroupCoordinator {
             if !member_id.is_empty() {
                 return self.respond(id, reject(ResponseError::UnknownMemberId));
             }
-            let group = ClassicGroup::new(group_id);
+            let group = ClassicGroup::created_at(group_id, self.now_ms);
             // A new group is committed to the log at once (`newEmptyGroupMetadataRecord`).
             let value = group.to_record(i64::try_from(self.now_ms).unwrap_or(i64::MAX));
             self.records.push((group_id.to_owned(), value));

@@ -62,9 +62,10 @@ impl ClassicGroupCoordinator {
     }
 
     /// Installs a group converted from a consumer group (`convertToClassicGroup`): its
-    /// `GroupMetadata` record is written, every member's session timer starts now, and a
-    /// rebalance begins so the members rejoin and the leader assigns again.
-    pub fn adopt_downgraded_group(&mut self, now_ms: u64, group: ClassicGroup) {
+    /// `GroupMetadata` record is written, every member's session timer starts now, and, if
+    /// `rebalance`, a rebalance begins so the members rejoin and the leader assigns again
+    /// (without, the group stays Stable with the assignments it was converted with).
+    pub fn adopt_downgraded_group(&mut self, now_ms: u64, group: ClassicGroup, rebalance: bool) {
         self.advance(now_ms);
         let group_id = group.group_id.clone();
         self.groups.insert(group_id.clone(), group);
@@ -77,7 +78,9 @@ impl ClassicGroupCoordinator {
                     member.session_timeout_ms,
                 );
             }
-            fx.prepare_rebalance(group);
+            if rebalance {
+                fx.prepare_rebalance(group);
+            }
         });
     }
 }

@@ -17,12 +17,12 @@
 pub mod config;
 mod coordinator;
 mod describe;
+mod expiration;
 mod group;
 mod heartbeat;
 mod join;
 mod leave;
 mod member;
-mod member_id;
 mod migration;
 mod offset_commit;
 mod rebalance;

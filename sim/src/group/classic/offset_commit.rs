@@ -56,8 +56,8 @@ impl ClassicGroupCoordinator {
         if !self.groups.contains_key(group_id) {
             if generation_id < 0 {
                 tracing::debug!(group = %group_id, "creating a simple group via manual offset commit");
-                self.groups
-                    .insert(group_id.to_owned(), ClassicGroup::new(group_id));
+                let group = ClassicGroup::created_at(group_id, self.now_ms);
+                self.groups.insert(group_id.to_owned(), group);
             } else if api_version >= 9 {
                 return Err(ResponseError::GroupIdNotFound);
             } else {

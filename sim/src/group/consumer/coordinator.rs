@@ -11,6 +11,7 @@ use tracing::debug;
 use super::config::ConsumerGroupConfig;
 use super::group::ConsumerGroup;
 use super::topics::TopicsImage;
+use crate::group::member_id::MemberIdGenerator;
 use crate::group::timer::Timers;
 
 /// A coordinator timer, keyed per member like Kafka's `groupSessionTimeoutKey` and
@@ -39,8 +40,9 @@ pub struct ConsumerGroupCoordinator {
     /// The member epoch each rebalance timer was scheduled for: it only fences a member still at
     /// that epoch, as Kafka's timer task checks.
     pub(super) rebalance_timeout_epochs: BTreeMap<(String, String), i32>,
-    /// Source of coordinator-generated member ids (v0 joins with an empty member id).
-    pub(super) next_generated_member_id: u64,
+    /// Source of coordinator-generated member ids (v0 joins and classic joins with an empty
+    /// member id), seeded so a run replays ([`Self::seed_member_ids`]).
+    pub(super) member_ids: MemberIdGenerator,
     /// Groups that fencing left with classic members only and that the migration policy lets
     /// become classic groups again; the shard hands them to the classic coordinator
     /// ([`Self::take_downgraded_groups`]).
@@ -57,6 +59,10 @@ pub struct DowngradedGroup {
     pub group: ConsumerGroup,
     /// The members whose departure triggered the downgrade.
     pub leaving_member_ids: Vec<String>,
+    /// Whether the classic group starts a rebalance: always after members left; after a static
+    /// member's replacement (`validateOnlineDowngradeWithReplacedMember`) only if the joining
+    /// instance's subscription differs from the replaced one's.
+    pub rebalance: bool,
 }
 
 impl ConsumerGroupCoordinator {
@@ -68,9 +74,14 @@ impl ConsumerGroupCoordinator {
             groups: BTreeMap::new(),
             timers: Timers::default(),
             rebalance_timeout_epochs: BTreeMap::new(),
-            next_generated_member_id: 0,
+            member_ids: MemberIdGenerator::new(0),
             downgraded: Vec::new(),
         }
+    }
+
+    /// Seeds the member ids this coordinator generates (the shard's seed).
+    pub fn seed_member_ids(&mut self, seed: u64) {
+        self.member_ids = MemberIdGenerator::new(seed);
     }
 
     /// The group `group_id`, if this shard hosts it as a consumer group.
@@ -203,6 +214,7 @@ impl ConsumerGroupCoordinator {
                 self.downgraded.push(DowngradedGroup {
                     group,
                     leaving_member_ids: leaving,
+                    rebalance: true,
                 });
             }
             return;
@@ -223,6 +235,49 @@ impl ConsumerGroupCoordinator {
         );
         for member_id in &leaving {
             self.cancel_timers(group_id, member_id);
+        }
+    }
+
+    /// Kafka's `validateOnlineDowngradeWithReplacedMember`: a classic static member replacing
+    /// `replaced` leaves only classic members, the policy allows downgrades and the group fits
+    /// in a classic group.
+    pub(super) fn validate_online_downgrade_with_replaced_member(
+        &self,
+        group: &ConsumerGroup,
+        replaced: &str,
+    ) -> bool {
+        if !group.all_members_use_classic_protocol_except(&[replaced.to_owned()]) {
+            return false;
+        }
+        if !self.config.migration_policy.is_downgrade_enabled() {
+            debug!(
+                group_id = group.group_id,
+                "not downgrading at a static member's replacement: online downgrade is disabled"
+            );
+            return false;
+        }
+        if group.members.len() > self.config.classic_group_max_size {
+            debug!(
+                group_id = group.group_id,
+                "not downgrading at a static member's replacement: larger than a classic group may be"
+            );
+            return false;
+        }
+        true
+    }
+
+    /// Hands `group_id` to the classic coordinator after a static member's replacement
+    /// (`convertToClassicGroup` with a joining member): every member's timers are cancelled.
+    pub(super) fn downgrade_after_replacement(&mut self, group_id: &str, rebalance: bool) {
+        if let Some(group) = self.groups.remove(group_id) {
+            for member_id in group.members.keys() {
+                self.cancel_timers(group_id, member_id);
+            }
+            self.downgraded.push(DowngradedGroup {
+                group,
+                leaving_member_ids: Vec::new(),
+                rebalance,
+            });
         }
     }
 

@@ -92,8 +92,8 @@ impl ConsumerGroupCoordinator {
             ));
         }
         let member_id = if member_id.is_empty() {
-            self.next_generated_member_id += 1;
-            format!("{group_id}-member-{}", self.next_generated_member_id)
+            // `Uuid.randomUuid().toString()`.
+            self.member_ids.generate_uuid()
         } else {
             member_id.to_owned()
         };

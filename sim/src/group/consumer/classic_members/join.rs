@@ -66,8 +66,8 @@ impl ConsumerGroupCoordinator {
         let instance_id = request.group_instance_id.as_deref();
         let is_unknown_member = request.member_id.is_empty();
         let member_id = if is_unknown_member {
-            self.next_generated_member_id += 1;
-            format!("{group_id}-member-{}", self.next_generated_member_id)
+            // `Uuid.randomUuid().toString()`.
+            self.member_ids.generate_uuid()
         } else {
             request.member_id.to_string()
         };
@@ -130,8 +130,16 @@ impl ConsumerGroupCoordinator {
                 )
             })?;
         let member = resolved.member;
+        // `validateOnlineDowngradeWithReplacedMember`, asked of the instance's current member.
+        let downgrade = instance_id
+            .and_then(|instance| group.static_member(instance))
+            .is_some_and(|existing| {
+                self.validate_online_downgrade_with_replaced_member(group, &existing.member_id)
+            });
         let updated =
             updated_classic_member(&member, request, &subscription, client_id, client_host);
+        let subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+            || updated.subscribed_topic_regex != member.subscribed_topic_regex;
         let protocol_name = updated
             .classic
             .as_ref()
@@ -149,13 +157,23 @@ impl ConsumerGroupCoordinator {
         );
 
         self.cancel_classic_join_timeout(group_id, &member_id);
-        self.schedule_session_timeout(group_id, &member_id, now_ms);
-        self.schedule_classic_sync_timeout(
-            group_id,
-            &member_id,
-            request.rebalance_timeout_ms,
-            now_ms,
-        );
+        if downgrade {
+            // `convertToClassicGroup` with the joining member in the replaced one's place (its
+            // assignment included); a changed subscription makes the classic group rebalance.
+            debug!(
+                group_id,
+                member_id, "downgrading consumer group at a static member's replacement"
+            );
+            self.downgrade_after_replacement(group_id, subscription_changed);
+        } else {
+            self.schedule_session_timeout(group_id, &member_id, now_ms);
+            self.schedule_classic_sync_timeout(
+                group_id,
+                &member_id,
+                request.rebalance_timeout_ms,
+                now_ms,
+            );
+        }
         debug!(
             group_id,
             member_id,
