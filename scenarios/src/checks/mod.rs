@@ -13,6 +13,7 @@ mod revocation_finishes;
 mod stale_rejoin;
 mod until_close;
 pub mod wakeups;
+mod zombie_commits;
 
 pub use auto_commit_bound::AutoCommitBound;
 pub use barrier::CommitCallbacksBeforeSync;
@@ -25,5 +26,6 @@ pub use no_lost::NoPartitionsLost;
 pub use rediscovery::CoordinatorRediscovery;
 pub use revocation_finishes::RevocationFinishes;
 pub use stale_rejoin::StaleMemberRejoin;
-pub use until_close::UntilClose;
+pub use until_close::{UntilClose, UntilFinalClose};
 pub use wakeups::AppWakeups;
+pub use zombie_commits::ZombieCommitsRefused;

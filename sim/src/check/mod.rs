@@ -104,6 +104,9 @@ pub enum ViolationKind {
     /// A member was told it lost its partitions although nothing cut it off from the group
     /// and its application kept polling in time (KAFKA-4160: heartbeats starved).
     SpuriousLoss,
+    /// A member's commit of a partition succeeded after another member had taken the partition
+    /// over (a zombie's stale commit accepted over the new owner's progress).
+    StaleCommitAccepted,
 }
 
 /// One broken invariant, located in virtual time.
