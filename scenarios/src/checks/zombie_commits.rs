@@ -21,6 +21,9 @@ use sim::history::{Event, History, OwnershipChange, OwnershipTracker, Tp};
 #[derive(Clone, Debug, Default)]
 pub struct ZombieCommitsRefused {}
 
+/// A partition committed while another member owned it: the partition, that owner, since when.
+type Stale = (Tp, String, u64);
+
 impl Checker for ZombieCommitsRefused {
     fn name(&self) -> &'static str {
         "zombie-commits-refused"
@@ -34,7 +37,7 @@ impl Checker for ZombieCommitsRefused {
         // (subject, tp) → when its own latest ownership opened.
         let mut own: BTreeMap<(String, Tp), u64> = BTreeMap::new();
         // (subject, commit id) → (tps that had a newer owner at the request, that owner).
-        let mut pending: BTreeMap<(String, u64), Vec<(Tp, String, u64)>> = BTreeMap::new();
+        let mut pending: BTreeMap<(String, u64), Vec<Stale>> = BTreeMap::new();
         let mut out = Vec::new();
         for e in history.entries() {
             let group = groups.get(&e.subject).cloned().unwrap_or_default();
@@ -46,7 +49,7 @@ impl Checker for ZombieCommitsRefused {
             }
             match &e.event {
                 Event::CommitRequested { id, offsets, .. } => {
-                    let stale: Vec<(Tp, String, u64)> = offsets
+                    let stale: Vec<Stale> = offsets
                         .iter()
                         .filter_map(|(tp, _)| {
                             let (owner, since) = latest.get(&(group.clone(), tp.clone()))?;

@@ -37,7 +37,7 @@ use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-close-outage";
 
-const SALT: u64 = 0x636c_6f73_65;
+const SALT: u64 = 0x0063_6c6f_7365;
 const OFFSET_COMMIT: i16 = 8;
 const LEAVE_GROUP: i16 = 13;
 const CONSUMER_GROUP_HEARTBEAT: i16 = 68;

@@ -40,7 +40,7 @@ use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-coordinator-failover";
 
-const SALT: u64 = 0x636f_6f72_64;
+const SALT: u64 = 0x0063_6f6f_7264;
 const OFFSET_COMMIT: i16 = 8;
 const JOIN_GROUP: i16 = 11;
 const HEARTBEAT: i16 = 12;

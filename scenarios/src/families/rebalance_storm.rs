@@ -39,7 +39,7 @@ use crate::subject::ListenerBehaviour;
 
 pub const NAME: &str = "family-rebalance-storm";
 
-const SALT: u64 = 0x7374_6f72_6d;
+const SALT: u64 = 0x0073_746f_726d;
 /// `c0` and `c1` run throughout; `c2`… churn.
 const MEMBERS: usize = 5;
 const STEADY: usize = 2;
