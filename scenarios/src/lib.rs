@@ -6,6 +6,7 @@
 pub mod app;
 pub mod checks;
 pub mod consumer_subject;
+pub mod families;
 pub mod golden;
 pub mod jira;
 pub mod legacy;
@@ -117,6 +118,38 @@ pub fn registry() -> &'static [ScenarioInfo] {
         ScenarioInfo {
             name: jira::kafka_8104::NAME,
             build: jira::kafka_8104::scenario,
+        },
+        ScenarioInfo {
+            name: families::rebalance_storm::NAME,
+            build: families::rebalance_storm::scenario,
+        },
+        ScenarioInfo {
+            name: families::coordinator_failover::NAME,
+            build: families::coordinator_failover::scenario,
+        },
+        ScenarioInfo {
+            name: families::network_partition::NAME,
+            build: families::network_partition::scenario,
+        },
+        ScenarioInfo {
+            name: families::rolling_restart::NAME,
+            build: families::rolling_restart::scenario,
+        },
+        ScenarioInfo {
+            name: families::zombie::NAME,
+            build: families::zombie::scenario,
+        },
+        ScenarioInfo {
+            name: families::lost_commits::NAME,
+            build: families::lost_commits::scenario,
+        },
+        ScenarioInfo {
+            name: families::static_members::NAME,
+            build: families::static_members::scenario,
+        },
+        ScenarioInfo {
+            name: families::close_outage::NAME,
+            build: families::close_outage::scenario,
         },
     ]
 }

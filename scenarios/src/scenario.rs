@@ -19,6 +19,9 @@ pub struct ClusterSpec {
     pub topics: Vec<(String, i32)>,
     /// `offsets.topic.num.partitions`: how many group coordinator shards exist.
     pub offsets_partitions: i32,
+    /// KIP-848 broker settings `group.consumer.heartbeat.interval.ms` and
+    /// `group.consumer.session.timeout.ms`; `None` keeps Kafka's defaults (5 s, 45 s).
+    pub kip848_timeouts_ms: Option<(i32, i32)>,
 }
 
 /// One consumer under test: its configuration and its application's behaviour.
@@ -42,6 +45,38 @@ pub struct SubjectSpec {
     /// the application goes off to other work for `for_ms` without polling (housekeeping when
     /// idle, a long external call, a GC pause). Once per run.
     pub stall_when_idle: Option<(u64, u64)>,
+    /// Faults of the member itself (leave early, crash, stall), applied by the runner.
+    pub member_faults: MemberFaults,
+}
+
+/// Faults of one member's own process or application, as opposed to the cluster's: the
+/// runner applies them to the subject (the families of `crate::families` draw them per seed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberFaults {
+    /// The application closes the consumer at this virtual time (an orderly leave) instead of
+    /// at the end of the run.
+    pub leave_at_ms: Option<u64>,
+    /// The member's node is killed at this time: no leave, no close, connections reset (a
+    /// `kill -9`); its coordinator finds out by the session timeout.
+    pub crash_at_ms: Option<u64>,
+    /// After a crash, a new process with the same configuration starts this long after it
+    /// (`None`: it stays down). With `group.instance.id` it rejoins as the same static member.
+    pub restart_after_ms: Option<u64>,
+    /// The application stalls once: after the first poll at or after `at_ms` that returned
+    /// records, it spends `for_ms` on them before committing them (a zombie when `for_ms`
+    /// exceeds the session timeout or `max.poll.interval.ms`).
+    pub stall: Option<Stall>,
+    /// The whole process stops being scheduled for a while (a GC pause): application and
+    /// background task alike; timers and the network go on. Before any crash.
+    pub pause: Option<Stall>,
+}
+
+/// A stall of the application's poll loop ([`MemberFaults::stall`]) or of the whole process
+/// ([`MemberFaults::pause`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub at_ms: u64,
+    pub for_ms: u64,
 }
 
 impl SubjectSpec {
@@ -104,6 +139,9 @@ pub struct Scenario {
     pub checks: fn() -> CheckerSet,
     /// The Kafka release the legacy model follows (3.1.0 unless the bug lived elsewhere).
     pub legacy_version: LegacyVersion,
+    /// Per-seed knobs: rewrites the scenario for a seed before it runs (subjects' start times,
+    /// member faults, properties); `None` for a scenario that is one value.
+    pub vary: Option<fn(&mut Scenario, u64)>,
 }
 
 impl Scenario {
@@ -117,6 +155,7 @@ impl Scenario {
                     brokers: 1,
                     topics: Vec::new(),
                     offsets_partitions: 1,
+                    kip848_timeouts_ms: None,
                 },
                 subjects: Vec::new(),
                 producers: Vec::new(),
@@ -127,8 +166,18 @@ impl Scenario {
                 run_ms: 10_000,
                 checks: CheckerSet::new,
                 legacy_version: LegacyVersion::default(),
+                vary: None,
             },
         }
+    }
+
+    /// The scenario as it runs with `seed`: [`Scenario::vary`] applied.
+    pub fn for_seed(&self, seed: u64) -> Scenario {
+        let mut scenario = self.clone();
+        if let Some(vary) = self.vary {
+            vary(&mut scenario, seed);
+        }
+        scenario
     }
 
     /// Every partition of `topic` as the cluster declares it.
@@ -187,6 +236,18 @@ impl ScenarioBuilder {
         self
     }
 
+    /// The brokers' KIP-848 heartbeat interval and session timeout (a crashed member of a
+    /// consumer-protocol group is fenced after the latter).
+    pub fn kip848_timeouts_ms(
+        mut self,
+        heartbeat_interval_ms: i32,
+        session_timeout_ms: i32,
+    ) -> Self {
+        self.scenario.cluster.kip848_timeouts_ms =
+            Some((heartbeat_interval_ms, session_timeout_ms));
+        self
+    }
+
     /// A consumer with these properties that `assign()`s every partition of `topic`.
     pub fn assigning_consumer(
         mut self,
@@ -208,6 +269,7 @@ impl ScenarioBuilder {
             start_ms: 0,
             app,
             stall_when_idle: None,
+            member_faults: MemberFaults::default(),
         });
         self
     }
@@ -232,6 +294,7 @@ impl ScenarioBuilder {
             start_ms: 0,
             app,
             stall_when_idle: None,
+            member_faults: MemberFaults::default(),
         });
         self
     }
@@ -258,6 +321,20 @@ impl ScenarioBuilder {
         if let Some(s) = self.scenario.subjects.last_mut() {
             s.stall_when_idle = Some((after_ms, for_ms));
         }
+        self
+    }
+
+    /// The last added consumer's own faults (leave early, crash, stall).
+    pub fn member_faults(mut self, faults: MemberFaults) -> Self {
+        if let Some(s) = self.scenario.subjects.last_mut() {
+            s.member_faults = faults;
+        }
+        self
+    }
+
+    /// Per-seed knobs ([`Scenario::vary`]).
+    pub fn vary(mut self, vary: fn(&mut Scenario, u64)) -> Self {
+        self.scenario.vary = Some(vary);
         self
     }
 

@@ -14,6 +14,7 @@ mod revocation_finishes;
 mod stale_rejoin;
 mod until_close;
 pub mod wakeups;
+mod zombie_commits;
 
 pub use auto_commit_bound::AutoCommitBound;
 pub use barrier::CommitCallbacksBeforeSync;
@@ -27,5 +28,6 @@ pub use poll_recovers::PollRecovers;
 pub use rediscovery::CoordinatorRediscovery;
 pub use revocation_finishes::RevocationFinishes;
 pub use stale_rejoin::StaleMemberRejoin;
-pub use until_close::UntilClose;
+pub use until_close::{UntilClose, UntilFinalClose};
 pub use wakeups::AppWakeups;
+pub use zombie_commits::ZombieCommitsRefused;

@@ -45,6 +45,45 @@ impl<C: Checker> Checker for UntilClose<C> {
     }
 }
 
+/// [`UntilClose`] for groups whose members also leave early (by `close`) while faults are
+/// active: only the closes at or after the heal (the history's last `Healed` event) cut the
+/// group's history, so an early leave is judged as part of the run, and liveness after the heal
+/// is still judged up to the final closes.
+#[derive(Clone, Debug)]
+pub struct UntilFinalClose<C> {
+    pub inner: C,
+}
+
+impl<C: Checker> Checker for UntilFinalClose<C> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let healed = history.healed_at_ms().unwrap_or(0);
+        let groups = history.groups();
+        let mut closed: BTreeMap<&str, u64> = BTreeMap::new();
+        for e in history.entries() {
+            if let (Event::CloseStart { .. }, Some(group)) = (&e.event, groups.get(&e.subject)) {
+                if e.at_ms >= healed {
+                    closed.entry(group.as_str()).or_insert(e.seq);
+                }
+            }
+        }
+        let kept = history
+            .entries()
+            .iter()
+            .filter(|e| {
+                groups
+                    .get(&e.subject)
+                    .and_then(|group| closed.get(group.as_str()))
+                    .is_none_or(|close_seq| e.seq < *close_seq)
+            })
+            .map(|e| (e.at_ms, e.subject.clone(), e.event.clone()));
+        self.inner.violations(&History::from_events(kept))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use sim::check::{Liveness, ViolationKind};

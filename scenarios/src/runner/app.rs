@@ -12,6 +12,33 @@ use crate::checks::loop_rate::counters_note;
 use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
 
+/// After this many empty or failed `poll`s in a row at one virtual instant the application
+/// stops polling and closes: otherwise a consumer whose `poll` returns at once (a fatal error
+/// it reports forever, a busy loop) would keep the run at that instant forever.
+const MAX_POLLS_AT_ONCE: u32 = 1_000;
+
+fn spin_note(ctx: &SubjectContext, last: &str) -> Event {
+    Event::Note {
+        text: format!(
+            "poll returned {MAX_POLLS_AT_ONCE} times at {}ms without time passing (last: \
+             {last}): the application gives up and closes",
+            ctx.now_ms()
+        ),
+    }
+}
+
+/// Counts one empty or failed poll at this instant; true once there were
+/// [`MAX_POLLS_AT_ONCE`] in a row.
+fn spun(at_once: &mut (u64, u32), ctx: &SubjectContext) -> bool {
+    let now_ms = ctx.now_ms();
+    *at_once = if at_once.0 == now_ms {
+        (now_ms, at_once.1 + 1)
+    } else {
+        (now_ms, 1)
+    };
+    at_once.1 >= MAX_POLLS_AT_ONCE
+}
+
 /// Loop counters are sampled at most this often (virtual ms).
 const SAMPLE_EVERY_MS: u64 = 1_000;
 
@@ -50,7 +77,12 @@ pub(super) async fn drive<S: Subject>(
         _ => None,
     };
     let mut next_sample = Instant::now();
-    let mut stall = spec.stall_when_idle;
+    // The one stall of `spec.stall_when_idle`, until it has happened.
+    let mut idle_stall = spec.stall_when_idle;
+    // The one stall of `spec.member_faults`, until it has happened.
+    let mut stall = spec.member_faults.stall;
+    // Empty or failed polls in a row at one virtual instant (see `spun`).
+    let mut at_once = (u64::MAX, 0u32);
     while Instant::now() < end {
         if Instant::now() >= next_sample {
             if let Some(counters) = subject.loop_counters() {
@@ -71,8 +103,12 @@ pub(super) async fn drive<S: Subject>(
             Err(e) => {
                 ctx.record(Event::PollEnd {
                     records: 0,
-                    error: Some(e.0),
+                    error: Some(e.0.clone()),
                 });
+                if spun(&mut at_once, &ctx) {
+                    ctx.record(spin_note(&ctx, &e.0));
+                    break;
+                }
                 continue;
             }
         };
@@ -80,10 +116,14 @@ pub(super) async fn drive<S: Subject>(
             records: records.len() as u64,
             error: None,
         });
+        if records.is_empty() && spun(&mut at_once, &ctx) {
+            ctx.record(spin_note(&ctx, "no records"));
+            break;
+        }
         record_completions(&mut subject, &ctx).await;
-        if let Some((after_ms, for_ms)) = stall {
+        if let Some((after_ms, for_ms)) = idle_stall {
             if records.is_empty() && ctx.now_ms() >= after_ms {
-                stall = None;
+                idle_stall = None;
                 ctx.record(Event::Note {
                     text: format!("application: idle, off to other work for {for_ms}ms"),
                 });
@@ -101,6 +141,20 @@ pub(super) async fn drive<S: Subject>(
         }
         let per_record = app.processing_ms_per_record + extra_ms_per_record;
         tokio::time::sleep(Duration::from_millis(per_record * records.len() as u64)).await;
+        if let Some(s) = stall.filter(|s| !records.is_empty() && ctx.now_ms() >= s.at_ms) {
+            // A zombie in the making: the records are in hand, the loop stops polling, then
+            // goes on to commit them as if nothing happened.
+            ctx.record(Event::Note {
+                text: format!(
+                    "application stalls {}ms holding {} records",
+                    s.for_ms,
+                    records.len()
+                ),
+            });
+            ctx.recorder.bump("app-stall");
+            tokio::time::sleep(Duration::from_millis(s.for_ms)).await;
+            stall = None;
+        }
         if let (CommitPolicy::AsyncEvery { interval_ms }, Some(due)) = (app.commit, next_checkpoint)
         {
             checkpoint.extend(offsets.clone());

@@ -94,6 +94,7 @@ pub async fn run_with_plan(
     subject: SubjectKind,
     plan: Option<FaultPlan>,
 ) -> Result<RunResult, RunError> {
+    let scenario = &scenario.for_seed(seed);
     let mut planned = scenario.plan(seed);
     if let Some(plan) = plan {
         planned.plan = plan;
@@ -102,6 +103,11 @@ pub async fn run_with_plan(
     let mut builder = Cluster::builder()
         .brokers(scenario.cluster.brokers)
         .offsets_partitions(scenario.cluster.offsets_partitions);
+    let mut factory = GroupCoordinatorFactory::default();
+    if let Some((heartbeat_ms, session_ms)) = scenario.cluster.kip848_timeouts_ms {
+        factory.consumer.heartbeat_interval_ms = heartbeat_ms;
+        factory.consumer.session_timeout_ms = session_ms;
+    }
     // Our consumer records nothing of its protocol: the coordinator reports what it sees.
     let observed = (subject == SubjectKind::Consumer).then(|| {
         let clients: BTreeMap<String, ObservedClient> = scenario
@@ -116,11 +122,11 @@ pub async fn run_with_plan(
                 (format!("/{}", client_ip(i)), client)
             })
             .collect();
-        ObservedShards::new(GroupCoordinatorFactory::default(), clients)
+        ObservedShards::new(factory.clone(), clients)
     });
     builder = match &observed {
         Some(observed) => builder.group_shards(Arc::new(observed.clone())),
-        None => builder.group_shards(Arc::new(GroupCoordinatorFactory::default())),
+        None => builder.group_shards(Arc::new(factory.clone())),
     };
     for (topic, partitions) in &scenario.cluster.topics {
         builder = builder.topic(topic, *partitions);
@@ -176,39 +182,72 @@ pub async fn run_with_plan(
         let jitter = rng.below_inclusive(spec.app.processing_ms_per_record);
         let spec = spec.clone();
         let start_at = started + Duration::from_millis(spec.start_ms);
+        // An early leave ends this member's loop (and closes it) before the run's end.
+        let end = spec
+            .member_faults
+            .leave_at_ms
+            .map_or(end, |ms| end.min(started + Duration::from_millis(ms)));
         let node = handle
             .create_node()
             .name(spec.name.clone())
             .ip(client_ip(i))
             .build();
-        let task = match subject {
-            SubjectKind::Legacy => node.spawn(async move {
-                if start_at > started {
-                    tokio::time::sleep_until(start_at).await;
-                }
-                match LegacyConsumer::new(ctx.clone(), legacy_version) {
-                    Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end, count_wakeups).await,
-                    Err(e) => ctx.record(Event::Note {
-                        text: format!("cannot build the subject: {e}"),
-                    }),
-                }
-            }),
-            SubjectKind::Consumer => node.spawn(async move {
-                if start_at > started {
-                    tokio::time::sleep_until(start_at).await;
-                }
-                match ConsumerSubject::new(ctx.clone()) {
-                    Ok(consumer) => {
-                        app::drive(consumer, ctx, spec, jitter, end, count_wakeups).await
-                    }
-                    Err(e) => ctx.record(Event::Note {
-                        text: format!("cannot build the subject: {e}"),
-                    }),
-                }
-            }),
+        let process = Process {
+            subject,
+            ctx,
+            spec: spec.clone(),
+            jitter,
+            end,
+            count_wakeups,
+            legacy_version,
         };
+        let task = node.spawn(process.clone().run(start_at));
+        let member_faults = spec.member_faults.clone();
+        if member_faults.crash_at_ms.is_none() && member_faults.pause.is_none() {
+            tasks.push(tokio::spawn(async move {
+                let _ = task.await;
+            }));
+            continue;
+        }
+        let node_id = node.id();
+        let handle = handle.clone();
         tasks.push(tokio::spawn(async move {
-            let _ = task.await;
+            if let Some(pause) = member_faults.pause {
+                // A process-wide stall (a GC pause): neither the application nor the
+                // background task runs; timers and the network go on.
+                tokio::time::sleep_until(started + Duration::from_millis(pause.at_ms)).await;
+                process.ctx.record(Event::Note {
+                    text: format!("process paused {}ms", pause.for_ms),
+                });
+                process.ctx.recorder.bump("process-pause");
+                handle.pause(node_id);
+                tokio::time::sleep(Duration::from_millis(pause.for_ms)).await;
+                handle.resume(node_id);
+            }
+            let Some(crash_ms) = member_faults.crash_at_ms else {
+                let _ = task.await;
+                return;
+            };
+            // The killed process's task is dropped by madsim when next woken; nothing waits
+            // for it. Its restart, if any, is a new process on the same node.
+            drop(task);
+            tokio::time::sleep_until(started + Duration::from_millis(crash_ms)).await;
+            process.ctx.record(Event::MemberCrash);
+            handle.kill(node_id);
+            let Some(after_ms) = member_faults.restart_after_ms else {
+                return;
+            };
+            let restart_at = started + Duration::from_millis(crash_ms + after_ms);
+            if restart_at >= process.end {
+                return;
+            }
+            tokio::time::sleep_until(restart_at).await;
+            handle.restart(node_id);
+            process.ctx.record(Event::MemberRestart);
+            let Some(node) = handle.get_node(node_id) else {
+                return;
+            };
+            let _ = node.spawn(process.run(restart_at)).await;
         }));
     }
 
@@ -248,6 +287,51 @@ pub async fn run_with_plan(
         history,
         report,
     })
+}
+
+/// One member process: what it takes to start a subject and drive its application (again,
+/// after a crash and restart).
+#[derive(Clone)]
+struct Process {
+    subject: SubjectKind,
+    ctx: SubjectContext,
+    spec: crate::scenario::SubjectSpec,
+    jitter: u64,
+    end: Instant,
+    count_wakeups: bool,
+    legacy_version: crate::legacy::LegacyVersion,
+}
+
+impl Process {
+    /// Waits for `start_at`, builds the subject and drives it until the process's end.
+    async fn run(self, start_at: Instant) {
+        let Process {
+            subject,
+            ctx,
+            spec,
+            jitter,
+            end,
+            count_wakeups,
+            legacy_version,
+        } = self;
+        if start_at > Instant::now() {
+            tokio::time::sleep_until(start_at).await;
+        }
+        match subject {
+            SubjectKind::Legacy => match LegacyConsumer::new(ctx.clone(), legacy_version) {
+                Ok(legacy) => app::drive(legacy, ctx, spec, jitter, end, count_wakeups).await,
+                Err(e) => ctx.record(Event::Note {
+                    text: format!("cannot build the subject: {e}"),
+                }),
+            },
+            SubjectKind::Consumer => match ConsumerSubject::new(ctx.clone()) {
+                Ok(consumer) => app::drive(consumer, ctx, spec, jitter, end, count_wakeups).await,
+                Err(e) => ctx.record(Event::Note {
+                    text: format!("cannot build the subject: {e}"),
+                }),
+            },
+        }
+    }
 }
 
 /// Runs `scenario` with `seed` in a fresh madsim runtime seeded with `seed`, on a thread of its

@@ -107,6 +107,9 @@ pub enum ViolationKind {
     /// `poll` kept throwing past a bound: the consumer cannot recover without a restart
     /// (KAFKA-8104: every poll rethrew from `onJoinComplete`).
     PollKeepsFailing,
+    /// A member's commit of a partition succeeded after another member had taken the partition
+    /// over (a zombie's stale commit accepted over the new owner's progress).
+    StaleCommitAccepted,
 }
 
 /// One broken invariant, located in virtual time.

@@ -1,0 +1,325 @@
+//! Scenario families beyond Jira: our consumer under fault plans *drawn from the seed*, with
+//! per-seed knobs (swarm testing: which kinds of fault strike, when, how long, which group
+//! protocol, which commit policy, how slow the listener) and the full checker set.
+//!
+//! A Jira scenario replays one known race; a family aims at a class of interleavings and lets
+//! the seed pick the instance. Each family is one file: its doc comment names the interleavings
+//! it aims at, the invariants and why our design should hold. Every family asserts
+//! [`full_checks`]: Jepsen's taxonomy (no lost write, duplicates only within the at-least-once
+//! bound, committed offsets never regress without a seek, consistent offsets, in-order delivery
+//! within an ownership), the group invariants (no partition owned by two members at once — a
+//! fenced zombie's window excepted, its commits then refused —, revoke/lost before the view
+//! moves on, callback handshakes, `poll`/`close` within their timeouts, no leave inside `poll`),
+//! a zombie's commits refused once a partition moved on, every async commit's callback run by
+//! `close`, and liveness after the heal (the group settles, consumes and commits everything).
+//!
+//! The seed draws a family's knobs twice from the same stream: [`Scenario::vary`] rewrites the
+//! members (protocol, timeouts, commit policy, start/leave/crash/stall times) and the fault
+//! plan is a pure function of the same draw, so a plan's faults can be timed around the group
+//! traffic the members cause.
+
+pub mod close_outage;
+pub mod coordinator_failover;
+pub mod lost_commits;
+pub mod network_partition;
+pub mod rebalance_storm;
+pub mod rolling_restart;
+pub mod static_members;
+pub mod zombie;
+
+use kafka_consumer::rt::SeededRng;
+use sim::check::{
+    BlockingBounds, CallbackHandshake, Checker, CheckerSet, ExclusiveOwnership, KnownGaps,
+    Liveness, NoLeaveInPoll, OwnershipMode, RevokeBeforeReassign, Violation, ViolationKind,
+};
+use sim::history::{Event, History};
+
+use crate::app::CommitPolicy;
+use crate::checks::{AsyncCommitsBeforeClose, UntilFinalClose, ZombieCommitsRefused};
+use crate::scenario::SubjectSpec;
+use crate::subject::ListenerBehaviour;
+
+/// The topic every family consumes.
+pub const TOPIC: &str = "t";
+/// The group every family's members join.
+pub const GROUP: &str = "g";
+/// Brokers of every family's cluster.
+pub const BROKERS: i32 = 3;
+/// The brokers' KIP-848 heartbeat interval: members send a heartbeat at least this often.
+pub const KIP848_HEARTBEAT_MS: i32 = 1_000;
+/// The brokers' KIP-848 session timeout (Kafka's default is 45 s; a shorter one keeps the
+/// fencing of a crashed member inside a short run). A member silent for this long is fenced.
+pub const KIP848_SESSION_MS: i32 = 8_000;
+
+/// How long after its `leave_at_ms` a member's `close` may start: the application finishes the
+/// poll (and any rebalance callback inside it) that was running at that time. Heal times are
+/// set at least this long after every early leave, so that only the final closes come after the
+/// heal ([`UntilFinalClose`]).
+pub const LEAVE_GRACE_MS: u64 = 2_500;
+
+/// The knob stream of a family for `seed` (`salt` tells the families apart).
+pub fn knob_rng(seed: u64, salt: u64) -> SeededRng {
+    SeededRng::seed_from_u64(seed ^ salt)
+}
+
+/// Uniform in `[lo, hi]`.
+pub fn between(rng: &mut SeededRng, lo: u64, hi: u64) -> u64 {
+    lo + rng.below_inclusive(hi.saturating_sub(lo))
+}
+
+/// Heads with probability 1/2.
+pub fn coin(rng: &mut SeededRng) -> bool {
+    rng.below_inclusive(1) == 1
+}
+
+/// One of `items`.
+pub fn pick<T: Copy>(rng: &mut SeededRng, items: &[T]) -> T {
+    items[rng.below_inclusive(items.len() as u64 - 1) as usize]
+}
+
+/// Which group protocol a seed's group speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Classic,
+    Consumer,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Classic => "classic",
+            Protocol::Consumer => "consumer",
+        }
+    }
+}
+
+/// The group-wide knobs every family draws first: protocol, the classic timeouts and
+/// assignor, `max.poll.interval.ms`, and how the application commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupKnobs {
+    pub protocol: Protocol,
+    /// Classic `session.timeout.ms` (KIP-848: the broker's [`KIP848_SESSION_MS`]).
+    pub classic_session_ms: u64,
+    /// Classic `partition.assignment.strategy`.
+    pub classic_assignor: &'static str,
+    pub max_poll_interval_ms: u64,
+    /// `Some(interval)`: `enable.auto.commit` every `interval` ms; `None`: `commitAsync` after
+    /// every poll.
+    pub auto_commit_ms: Option<u64>,
+}
+
+impl GroupKnobs {
+    /// Draws the knobs; `max_poll_interval_ms` from `max_poll_choices`.
+    pub fn draw(rng: &mut SeededRng, max_poll_choices: &[u64]) -> Self {
+        let protocol = if coin(rng) {
+            Protocol::Consumer
+        } else {
+            Protocol::Classic
+        };
+        let classic_session_ms = pick(rng, &[6_000, 10_000]);
+        let classic_assignor = pick(rng, &["range", "roundrobin", "cooperative-sticky"]);
+        let max_poll_interval_ms = pick(rng, max_poll_choices);
+        let auto_commit_ms = coin(rng).then(|| pick(rng, &[200, 1_000]));
+        Self {
+            protocol,
+            classic_session_ms,
+            classic_assignor,
+            max_poll_interval_ms,
+            auto_commit_ms,
+        }
+    }
+
+    /// How long a silent member stays in the group: the session timeout of its protocol.
+    pub fn session_ms(&self) -> u64 {
+        match self.protocol {
+            Protocol::Classic => self.classic_session_ms,
+            Protocol::Consumer => KIP848_SESSION_MS as u64,
+        }
+    }
+
+    /// Writes the knobs into one member's properties and commit policy.
+    pub fn apply(&self, spec: &mut SubjectSpec) {
+        set(spec, "group.id", GROUP);
+        set(spec, "group.protocol", self.protocol.name());
+        set(
+            spec,
+            "max.poll.interval.ms",
+            &self.max_poll_interval_ms.to_string(),
+        );
+        if self.protocol == Protocol::Classic {
+            set(
+                spec,
+                "session.timeout.ms",
+                &self.classic_session_ms.to_string(),
+            );
+            set(
+                spec,
+                "heartbeat.interval.ms",
+                &(self.classic_session_ms / 3).to_string(),
+            );
+            set(spec, "partition.assignment.strategy", self.classic_assignor);
+        }
+        match self.auto_commit_ms {
+            Some(interval) => {
+                set(spec, "enable.auto.commit", "true");
+                set(spec, "auto.commit.interval.ms", &interval.to_string());
+                spec.app.commit = CommitPolicy::Auto;
+            }
+            None => {
+                set(spec, "enable.auto.commit", "false");
+                spec.app.commit = CommitPolicy::AsyncEachPoll;
+            }
+        }
+    }
+}
+
+/// Sets (or replaces) one consumer property of `spec`.
+pub fn set(spec: &mut SubjectSpec, key: &str, value: &str) {
+    match spec.properties.iter_mut().find(|(k, _)| k == key) {
+        Some((_, v)) => *v = value.to_owned(),
+        None => spec.properties.push((key.to_owned(), value.to_owned())),
+    }
+}
+
+/// A listener that is slow in a third of the draws (well within `max.poll.interval.ms`).
+pub fn draw_listener(rng: &mut SeededRng, max_ms: u64) -> ListenerBehaviour {
+    if rng.below_inclusive(2) == 0 {
+        ListenerBehaviour {
+            revoked_ms: rng.below_inclusive(max_ms),
+            assigned_ms: rng.below_inclusive(max_ms),
+            wakeup_in_assigned: false,
+        }
+    } else {
+        ListenerBehaviour::default()
+    }
+}
+
+/// The node name of broker `id`.
+pub fn broker_node(id: i32) -> String {
+    format!("broker-{id}")
+}
+
+/// The full checker set of every family, with liveness judged `within_ms` of the heal (and
+/// every acked record committed by then).
+pub fn full_checks(within_ms: u64) -> CheckerSet {
+    family_extras(
+        CheckerSet::standard(KnownGaps::new(), OwnershipMode::Windows),
+        within_ms,
+    )
+}
+
+/// What the families add to the standard set: zombie commits, callbacks by `close`, and
+/// liveness after the heal up to the final closes.
+fn family_extras(set: CheckerSet, within_ms: u64) -> CheckerSet {
+    set.with(ZombieCommitsRefused::default())
+        .with(AsyncCommitsBeforeClose::default())
+        .with(UntilFinalClose {
+            inner: Liveness {
+                within_ms,
+                stable_for_ms: 5_000,
+                require_committed: true,
+                ..Liveness::default()
+            },
+        })
+}
+
+/// [`full_checks`] for runs where a member's whole process is paused
+/// ([`crate::scenario::MemberFaults::pause`]): the standard set, except that `poll` overshooting
+/// its timeout and a leave inside `poll` are excused while the process was paused
+/// ([`ExcusePauses`]) — a paused process cannot return from `poll`, and on resume its poll timer
+/// has expired.
+pub fn full_checks_with_pauses(within_ms: u64) -> CheckerSet {
+    let set = CheckerSet::jepsen(KnownGaps::new())
+        .with(ExclusiveOwnership {
+            mode: OwnershipMode::Windows,
+            ..ExclusiveOwnership::default()
+        })
+        .with(RevokeBeforeReassign::default())
+        .with(CallbackHandshake::default())
+        .with(ExcusePauses {
+            inner: BlockingBounds::default(),
+        })
+        .with(ExcusePauses {
+            inner: NoLeaveInPoll::default(),
+        });
+    family_extras(set, within_ms)
+}
+
+/// Drops a wrapped checker's `PollOvershoot`, `CloseOvershoot` and `LeaveInPoll` violations of
+/// a subject that fall inside a pause of its process (the runner's `process paused <ms>ms`
+/// note) or within [`ExcusePauses::SLACK_MS`] after it.
+#[derive(Clone, Debug)]
+pub struct ExcusePauses<C> {
+    pub inner: C,
+}
+
+impl<C> ExcusePauses<C> {
+    pub const SLACK_MS: u64 = 1_000;
+}
+
+impl<C: Checker> Checker for ExcusePauses<C> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let pauses: Vec<(String, u64, u64)> = history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::Note { text } => {
+                    let ms = text.strip_prefix("process paused ")?.strip_suffix("ms")?;
+                    Some((
+                        e.subject.clone(),
+                        e.at_ms,
+                        e.at_ms + ms.parse::<u64>().ok()?,
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
+        self.inner
+            .violations(history)
+            .into_iter()
+            .filter(|v| {
+                let excusable = matches!(
+                    v.kind,
+                    ViolationKind::PollOvershoot
+                        | ViolationKind::CloseOvershoot
+                        | ViolationKind::LeaveInPoll
+                );
+                !(excusable
+                    && pauses.iter().any(|(subject, from, to)| {
+                        v.subject.as_deref() == Some(subject.as_str())
+                            && (*from..=to + Self::SLACK_MS).contains(&v.at_ms)
+                    }))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_knobs_vary_and_apply() {
+        let mut protocols = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let knobs = GroupKnobs::draw(&mut knob_rng(seed, 1), &[5_000]);
+            protocols.insert(knobs.protocol.name());
+            let mut spec = crate::scenario::Scenario::builder("x", "x")
+                .subscribing_consumer("c0", &[], &[TOPIC], crate::app::AppBehaviour::default())
+                .build()
+                .subjects
+                .remove(0);
+            knobs.apply(&mut spec);
+            assert_eq!(spec.group_id(), GROUP);
+            assert_eq!(
+                spec.app.commit == CommitPolicy::Auto,
+                knobs.auto_commit_ms.is_some()
+            );
+        }
+        assert_eq!(protocols.len(), 2);
+    }
+}

@@ -1,0 +1,326 @@
+//! The scenario families (`scenarios/src/families/`) on our consumer, a few seeds each: every
+//! checker passes, and the batch reached the state each family exists for (a coverage
+//! assertion: at least one crash and restart, one coordinator disrupted mid-rebalance, one
+//! member fenced, one zombie commit refused, ...). Seeds are picked from each family's draw so
+//! the few that run cover the knobs that matter (both protocols, both sides of a timeout).
+//! Many seeds: `cargo sim explore family-NAME --seeds 200 --subject consumer`.
+#![cfg(madsim)]
+
+use std::collections::BTreeSet;
+
+use scenarios::families::{self, Protocol};
+use scenarios::regression::{saved_dir, Expectation, Regression};
+use scenarios::runner::{run_in_runtime, RunResult};
+use scenarios::scenario::Scenario;
+use scenarios::subject::SubjectKind;
+use sim::history::{Event, History};
+
+/// The checkers our consumer is known to fail on `scenario` (its saved consumer regressions
+/// expecting a failure, as `tests/consumer_subject.rs` excuses them).
+fn known_failures(scenario: &str) -> BTreeSet<String> {
+    let Ok(dir) = std::fs::read_dir(saved_dir()) else {
+        return BTreeSet::new();
+    };
+    dir.flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "regression"))
+        .filter_map(|e| Regression::parse(&std::fs::read_to_string(e.path()).ok()?).ok())
+        .filter(|r| r.subject == "consumer" && r.scenario == scenario)
+        .filter_map(|r| match r.expect {
+            Expectation::Fails { checker, .. } => Some(checker),
+            Expectation::Passes => None,
+        })
+        .collect()
+}
+
+/// Runs `seeds` of `scenario` on our consumer and fails with every failing seed's report
+/// (a checker excused by a saved regression of this family aside).
+fn run_all(scenario: fn() -> Scenario, seeds: &[u64]) -> Vec<RunResult> {
+    let mut failures = Vec::new();
+    let mut results = Vec::new();
+    let excused = known_failures(scenario().name);
+    for &seed in seeds {
+        let result = run_in_runtime(scenario, seed, SubjectKind::Consumer)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let unexpected = result
+            .report
+            .verdicts
+            .iter()
+            .any(|v| !v.is_ok() && !excused.contains(v.checker));
+        if unexpected {
+            failures.push(format!("{}:\n{}", result.repro(), result.report));
+        }
+        results.push(result);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    results
+}
+
+/// The first `n` seeds from 1 on whose draw satisfies each predicate in turn.
+fn seeds_where<T>(draw: fn(u64) -> T, wanted: &[&dyn Fn(&T) -> bool]) -> Vec<u64> {
+    wanted
+        .iter()
+        .map(|want| {
+            (1..1_000)
+                .find(|seed| want(&draw(*seed)))
+                .expect("no seed in 1..1000 fits")
+        })
+        .collect()
+}
+
+fn count(history: &History, subject: Option<&str>, wanted: impl Fn(&Event) -> bool) -> usize {
+    history
+        .entries()
+        .iter()
+        .filter(|e| subject.is_none_or(|s| e.subject == s) && wanted(&e.event))
+        .count()
+}
+
+fn lost_somewhere(history: &History) -> bool {
+    count(
+        history,
+        None,
+        |e| matches!(e, Event::Assignment { lost, .. } if !lost.is_empty()),
+    ) > 0
+}
+
+#[test]
+fn rebalance_storm() {
+    use families::rebalance_storm::{draw, scenario};
+    let crash_restart = |protocol: Protocol| {
+        move |s: &families::rebalance_storm::Storm| {
+            s.group.protocol == protocol
+                && s.members
+                    .iter()
+                    .any(|(_, f, _)| f.restart_after_ms.is_some())
+                && s.members.iter().any(|(_, f, _)| f.leave_at_ms.is_some())
+        }
+    };
+    let seeds = seeds_where(
+        draw,
+        &[
+            &crash_restart(Protocol::Classic),
+            &crash_restart(Protocol::Consumer),
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let h = &r.history;
+        assert!(count(h, None, |e| matches!(e, Event::MemberCrash)) > 0);
+        assert!(count(h, None, |e| matches!(e, Event::MemberRestart)) > 0);
+        // Partitions moved after the crash: someone was assigned something after it.
+        let crash_ms = h
+            .entries()
+            .iter()
+            .find(|e| matches!(e.event, Event::MemberCrash))
+            .map(|e| e.at_ms)
+            .unwrap();
+        assert!(h.entries().iter().any(|e| e.at_ms > crash_ms
+            && matches!(&e.event, Event::Assignment { assigned, .. } if !assigned.is_empty())));
+    }
+}
+
+#[test]
+fn coordinator_failover() {
+    use families::coordinator_failover::{draw, scenario, Disruption};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|f: &families::coordinator_failover::Failover| {
+                f.group.protocol == Protocol::Classic
+                    && f.disruptions
+                        .iter()
+                        .any(|(_, d)| matches!(d, Disruption::HoldThenMove { .. }))
+            },
+            &|f: &families::coordinator_failover::Failover| {
+                f.group.protocol == Protocol::Consumer
+                    && f.disruptions
+                        .iter()
+                        .any(|(_, d)| matches!(d, Disruption::KillRestart { .. }))
+            },
+        ],
+    );
+    let mut mid_rebalance = 0;
+    for r in run_all(scenario, &seeds) {
+        let h = &r.history;
+        // A coordinator disrupted (moved or killed) with an assignment change within 3 s
+        // around it: the disruption hit a rebalance in progress.
+        for (at, kind) in h.faults() {
+            if at == 0 || !(kind.starts_with("MoveCoordinator") || kind.starts_with("KillBroker")) {
+                continue;
+            }
+            let near = h
+                .entries()
+                .iter()
+                .filter(|e| {
+                    e.at_ms + 1_000 >= at
+                        && e.at_ms <= at + 3_000
+                        && matches!(e.event, Event::Assignment { .. })
+                })
+                .count();
+            mid_rebalance += usize::from(near > 0);
+        }
+    }
+    assert!(mid_rebalance > 0, "no disruption hit a rebalance");
+}
+
+#[test]
+fn network_partition() {
+    use families::network_partition::{draw, scenario, Cut};
+    let long = |cut: Cut, protocol: Protocol| {
+        move |p: &families::network_partition::Partitions| {
+            p.group.protocol == protocol
+                && p.episodes
+                    .iter()
+                    .any(|(_, c, _, len)| *c == cut && *len > p.group.session_ms() + 2_000)
+        }
+    };
+    let seeds = seeds_where(
+        draw,
+        &[
+            &long(Cut::ToCoordinator, Protocol::Classic),
+            &long(Cut::Isolated, Protocol::Consumer),
+        ],
+    );
+    let results = run_all(scenario, &seeds);
+    // A member cut off past its session was fenced and told so.
+    assert!(results.iter().any(|r| lost_somewhere(&r.history)));
+}
+
+#[test]
+fn rolling_restart() {
+    use families::rolling_restart::{draw, scenario, Mode};
+    let seeds = seeds_where(
+        draw,
+        &[&|r: &families::rolling_restart::Roll| {
+            r.steps
+                .iter()
+                .any(|(_, m, _)| matches!(m, Mode::KillThenRestart { .. }))
+                && r.steps
+                    .iter()
+                    .any(|(_, m, _)| matches!(m, Mode::Pause { .. }))
+        }],
+    );
+    for r in run_all(scenario, &seeds) {
+        let downs = r
+            .history
+            .faults()
+            .iter()
+            .filter(|(_, k)| k.starts_with("RestartBroker") || k.starts_with("PauseBroker"))
+            .count();
+        assert!(downs >= 3);
+    }
+}
+
+#[test]
+fn zombie() {
+    use families::zombie::{draw, scenario};
+    let stall_async = |protocol: Protocol| {
+        move |z: &families::zombie::Zombie| {
+            z.group.protocol == protocol
+                && z.faults.stall.is_some()
+                && z.faults.pause.is_none()
+                && z.group.auto_commit_ms.is_none()
+        }
+    };
+    let seeds = seeds_where(
+        draw,
+        &[
+            &stall_async(Protocol::Classic),
+            &stall_async(Protocol::Consumer),
+            &|z: &families::zombie::Zombie| z.faults.pause.is_some(),
+        ],
+    );
+    let results = run_all(scenario, &seeds);
+    for (r, seed) in results.iter().zip(&seeds).take(2) {
+        // The zombie's commit after its stall was refused.
+        let z = draw(*seed);
+        let name = format!("c{}", z.member);
+        let h = &r.history;
+        let stalled_at = h
+            .of_subject(&name)
+            .find(|e| matches!(&e.event, Event::Note { text } if text.starts_with("application stalls")))
+            .map(|e| e.at_ms)
+            .expect("the stall happened");
+        let refused = h.of_subject(&name).any(|e| {
+            e.at_ms > stalled_at
+                && matches!(&e.event, Event::CommitCompleted { error: Some(_), .. })
+        });
+        assert!(refused, "seed {seed}: no refused commit after the stall");
+        assert!(lost_somewhere(h), "seed {seed}: the zombie was never told");
+    }
+}
+
+#[test]
+fn lost_commits() {
+    use families::lost_commits::{draw, scenario};
+    let seeds = seeds_where(
+        draw,
+        &[&|l: &families::lost_commits::LostCommits| {
+            l.lose_p >= 0.3 && l.group.auto_commit_ms.is_none()
+        }],
+    );
+    for r in run_all(scenario, &seeds) {
+        let failed = count(
+            &r.history,
+            None,
+            |e| matches!(e, Event::CommitCompleted { error: Some(_), id } if *id < scenarios::runner::AUTO_COMMIT_IDS),
+        );
+        assert!(failed > 0, "no commit saw its answer lost");
+    }
+}
+
+#[test]
+fn static_members() {
+    use families::static_members::{draw, scenario};
+    let one = |within: bool, protocol: Protocol| {
+        move |s: &families::static_members::StaticRestarts| {
+            s.group.protocol == protocol
+                && s.members.iter().filter(|f| f.crash_at_ms.is_some()).count() == 1
+                && s.members.iter().any(|f| {
+                    f.restart_after_ms
+                        .is_some_and(|d| (d < s.group.session_ms()) == within)
+                })
+        }
+    };
+    let seeds = seeds_where(
+        draw,
+        &[
+            &one(true, Protocol::Classic),
+            &one(false, Protocol::Consumer),
+        ],
+    );
+    let results = run_all(scenario, &seeds);
+    for r in &results {
+        assert!(count(&r.history, None, |e| matches!(e, Event::MemberRestart)) == 1);
+    }
+}
+
+#[test]
+fn close_outage() {
+    use families::close_outage::{draw, scenario, Outage};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|c: &families::close_outage::CloseOutage| {
+                c.group.protocol == Protocol::Classic
+                    && c.closes
+                        .iter()
+                        .any(|x| x.outage == Outage::CoordinatorKilled)
+            },
+            &|c: &families::close_outage::CloseOutage| {
+                c.group.protocol == Protocol::Consumer
+                    && c.closes.iter().any(|x| x.outage == Outage::MemberIsolated)
+            },
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        // Both leavers' closes returned (in time: blocking-bounds passed).
+        for leaver in ["c2", "c3"] {
+            assert!(
+                count(&r.history, Some(leaver), |e| matches!(
+                    e,
+                    Event::CloseEnd { .. }
+                )) >= 1
+            );
+        }
+    }
+}
