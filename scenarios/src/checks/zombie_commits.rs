@@ -157,6 +157,16 @@ mod tests {
             (0, "c1", start()),
             (10, "c0", assigned(&tp)),
             (20, "c1", assigned(&tp)),
+            (
+                22,
+                "c0",
+                Event::Assignment {
+                    generation: -1,
+                    assigned: Vec::new(),
+                    revoked: Vec::new(),
+                    lost: vec![tp.clone()],
+                },
+            ),
             (25, "c0", assigned(&tp)),
             (30, "c0", commit(1, &tp)),
             (31, "c0", done(1, None)),

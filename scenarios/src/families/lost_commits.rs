@@ -178,7 +178,7 @@ mod tests {
             let l = draw(seed);
             let planned = plan(seed);
             assert!(
-                l.window.0 < l.join_ms && l.window.1 > l.join_ms,
+                l.window.0 < l.leave_ms && l.window.1 >= l.leave_ms,
                 "seed {seed}"
             );
             assert!(
