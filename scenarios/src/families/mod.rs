@@ -50,6 +50,12 @@ pub const KIP848_HEARTBEAT_MS: i32 = 1_000;
 /// The brokers' KIP-848 session timeout (Kafka's default is 45 s; a shorter one keeps the
 /// fencing of a crashed member inside a short run). A member silent for this long is fenced.
 pub const KIP848_SESSION_MS: i32 = 8_000;
+/// The consumers' `request.timeout.ms` under KIP-848: below the brokers' session timeout, in
+/// Kafka's default proportion (30 s against 45 s). A heartbeat whose answer is lost is only
+/// replaced when its request times out; with Kafka's 30 s against the 8 s session above, one
+/// lost answer would get the member fenced without its knowing, in Java's consumer as in ours
+/// (the session timeout lives on the broker under KIP-848; nothing tells the client).
+pub const KIP848_REQUEST_TIMEOUT_MS: i32 = KIP848_SESSION_MS * 2 / 3;
 
 /// How long after its `leave_at_ms` a member's `close` may start: the application finishes the
 /// poll (and any rebalance callback inside it) that was running at that time. Heal times are
@@ -158,6 +164,12 @@ impl GroupKnobs {
                 &(self.classic_session_ms / 3).to_string(),
             );
             set(spec, "partition.assignment.strategy", self.classic_assignor);
+        } else {
+            set(
+                spec,
+                "request.timeout.ms",
+                &KIP848_REQUEST_TIMEOUT_MS.to_string(),
+            );
         }
         match self.auto_commit_ms {
             Some(interval) => {
