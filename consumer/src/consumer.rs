@@ -372,6 +372,19 @@ impl Consumer {
         } else {
             self.pending_assignment = Some(assignment_after);
         }
+        let result = self.invoke_listener(Some(id), callback, &partitions).await;
+        self.settle_assignment();
+        result
+    }
+
+    /// Calls the listener's method for `callback`, a panic turned into an error; `id` answers
+    /// the background side when it asked for the call.
+    async fn invoke_listener(
+        &mut self,
+        id: Option<u64>,
+        callback: RebalanceCallback,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<()> {
         let completion = CallbackCompletion::start(&self.app_events, &self.in_callback, id);
         let mut borrowed = BorrowedListener::take(&self.listener);
         let (name, result) = match borrowed.get() {
@@ -380,15 +393,15 @@ impl Consumer {
                 let (name, future) = match callback {
                     RebalanceCallback::Revoked => (
                         "on_partitions_revoked",
-                        listener.on_partitions_revoked(self, &partitions),
+                        listener.on_partitions_revoked(self, partitions),
                     ),
                     RebalanceCallback::Assigned => (
                         "on_partitions_assigned",
-                        listener.on_partitions_assigned(self, &partitions),
+                        listener.on_partitions_assigned(self, partitions),
                     ),
                     RebalanceCallback::Lost => (
                         "on_partitions_lost",
-                        listener.on_partitions_lost(self, &partitions),
+                        listener.on_partitions_lost(self, partitions),
                     ),
                 };
                 (name, callback_error(name, CatchUnwind::new(future).await))
@@ -396,7 +409,6 @@ impl Consumer {
         };
         drop(borrowed);
         drop(completion);
-        self.settle_assignment();
         if let Err(error) = &result {
             tracing::warn!(%error, callback = name, "rebalance listener failed");
         }
@@ -1286,6 +1298,8 @@ impl Consumer {
                     tracing::warn!(%error, "leaving the group on close did not complete");
                 }
             }
+            self.settle_assignment();
+            self.release_assignment_on_close().await;
             self.mode = Mode::Idle;
         }
         // From here on, commits waiting for an unknown coordinator fail rather than hang close.
@@ -1302,6 +1316,34 @@ impl Consumer {
         self.run_commit_callbacks();
         tracing::debug!("consumer closed");
         Ok(())
+    }
+}
+
+impl Consumer {
+    /// Java's `runRebalanceCallbacksOnClose`: partitions the application still holds when the
+    /// leave could not finish within the timeout (a reconciliation stuck behind an outage)
+    /// are given up through the listener anyway — revoked while the member has a generation,
+    /// lost when it has none — so no partition is closed over without the application being
+    /// told.
+    async fn release_assignment_on_close(&mut self) {
+        if self.assignment.is_empty() || self.in_callback.load(Ordering::SeqCst) {
+            return;
+        }
+        let partitions = self.assignment.clone();
+        let callback = if self.group_metadata.borrow().generation_id > 0 {
+            RebalanceCallback::Revoked
+        } else {
+            RebalanceCallback::Lost
+        };
+        tracing::info!(
+            ?partitions,
+            ?callback,
+            "closing with partitions still assigned: the listener gives them up"
+        );
+        if let Err(error) = self.invoke_listener(None, callback, &partitions).await {
+            tracing::warn!(%error, "rebalance listener failed on close");
+        }
+        self.set_assignment_view(BTreeSet::new());
     }
 }
 

@@ -119,17 +119,19 @@ impl Drop for BorrowedListener {
 
 /// Sends the callback-completed event exactly once: when [`Self::complete`] is called, or on
 /// drop (the caller's future went away mid-callback). Also clears the in-callback flag.
+/// A listener call the background side did not ask for (`close` giving up what the
+/// application still holds) has no id: nothing is sent.
 pub(crate) struct CallbackCompletion {
     app_events: mpsc::UnboundedSender<ApplicationEvent>,
     in_callback: Arc<AtomicBool>,
-    id: u64,
+    id: Option<u64>,
 }
 
 impl CallbackCompletion {
     pub(crate) fn start(
         app_events: &mpsc::UnboundedSender<ApplicationEvent>,
         in_callback: &Arc<AtomicBool>,
-        id: u64,
+        id: Option<u64>,
     ) -> Self {
         in_callback.store(true, Ordering::SeqCst);
         Self {
@@ -144,9 +146,11 @@ impl Drop for CallbackCompletion {
     fn drop(&mut self) {
         self.in_callback.store(false, Ordering::SeqCst);
         // The background task may be gone (closing): nothing waits then.
-        let _ = self
-            .app_events
-            .send(ApplicationEvent::RebalanceCallbackCompleted { id: self.id });
+        if let Some(id) = self.id {
+            let _ = self
+                .app_events
+                .send(ApplicationEvent::RebalanceCallbackCompleted { id });
+        }
     }
 }
 

@@ -13,29 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use scenarios::registry;
-use scenarios::regression::{saved_dir, Expectation, Regression};
+use scenarios::regression::known_consumer_failures;
 use scenarios::runner::run_in_runtime;
 use scenarios::subject::SubjectKind;
-
-/// Scenario → checkers our consumer is known to fail (per the saved regressions).
-fn known_failures() -> BTreeMap<String, BTreeSet<String>> {
-    let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(saved_dir()) else {
-        return known;
-    };
-    for entry in dir.flatten() {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "regression") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let r = Regression::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        if let (true, Expectation::Fails { checker, .. }) = (r.subject == "consumer", r.expect) {
-            known.entry(r.scenario).or_default().insert(checker);
-        }
-    }
-    known
-}
 
 #[test]
 fn our_consumer_passes_every_scenario() {
@@ -43,7 +23,7 @@ fn our_consumer_passes_every_scenario() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3);
-    let known = known_failures();
+    let known = known_consumer_failures().unwrap();
     let mut failures = Vec::new();
     for info in registry() {
         let excused = known.get(info.name).cloned().unwrap_or_default();

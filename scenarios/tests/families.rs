@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use scenarios::families::{self, Protocol};
-use scenarios::regression::{saved_dir, Expectation, Regression};
+use scenarios::regression::known_consumer_failures;
 use scenarios::runner::{run_in_runtime, RunResult};
 use scenarios::scenario::Scenario;
 use scenarios::subject::SubjectKind;
@@ -18,18 +18,10 @@ use sim::history::{Event, History};
 /// The checkers our consumer is known to fail on `scenario` (its saved consumer regressions
 /// expecting a failure, as `tests/consumer_subject.rs` excuses them).
 fn known_failures(scenario: &str) -> BTreeSet<String> {
-    let Ok(dir) = std::fs::read_dir(saved_dir()) else {
-        return BTreeSet::new();
-    };
-    dir.flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "regression"))
-        .filter_map(|e| Regression::parse(&std::fs::read_to_string(e.path()).ok()?).ok())
-        .filter(|r| r.subject == "consumer" && r.scenario == scenario)
-        .filter_map(|r| match r.expect {
-            Expectation::Fails { checker, .. } => Some(checker),
-            Expectation::Passes => None,
-        })
-        .collect()
+    known_consumer_failures()
+        .unwrap()
+        .remove(scenario)
+        .unwrap_or_default()
 }
 
 /// Runs `seeds` of `scenario` on our consumer and fails with every failing seed's report

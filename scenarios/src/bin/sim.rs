@@ -24,6 +24,7 @@ fn main() -> ExitCode {
 
 #[cfg(madsim)]
 mod cli {
+    use std::collections::{BTreeMap, BTreeSet};
     use std::process::ExitCode;
 
     use scenarios::runner::{repro_line, run_in_runtime, run_in_runtime_with_plan, RunResult};
@@ -365,7 +366,7 @@ mod cli {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            Outcome::Fail(first) => first,
+            Outcome::Fail(first, _) => first,
         };
         let key = verdict_key(&first).ok_or_else(|| format!("cannot read `{first}`"))?;
         println!("{} seed {seed} fails: {first}", info.name);
@@ -380,7 +381,7 @@ mod cli {
         let minimal = sim::shrink::ddmin(&plan, |candidate| {
             replays += 1;
             match run_plan_in_child(info.name, seed, subject, &candidate.to_vec(), &file) {
-                Ok(Outcome::Fail(f)) => verdict_key(&f).as_ref() == Some(&key),
+                Ok(Outcome::Fail(f, _)) => verdict_key(&f).as_ref() == Some(&key),
                 Ok(Outcome::Pass) => false,
                 Err(e) => {
                     error.get_or_insert(e);
@@ -422,8 +423,8 @@ mod cli {
     /// What one seed of `explore` concluded.
     enum Outcome {
         Pass,
-        /// The first violation's line.
-        Fail(String),
+        /// The first violation's line and every failing checker.
+        Fail(String, Vec<String>),
     }
 
     /// Runs one seed as `sim run` in a child process. In one process, a seed run after another
@@ -453,6 +454,12 @@ mod cli {
                     .find_map(|l| l.strip_prefix("first violation "))
                     .unwrap_or("(no violation line)")
                     .to_owned(),
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix("verdict: FAIL ("))
+                    .and_then(|l| l.strip_suffix(')'))
+                    .map(|l| l.split(", ").map(str::to_owned).collect())
+                    .unwrap_or_default(),
             )),
             _ => Err(String::from_utf8_lossy(&output.stderr).trim().to_owned()),
         }
@@ -485,8 +492,16 @@ mod cli {
     struct Explored {
         scenario: &'static str,
         runs: u64,
-        failures: Vec<(u64, String)>,
+        /// Seed, first violation, and whether a saved regression already knows every checker
+        /// that failed (`regression::known_consumer_failures`).
+        failures: Vec<(u64, String, bool)>,
         minutes: f64,
+    }
+
+    impl Explored {
+        fn new_failures(&self) -> usize {
+            self.failures.iter().filter(|(_, _, known)| !known).count()
+        }
     }
 
     /// Runs `seeds` of `scenario` in child processes, `jobs` at a time, with a progress bar.
@@ -495,6 +510,7 @@ mod cli {
         seeds: &[u64],
         subject: SubjectKind,
         jobs: usize,
+        known: &BTreeSet<String>,
     ) -> Explored {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Mutex;
@@ -507,13 +523,13 @@ mod cli {
             while let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::SeqCst)) {
                 let outcome = match run_seed_in_child(scenario, seed, subject) {
                     Ok(outcome) => outcome,
-                    Err(e) => Outcome::Fail(format!("error: {e}")),
+                    Err(e) => Outcome::Fail(format!("error: {e}"), Vec::new()),
                 };
                 let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
                 results.push((seed, outcome));
                 let failed = results
                     .iter()
-                    .filter(|(_, o)| matches!(o, Outcome::Fail(_)))
+                    .filter(|(_, o)| matches!(o, Outcome::Fail(..)))
                     .count();
                 progress(
                     results.len() as u64,
@@ -540,7 +556,11 @@ mod cli {
             failures: results
                 .into_iter()
                 .filter_map(|(seed, o)| match o {
-                    Outcome::Fail(first) => Some((seed, first)),
+                    Outcome::Fail(first, checkers) => {
+                        let is_known =
+                            !checkers.is_empty() && checkers.iter().all(|c| known.contains(c));
+                        Some((seed, first, is_known))
+                    }
                     Outcome::Pass => None,
                 })
                 .collect(),
@@ -570,42 +590,49 @@ mod cli {
         let mine: Vec<u64> = (start..start + seeds)
             .filter(|s| s % count == index)
             .collect();
+        // Failures of our consumer a saved regression already records are counted apart:
+        // they are known bugs, and the run fails only on new ones.
+        let known = match subject {
+            SubjectKind::Consumer => scenarios::regression::known_consumer_failures()?,
+            SubjectKind::Legacy => BTreeMap::new(),
+        };
         let mut explored = Vec::new();
         for info in infos {
             eprintln!("{} ({} seeds, subject {subject})", info.name, mine.len());
-            explored.push(explore_scenario(info.name, &mine, subject, jobs));
+            let known = known.get(info.name).cloned().unwrap_or_default();
+            explored.push(explore_scenario(info.name, &mine, subject, jobs, &known));
         }
+        let row = |name: &str, runs: u64, new: usize, known: usize, minutes: f64| {
+            println!(
+                "{name:<28} {:>8} {runs:>6} {new:>9} {known:>6} {:>12.1}",
+                subject.name(),
+                runs as f64 / minutes.max(1e-9)
+            );
+        };
         println!(
-            "{:<14} {:>8} {:>6} {:>9} {:>12}",
-            "scenario", "subject", "seeds", "failures", "seeds/minute"
+            "{:<28} {:>8} {:>6} {:>9} {:>6} {:>12}",
+            "scenario", "subject", "seeds", "failures", "known", "seeds/minute"
         );
         for e in &explored {
-            println!(
-                "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
-                e.scenario,
-                subject.name(),
-                e.runs,
-                e.failures.len(),
-                e.runs as f64 / e.minutes.max(1e-9)
-            );
+            let new = e.new_failures();
+            row(e.scenario, e.runs, new, e.failures.len() - new, e.minutes);
         }
         let (runs, minutes): (u64, f64) = explored
             .iter()
             .fold((0, 0.0), |(r, m), e| (r + e.runs, m + e.minutes));
-        let failed: usize = explored.iter().map(|e| e.failures.len()).sum();
+        let failed: usize = explored.iter().map(Explored::new_failures).sum();
+        let known_failed: usize = explored.iter().map(|e| e.failures.len()).sum::<usize>() - failed;
         if explored.len() > 1 {
-            println!(
-                "{:<14} {:>8} {:>6} {:>9} {:>12.1}",
-                "total",
-                subject.name(),
-                runs,
-                failed,
-                runs as f64 / minutes.max(1e-9)
-            );
+            row("total", runs, failed, known_failed, minutes);
         }
         for e in &explored {
-            for (seed, first) in &e.failures {
-                println!("{} seed {seed}: {first}", e.scenario);
+            for (seed, first, is_known) in &e.failures {
+                let tag = if *is_known {
+                    " (known: saved regression)"
+                } else {
+                    ""
+                };
+                println!("{} seed {seed}{tag}: {first}", e.scenario);
                 println!("  {}", repro_line(e.scenario, *seed, subject));
             }
         }
