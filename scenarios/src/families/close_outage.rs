@@ -29,11 +29,10 @@ use kafka_consumer::rt::SeededRng;
 use sim::fault::{Direction, Fault, ResponseAction, ResponseRule, Trigger};
 
 use super::{
-    between, broker_node, full_checks, knob_rng, pick, GroupKnobs, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, LEAVE_GRACE_MS, TOPIC,
+    between, broker_node, family_scenario, full_checks, knob_rng, pick, Family, GroupKnobs,
+    BROKERS, LEAVE_GRACE_MS,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-close-outage";
 
@@ -252,29 +251,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "two members close(0.5–5 s) inside a coordinator or network outage: close returns in time, callbacks run, full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "two members close(0.5–5 s) inside a coordinator or network outage: close returns in time, callbacks run, full checker set",
+        partitions: 6,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

@@ -32,11 +32,9 @@ use kafka_consumer::rt::SeededRng;
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 
 use super::{
-    between, full_checks, knob_rng, pick, GroupKnobs, Protocol, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, family_scenario, full_checks, knob_rng, pick, Family, GroupKnobs, Protocol, BROKERS,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-coordinator-failover";
 
@@ -245,29 +243,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "the coordinator moves, dies or answers late/never around joins, a leave and commits: full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..4 {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "the coordinator moves, dies or answers late/never around joins, a leave and commits: full checker set",
+        partitions: 6,
+        members: 4,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

@@ -27,11 +27,9 @@
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 
 use super::{
-    between, coin, full_checks, knob_rng, pick, GroupKnobs, Protocol, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, family_scenario, full_checks, knob_rng, pick, Family, GroupKnobs, Protocol,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
 
 pub const NAME: &str = "family-lost-commits";
@@ -143,29 +141,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "commit responses lost (applied) or held, slow listeners, members joining and leaving: full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "commit responses lost (applied) or held, slow listeners, members joining and leaving: full checker set",
+        partitions: 6,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

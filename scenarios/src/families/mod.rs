@@ -34,9 +34,9 @@ use sim::check::{
 };
 use sim::history::{Event, History};
 
-use crate::app::CommitPolicy;
+use crate::app::{AppBehaviour, CommitPolicy};
 use crate::checks::{AsyncCommitsBeforeClose, UntilFinalClose, ZombieCommitsRefused};
-use crate::scenario::SubjectSpec;
+use crate::scenario::{FaultSource, PlannedFaults, Scenario, SubjectSpec};
 use crate::subject::ListenerBehaviour;
 
 /// The topic every family consumes.
@@ -56,6 +56,46 @@ pub const KIP848_SESSION_MS: i32 = 8_000;
 /// lost answer would get the member fenced without its knowing, in Java's consumer as in ours
 /// (the session timeout lives on the broker under KIP-848; nothing tells the client).
 pub const KIP848_REQUEST_TIMEOUT_MS: i32 = KIP848_SESSION_MS * 2 / 3;
+
+/// What one family is made of; the rest of its cluster is the same in every family (three
+/// brokers, one topic, one `__consumer_offsets` partition, the KIP-848 timeouts above, one
+/// producer writing a record every 20 ms). The members start as plain subscribers of
+/// [`TOPIC`] in [`GROUP`]; `vary` gives each seed its protocol, timeouts, roles and faults.
+pub struct Family {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub partitions: i32,
+    pub members: usize,
+    pub produce_until_ms: u64,
+    pub run_ms: u64,
+    pub plan: fn(u64) -> PlannedFaults,
+    pub checks: fn() -> CheckerSet,
+    pub vary: fn(&mut Scenario, u64),
+}
+
+/// Builds a family's scenario from its [`Family`].
+pub fn family_scenario(family: Family) -> Scenario {
+    let mut builder = Scenario::builder(family.name, family.description)
+        .brokers(BROKERS as usize)
+        .topic(TOPIC, family.partitions)
+        .offsets_partitions(1)
+        .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
+    for i in 0..family.members {
+        builder = builder.subscribing_consumer(
+            &format!("c{i}"),
+            &[("group.id", GROUP)],
+            &[TOPIC],
+            AppBehaviour::default(),
+        );
+    }
+    builder
+        .producer("p0", TOPIC, 20, family.produce_until_ms)
+        .faults(FaultSource::Fixed(family.plan))
+        .run_ms(family.run_ms)
+        .checks(family.checks)
+        .vary(family.vary)
+        .build()
+}
 
 /// How long after its `leave_at_ms` a member's `close` may start: the application finishes the
 /// poll (and any rebalance callback inside it) that was running at that time. Heal times are

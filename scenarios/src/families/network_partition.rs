@@ -30,11 +30,9 @@
 use sim::fault::{Direction, Fault};
 
 use super::{
-    between, broker_node, full_checks, knob_rng, GroupKnobs, BROKERS, GROUP, KIP848_HEARTBEAT_MS,
-    KIP848_SESSION_MS, TOPIC,
+    between, broker_node, family_scenario, full_checks, knob_rng, Family, GroupKnobs, TOPIC,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, PlannedFaults, Scenario};
+use crate::scenario::{PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-network-partition";
 
@@ -183,29 +181,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "members cut from the coordinator (one way or both, fetches passing) or isolated, for seeded lengths around the session timeout: full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "members cut from the coordinator (one way or both, fetches passing) or isolated, for seeded lengths around the session timeout: full checker set",
+        partitions: PARTITIONS,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

@@ -30,11 +30,10 @@
 use sim::fault::Fault;
 
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, GroupKnobs, GROUP, KIP848_HEARTBEAT_MS,
-    KIP848_SESSION_MS, LEAVE_GRACE_MS, TOPIC,
+    between, coin, draw_listener, family_scenario, full_checks, knob_rng, Family, GroupKnobs,
+    LEAVE_GRACE_MS,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
 
 pub const NAME: &str = "family-rebalance-storm";
@@ -141,29 +140,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "members join, leave and crash (some restart) at seeded times, either protocol: full checker set",
-    )
-    .brokers(super::BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "members join, leave and crash (some restart) at seeded times, either protocol: full checker set",
+        partitions: 6,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

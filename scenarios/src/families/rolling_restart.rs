@@ -26,12 +26,8 @@
 
 use sim::fault::Fault;
 
-use super::{
-    between, full_checks, knob_rng, pick, GroupKnobs, BROKERS, GROUP, KIP848_HEARTBEAT_MS,
-    KIP848_SESSION_MS, TOPIC,
-};
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, PlannedFaults, Scenario};
+use super::{between, family_scenario, full_checks, knob_rng, pick, Family, GroupKnobs, BROKERS};
+use crate::scenario::{PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-rolling-restart";
 
@@ -130,29 +126,18 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "each broker restarted, killed or paused in turn while a member joins: full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..3 {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description:
+            "each broker restarted, killed or paused in turn while a member joins: full checker set",
+        partitions: 6,
+        members: 3,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

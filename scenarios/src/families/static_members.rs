@@ -29,11 +29,9 @@
 use sim::fault::Fault;
 
 use super::{
-    between, coin, full_checks, knob_rng, set, GroupKnobs, Protocol, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, family_scenario, full_checks, knob_rng, set, Family, GroupKnobs, Protocol,
 };
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 
 pub const NAME: &str = "family-static-members";
 
@@ -114,29 +112,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "static members (group.instance.id) killed and restarted within or beyond the session timeout: full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "static members (group.instance.id) killed and restarted within or beyond the session timeout: full checker set",
+        partitions: 6,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]

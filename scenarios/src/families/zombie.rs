@@ -32,12 +32,8 @@
 
 use sim::fault::Fault;
 
-use super::{
-    between, full_checks_with_pauses, knob_rng, GroupKnobs, BROKERS, GROUP, KIP848_HEARTBEAT_MS,
-    KIP848_SESSION_MS, TOPIC,
-};
-use crate::app::AppBehaviour;
-use crate::scenario::{FaultSource, MemberFaults, PlannedFaults, Scenario, Stall};
+use super::{between, family_scenario, full_checks_with_pauses, knob_rng, Family, GroupKnobs};
+use crate::scenario::{MemberFaults, PlannedFaults, Scenario, Stall};
 
 pub const NAME: &str = "family-zombie";
 
@@ -128,29 +124,17 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "one member's application stalls or its process pauses past max.poll.interval.ms / the session, then commits: refused, full checker set",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, 6)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
-        .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
-        .faults(FaultSource::Fixed(plan))
-        .run_ms(RUN_MS)
-        .checks(checks)
-        .vary(vary)
-        .build()
+    family_scenario(Family {
+        name: NAME,
+        description: "one member's application stalls or its process pauses past max.poll.interval.ms / the session, then commits: refused, full checker set",
+        partitions: 6,
+        members: MEMBERS,
+        produce_until_ms: PRODUCE_UNTIL_MS,
+        run_ms: RUN_MS,
+        plan,
+        checks,
+        vary,
+    })
 }
 
 #[cfg(test)]
