@@ -775,6 +775,24 @@ async fn consumer_protocol(mut s: Side) -> Side {
 /// epoch as generation; the consumer member picks up the released partition and leaves, which
 /// hands the group back to the classic protocol (downgrade), where the classic member rejoins,
 /// leads and assigns again.
+/// A classic member A asks for an id, joins alone and syncs both partitions of the topic to
+/// itself (generation 1): the classic group a migration conversation starts from.
+async fn classic_leader_owns_both_partitions(
+    s: &mut Side,
+    a: &mut NetworkClient,
+    coordinator: i32,
+) -> String {
+    let r = send(a, coordinator, join(s, "", None)).await;
+    let a_id = r.member_id.to_string();
+    s.transcript
+        .record("A asks for an id", mask_join(&mut s.masks, r));
+    let r = send(a, coordinator, join(s, &a_id, None)).await;
+    s.transcript.record("A joins", mask_join(&mut s.masks, r));
+    let r = send(a, coordinator, sync(s, 1, &a_id, None, &[(&a_id, &[0, 1])])).await;
+    s.transcript.record("A syncs both partitions", mask_sync(r));
+    a_id
+}
+
 async fn migration(mut s: Side) -> Side {
     let (mut a, coordinator) = s.member().await;
     create_topic(&mut a, &s.topic.clone(), 2).await;
@@ -784,19 +802,7 @@ async fn migration(mut s: Side) -> Side {
     let c_id = random_uuid();
     s.masks.name(&c_id, "member-c");
 
-    let r = send(&mut a, coordinator, join(&s, "", None)).await;
-    let a_id = r.member_id.to_string();
-    s.transcript
-        .record("A asks for an id", mask_join(&mut s.masks, r));
-    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
-    s.transcript.record("A joins", mask_join(&mut s.masks, r));
-    let r = send(
-        &mut a,
-        coordinator,
-        sync(&s, 1, &a_id, None, &[(&a_id, &[0, 1])]),
-    )
-    .await;
-    s.transcript.record("A syncs both partitions", mask_sync(r));
+    let a_id = classic_leader_owns_both_partitions(&mut s, &mut a, coordinator).await;
 
     let r = send(
         &mut c,
@@ -931,19 +937,7 @@ async fn downgrade_at_replacement(mut s: Side) -> Side {
     s.masks.name(&c_id, "member-c");
     let instance = "instance-c";
 
-    let r = send(&mut a, coordinator, join(&s, "", None)).await;
-    let a_id = r.member_id.to_string();
-    s.transcript
-        .record("A asks for an id", mask_join(&mut s.masks, r));
-    let r = send(&mut a, coordinator, join(&s, &a_id, None)).await;
-    s.transcript.record("A joins", mask_join(&mut s.masks, r));
-    let r = send(
-        &mut a,
-        coordinator,
-        sync(&s, 1, &a_id, None, &[(&a_id, &[0, 1])]),
-    )
-    .await;
-    s.transcript.record("A syncs both partitions", mask_sync(r));
+    let a_id = classic_leader_owns_both_partitions(&mut s, &mut a, coordinator).await;
     let r = send(
         &mut c,
         coordinator,
