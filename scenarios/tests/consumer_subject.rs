@@ -10,8 +10,6 @@
 //! the regression's `expect` becomes `passes` and this exemption disappears with it).
 #![cfg(madsim)]
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use scenarios::registry;
 use scenarios::regression::known_consumer_failures;
 use scenarios::runner::run_in_runtime;
