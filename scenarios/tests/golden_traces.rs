@@ -30,11 +30,13 @@ fn legacy_scenarios() -> BTreeSet<String> {
         .collect()
 }
 
-/// The golden stdout of one run: header, fault plan, domain trace, checker report, verdict.
-fn golden_run(scenario: &str, seed: u64, subject: &str) -> String {
+/// The stdout of `cargo sim run SCENARIO --seed N --subject S --FLAG` in a fresh process
+/// (`golden`: header, fault plan, domain trace, checker report, verdict; `history`: the whole
+/// history). A run that ends in neither a verdict pass (0) nor fail (1) fails the test.
+fn sim_run(scenario: &str, seed: u64, subject: &str, flag: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_sim"))
         .args(["run", scenario, "--seed", &seed.to_string()])
-        .args(["--subject", subject, "--golden"])
+        .args(["--subject", subject, flag])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -69,7 +71,7 @@ fn golden_traces_of_curated_seeds() {
                 let Some(&(scenario, seed, subject)) = next.lock().unwrap().next() else {
                     break;
                 };
-                let trace = golden_run(scenario, seed, subject);
+                let trace = sim_run(scenario, seed, subject, "--golden");
                 traces
                     .lock()
                     .unwrap()
@@ -92,25 +94,7 @@ fn golden_traces_of_curated_seeds() {
 #[test]
 fn a_sample_of_scenarios_replays_byte_for_byte() {
     let legacy = legacy_scenarios();
-    let history = |scenario: &str, subject: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_sim"))
-            .args([
-                "run",
-                scenario,
-                "--seed",
-                "3",
-                "--subject",
-                subject,
-                "--history",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            matches!(out.status.code(), Some(0 | 1)),
-            "{scenario} {subject}"
-        );
-        out.stdout
-    };
+    let history = |scenario: &str, subject: &str| sim_run(scenario, 3, subject, "--history");
     let mut compared = 0;
     for info in scenarios::registry().iter().step_by(4) {
         let mut subjects = vec!["consumer"];
