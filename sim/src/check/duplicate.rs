@@ -8,11 +8,19 @@
 //! progress lost) and KAFKA-14024 (revocation before the pre-revoke commit finished) show up
 //! here as re-deliveries at offsets the group had committed past, or as commits that should
 //! have been fenced.
+//!
+//! One re-delivery is not the consumer's to prevent: a member fenced while it could not hear
+//! the coordinator (cut off, paused) keeps handing out records of its old partitions until it
+//! learns, as Java's consumer does; by then the new owner may have committed past them. Such a
+//! zombie's deliveries are excused when the member's ownership period of the partition ends
+//! in `lost` (or a crash) and another member was given the partition after this period began —
+//! the same zombie window `exclusive-ownership` tolerates. Its commits must still be refused
+//! (`zombie-commits-refused`), so nothing it consumed moves the group's offsets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Checker, Violation, ViolationKind};
-use crate::history::{Event, History, OwnershipChange, OwnershipTracker, Tp};
+use crate::history::{Event, History, OwnershipChange, OwnershipEnd, OwnershipTracker, Tp};
 
 /// Flags a record delivered again (in the same group) at an offset below the group's committed
 /// offset at the time of the re-delivery, unless the re-delivering member sought or was reset
@@ -38,6 +46,17 @@ impl Checker for DuplicateDeliveries {
         let mut out = Vec::new();
         let mut tracker = OwnershipTracker::new();
         let mut groups: BTreeMap<String, String> = BTreeMap::new();
+        // (subject, tp, start seq) of ownership periods that ended with the member fenced.
+        let fenced: BTreeSet<(String, Tp, u64)> = history
+            .ownership_periods()
+            .into_iter()
+            .filter(|p| matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash)))
+            .map(|p| (p.subject, p.tp, p.start_seq))
+            .collect();
+        // (subject, tp) → start seq of its current ownership period.
+        let mut own_start: BTreeMap<(String, Tp), u64> = BTreeMap::new();
+        // (group, tp) → start seq of the most recently opened ownership period, and its owner.
+        let mut latest: BTreeMap<(String, Tp), (u64, String)> = BTreeMap::new();
         // (subject, tp) → lowest seek/reset target in the current period.
         let mut sought: BTreeMap<(String, Tp), i64> = BTreeMap::new();
         // (subject, commit id) → offsets of the open request.
@@ -46,12 +65,16 @@ impl Checker for DuplicateDeliveries {
         // (group, tp, offset) → first delivery (subject, at_ms).
         let mut first: BTreeMap<(String, Tp, i64), (String, u64)> = BTreeMap::new();
         for e in history.entries() {
+            let group = groups.get(&e.subject).cloned().unwrap_or_default();
             for change in tracker.apply(e) {
+                if let OwnershipChange::Opened { subject, tp } = &change {
+                    own_start.insert((subject.clone(), tp.clone()), e.seq);
+                    latest.insert((group.clone(), tp.clone()), (e.seq, subject.clone()));
+                }
                 let (OwnershipChange::Opened { subject, tp }
                 | OwnershipChange::Closed { subject, tp, .. }) = change;
                 sought.remove(&(subject, tp));
             }
-            let group = groups.get(&e.subject).cloned().unwrap_or_default();
             match &e.event {
                 Event::MemberStart { group } => {
                     groups.insert(e.subject.clone(), group.clone());
@@ -96,6 +119,20 @@ impl Checker for DuplicateDeliveries {
                         .get(&(e.subject.clone(), tp.clone()))
                         .is_some_and(|s| *s <= *offset);
                     if replay_asked {
+                        continue;
+                    }
+                    let mine = own_start.get(&(e.subject.clone(), tp.clone())).copied();
+                    let moved_on = latest
+                        .get(&(group.clone(), tp.clone()))
+                        .zip(mine)
+                        .is_some_and(|((since, owner), start)| {
+                            *owner != e.subject && *since > start
+                        });
+                    let fenced_zombie = moved_on
+                        && mine.is_some_and(|start| {
+                            fenced.contains(&(e.subject.clone(), tp.clone(), start))
+                        });
+                    if fenced_zombie {
                         continue;
                     }
                     let Some(c) = committed.get(&(group.clone(), tp.clone())) else {
@@ -176,6 +213,41 @@ mod tests {
                 .contains("committed t-0 up to 2 (commit#1 by c0"),
             "{first}"
         );
+    }
+
+    /// c0 owns t-0 from gen 1 and is fenced unaware; c1 gets t-0 in gen 2, reads 0..=3 and
+    /// commits 4; c0 then hands out its buffered 0..=1 before it learns (`lost`, or never).
+    fn zombie(learns: bool) -> History {
+        let mut h = vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(1, &[0])),
+            (2, "c1", assigned(2, &[0])),
+        ];
+        for o in 0..4 {
+            h.push((3 + o as u64, "c1", delivered(0, o)));
+        }
+        h.push((10, "c1", commit(1, 0, 4)));
+        h.push((11, "c1", commit_ok(1)));
+        h.push((12, "c0", delivered(0, 0)));
+        h.push((13, "c0", delivered(0, 1)));
+        if learns {
+            h.push((14, "c0", lost(3, &[0])));
+        }
+        history(h)
+    }
+
+    #[test]
+    fn a_fenced_zombie_handing_out_old_records_is_tolerated() {
+        let v = DuplicateDeliveries::default().check(&zombie(true));
+        assert!(v.is_ok(), "{v}");
+    }
+
+    #[test]
+    fn a_zombie_that_never_learns_is_not_excused() {
+        let v = DuplicateDeliveries::default().check(&zombie(false));
+        assert_eq!(v.violations.len(), 2, "{v}");
+        assert_eq!(v.first().unwrap().subject.as_deref(), Some("c0"));
     }
 
     #[test]

@@ -19,7 +19,11 @@ use crate::protocol::ResponseError;
 impl ClassicMembershipManager {
     /// Sends a heartbeat when one is due, in CompletingRebalance and Stable (KAFKA-10134: also
     /// while the SyncGroup is out); a session without a heartbeat response for
-    /// `session.timeout.ms` marks the coordinator unknown.
+    /// `session.timeout.ms` marks the coordinator unknown and gives up on the heartbeat still
+    /// out. Java's heartbeat thread disconnects from the coordinator there, which fails that
+    /// request; waiting for its `request.timeout.ms` instead kept a member cut off past its
+    /// session from hearing that it was fenced for seconds after the network healed, handing
+    /// out records of partitions the group had already moved.
     pub(super) fn poll_heartbeat(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
         if !matches!(
             self.state,
@@ -33,6 +37,8 @@ impl ClassicMembershipManager {
         if self.timers.session_expired(ctx.now) {
             ctx.mark_coordinator_unknown("no heartbeat response within session.timeout.ms");
             self.timers.reset_session(ctx.now);
+            self.timers.fail_heartbeat(ctx.now);
+            self.heartbeat_in_flight = None;
             return;
         }
         result.wake_at(self.timers.session_deadline());

@@ -522,6 +522,27 @@ fn session_expiry_marks_the_coordinator_unknown() {
 }
 
 #[test]
+fn session_expiry_gives_up_the_unanswered_heartbeat() {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, &[0]);
+    h.complete(id);
+    h.p.advance_ms(3_000);
+    let (unanswered, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    h.p.advance_ms(7_000);
+    h.poll();
+    assert!(h.p.effects.coordinator_unknown.is_some());
+    h.p.advance_ms(100);
+    let (fresh, body) = h.one_request();
+    assert!(
+        matches!(body, RequestBody::Heartbeat(_)),
+        "the rediscovered coordinator gets a new heartbeat, not a wait for the old one's request \
+         timeout: {body:?}"
+    );
+    assert_ne!(fresh, unanswered);
+}
+
+#[test]
 fn cooperative_revokes_only_what_moved_then_rejoins() {
     let mut h = Harness::new(vec![Assignor::CooperativeSticky], false);
     assert_eq!(h.m.protocol(), RebalanceProtocol::Cooperative);
