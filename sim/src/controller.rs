@@ -8,6 +8,7 @@
 //! broker task and dies with it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use kafka_consumer::rt::{Instant, SeededRng};
@@ -363,6 +364,8 @@ struct Inner {
     state: Mutex<ClusterState>,
     changes: watch::Sender<u64>,
     start: Instant,
+    /// The last connection id handed out, cluster-wide (see [`Controller::next_connection_id`]).
+    connections: AtomicU64,
 }
 
 impl Controller {
@@ -404,8 +407,16 @@ impl Controller {
                 state: Mutex::new(state),
                 changes,
                 start: Instant::now(),
+                connections: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// A new id for a client connection a broker accepted: increasing in accept order across
+    /// the whole cluster and across broker restarts, so a later connection always has a higher
+    /// id (Kafka's `RequestContext.connectionId` names a connection; this one also orders them).
+    pub fn next_connection_id(&self) -> u64 {
+        self.inner.connections.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Reads the state; do not hold across an await.

@@ -9,14 +9,19 @@
 //!   error name), so checkers can see heartbeats and fencing;
 //! - `Leave` for a leave heartbeat (epoch -1 or -2) or a `LeaveGroup`;
 //! - for a subject whose application never commits (`CommitPolicy::Auto`), each `OffsetCommit`
-//!   as an `Auto` commit with its offsets and outcome, so the commit checkers judge auto-commit.
+//!   as an `Auto` commit with its offsets and outcome, so the commit checkers judge auto-commit
+//!   — or as `Abandoned` when it came on a connection older than one the client had already
+//!   sent group requests to this broker on. Our consumer keeps one connection per broker and
+//!   replaces it only after closing the old one (a request timed out, the connection failed),
+//!   so such a request was written before the client gave up on it and reached the broker
+//!   late (madsim, like TCP, still delivers what a closed connection had queued).
 //!
 //! Requests answered without reaching a shard (injected errors, `NOT_COORDINATOR` from a broker
 //! that does not lead the group) are not seen: the recorded ones reached the live coordinator.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use sim::coordinator::{
@@ -49,6 +54,8 @@ pub(super) struct ObservedShards {
     started: Arc<OnceLock<Instant>>,
     /// Shared by every shard (moves and restarts load new ones), so commit ids never collide.
     next_commit: Arc<AtomicU64>,
+    /// (client host, broker) → the newest connection group requests came on.
+    newest_connection: Arc<Mutex<BTreeMap<(String, i32), u64>>>,
 }
 
 impl ObservedShards {
@@ -58,6 +65,7 @@ impl ObservedShards {
             clients: Arc::new(clients),
             started: Arc::default(),
             next_commit: Arc::new(AtomicU64::new(AUTO_COMMIT_IDS)),
+            newest_connection: Arc::default(),
         }
     }
 }
@@ -66,6 +74,22 @@ impl ObservedShards {
     /// Sets the run's time zero: history times are counted from it.
     pub fn start(&self, started: Instant) {
         let _ = self.started.set(started);
+    }
+
+    /// Whether a request came on a connection older than one its client already used to send
+    /// group requests to the same broker (remembering the newer one otherwise).
+    fn on_replaced_connection(&self, context: &GroupRequestContext) -> bool {
+        let mut newest = self
+            .newest_connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (context.client_host.clone(), context.broker_id);
+        let seen = newest.entry(key).or_insert(context.connection_id);
+        if context.connection_id < *seen {
+            return true;
+        }
+        *seen = context.connection_id;
+        false
     }
 }
 
@@ -100,8 +124,14 @@ impl ObservedShard {
             .map_or(0, |started| started.elapsed().as_millis() as u64)
     }
 
-    /// Records an auto-commit request and returns its id.
-    fn record_commit(&self, client: &ObservedClient, request: &OffsetCommitRequest) -> u64 {
+    /// Records an auto-commit request (`abandoned`: it came on a replaced connection) and
+    /// returns its id.
+    fn record_commit(
+        &self,
+        client: &ObservedClient,
+        request: &OffsetCommitRequest,
+        abandoned: bool,
+    ) -> u64 {
         let id = self.observer.next_commit.fetch_add(1, Ordering::Relaxed);
         let offsets = request
             .topics
@@ -119,7 +149,11 @@ impl ObservedShard {
             self.now_ms(),
             Event::CommitRequested {
                 id,
-                mode: CommitMode::Auto,
+                mode: if abandoned {
+                    CommitMode::Abandoned
+                } else {
+                    CommitMode::Auto
+                },
                 generation: Some(request.generation_id_or_member_epoch),
                 offsets,
             },
@@ -199,6 +233,7 @@ fn response_summary(response: &GroupResponse) -> (i16, Option<String>, Option<i3
 impl GroupShard for ObservedShard {
     fn handle(&mut self, now_ms: u64, context: GroupRequestContext, request: GroupRequest) {
         if let Some(client) = self.observer.clients.get(&context.client_host).cloned() {
+            let abandoned = self.observer.on_replaced_connection(&context);
             let (api, member_id, generation) = summary(&request);
             let at_ms = self.now_ms();
             client.recorder.record(
@@ -223,7 +258,7 @@ impl GroupShard for ObservedShard {
             }
             let commit_id = match &request {
                 GroupRequest::OffsetCommit(r) if client.auto_commits => {
-                    Some(self.record_commit(&client, r))
+                    Some(self.record_commit(&client, r, abandoned))
                 }
                 _ => None,
             };

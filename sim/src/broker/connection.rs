@@ -37,6 +37,7 @@ async fn run(stream: TcpStream, peer: SocketAddr, broker: &Broker, tap: impl Fn(
     let decoder = FrameDecoder::new(MAX_REQUEST_BYTES);
     let client = ClientInfo {
         host: format!("/{}", peer.ip()),
+        connection_id: broker.controller.next_connection_id(),
     };
     let mut buf = BytesMut::new();
     loop {

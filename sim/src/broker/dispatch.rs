@@ -13,6 +13,8 @@ use super::Broker;
 pub(crate) struct ClientInfo {
     /// Kafka's `clientHost` form, `/10.0.2.1`.
     pub host: String,
+    /// This connection's id ([`crate::controller::Controller::next_connection_id`]).
+    pub connection_id: u64,
 }
 
 /// What the connection does next.

@@ -7,11 +7,16 @@
 //! commitAsync(6) applied after it — the reason Kafka's consumer does not retry async commits,
 //! and the reason the pre-revocation commit of KAFKA-14024 must be single-flight. madsim §4.4:
 //! "committed offsets never regress without an explicit seek".
+//!
+//! Not judged: a commit that arrived on a connection its client had already given up on
+//! ([`CommitMode::Abandoned`]). It was sent before the commits it lands after, so the regression
+//! is the network's reordering of an unanswered request, which Kafka's protocol has no way to
+//! refuse; it neither counts as a regression nor moves the mark later commits are judged by.
 
 use std::collections::BTreeMap;
 
 use super::{Checker, Violation, ViolationKind};
-use crate::history::{Event, History, Tp};
+use crate::history::{CommitMode, Event, History, Tp};
 
 #[derive(Clone, Debug, Default)]
 pub struct CommittedOffsetsMonotonic {}
@@ -44,7 +49,7 @@ impl Checker for CommittedOffsetsMonotonic {
         let mut commits: Vec<_> = history
             .commits()
             .into_iter()
-            .filter(|c| c.succeeded())
+            .filter(|c| c.succeeded() && c.mode != CommitMode::Abandoned)
             .collect();
         commits.sort_by_key(|c| c.completed_seq);
         let mut out = Vec::new();
@@ -175,6 +180,32 @@ mod tests {
         let first = v.first().unwrap();
         assert_eq!(first.at_ms, 6, "{v}");
         assert!(first.explanation.contains("back from 6"), "{v}");
+    }
+
+    #[test]
+    fn an_abandoned_commit_landing_late_is_not_judged_and_keeps_the_mark() {
+        // c0's commit of 6 timed out on a connection it replaced; 10 went out on the new one,
+        // then the old bytes arrived. A later ordered commit of 8 is judged against 10.
+        let abandoned = |id, o| Event::CommitRequested {
+            id,
+            mode: CommitMode::Abandoned,
+            generation: None,
+            offsets: vec![(tp(0), o)],
+        };
+        let h = history(vec![
+            (0, "c0", start()),
+            (1, "c0", commit(1, 0, 10)),
+            (2, "c0", commit_ok(1)),
+            (3, "c0", abandoned(2, 6)),
+            (4, "c0", commit_ok(2)),
+            (5, "c0", commit(3, 0, 8)),
+            (6, "c0", commit_ok(3)),
+        ]);
+        let v = CommittedOffsetsMonotonic::default().check(&h);
+        assert_eq!(v.violations.len(), 1, "{v}");
+        let first = v.first().unwrap();
+        assert_eq!(first.at_ms, 6, "{v}");
+        assert!(first.explanation.contains("back from 10 (commit#1"), "{v}");
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub struct GroupRequestContext {
     pub client_id: String,
     /// The client's address, e.g. `/10.0.2.1` (Kafka's `clientHost`, used in member ids).
     pub client_host: String,
+    /// The broker the request came to (`node.id`).
+    pub broker_id: i32,
+    /// The connection the request came on: ids increase in accept order across the cluster,
+    /// so a request on a lower id than one the same client sent to the same broker before came
+    /// on a connection it had already replaced.
+    pub connection_id: u64,
 }
 
 /// A group request routed to the shard owning its group. Multi-group requests

@@ -111,6 +111,8 @@ impl Fixture {
                 api_version: version,
                 client_id: "client".into(),
                 client_host: "/10.0.0.1".into(),
+                broker_id: 1,
+                connection_id: 1,
             },
             request,
         );

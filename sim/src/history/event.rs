@@ -56,6 +56,13 @@ pub enum CommitMode {
     Async,
     /// Auto-commit (periodic, before revocation, or on close).
     Auto,
+    /// An auto-commit that reached the coordinator on a connection its client had already
+    /// replaced: the request timed out, the client closed the connection and committed newer
+    /// offsets on a new one, and TCP still delivered the old bytes after the network healed
+    /// (a closed socket's send queue is still transmitted; madsim's clogged links do the same).
+    /// The coordinator cannot tell it from a fresh commit of the same generation, so it may
+    /// move the committed offset back; no client can prevent that.
+    Abandoned,
 }
 
 impl fmt::Display for CommitMode {
@@ -64,6 +71,7 @@ impl fmt::Display for CommitMode {
             CommitMode::Sync => "sync",
             CommitMode::Async => "async",
             CommitMode::Auto => "auto",
+            CommitMode::Abandoned => "abandoned",
         })
     }
 }

@@ -19,6 +19,8 @@ fn context(ctx: &RequestCtx<'_>) -> GroupRequestContext {
             .as_ref()
             .map_or_else(String::new, |c| c.to_string()),
         client_host: ctx.client.host.clone(),
+        broker_id: ctx.broker.node_id,
+        connection_id: ctx.client.connection_id,
     }
 }
 
