@@ -208,10 +208,31 @@ impl ConsumerMembershipManager {
 
     /// New partitions assigned but not fetchable until `on_partitions_assigned` has run
     /// (called even with nothing new, KAFKA-16312).
+    ///
+    /// Unless a newer target has taken one of them away meanwhile: the heartbeats sent while
+    /// this reconciliation waited (for its commit, for the revoke callback) reported owned
+    /// partitions without the added ones, and the coordinator takes that as their release and
+    /// may already have given them to another member. Java's consumer assigns them anyway and
+    /// revokes them in the next reconciliation, so two members own them at once for that long;
+    /// here the stale reconciliation ends after its revocations and the next one starts from
+    /// the newest target.
     fn start_assign(&mut self, ctx: &mut ManagerContext<'_>) {
         let Some(r) = &self.reconciliation else {
             return;
         };
+        if r.resolved.local_epoch != self.target.local_epoch {
+            let target = self.names(&self.target.partitions);
+            if !r.added.is_subset(&target) {
+                tracing::info!(
+                    local_epoch = r.resolved.local_epoch,
+                    newest_local_epoch = self.target.local_epoch,
+                    "reconciliation superseded before assigning: a newer target took back \
+                     partitions it would add"
+                );
+                self.reconciliation = None;
+                return;
+            }
+        }
         let (assigned, added) = (r.assigned.clone(), r.added.clone());
         set_assignment(ctx, &assigned, &added);
         let id = self

@@ -476,6 +476,62 @@ fn reconciliation_commits_then_revokes_then_assigns_then_acknowledges() {
 }
 
 #[test]
+fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliation() {
+    let mut h = Harness::with(true, None);
+    let member = h.join_stable(1, &[0]);
+    h.commit.on_poll(
+        h.p.now,
+        [(tp(0), OffsetAndMetadata::new(7))].into_iter().collect(),
+    );
+    // Target {0, 1}: the auto-commit goes out first and its answer is slow.
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[0, 1])));
+    h.poll_reconcile();
+    let commits = offset_commits(&mut h);
+    assert_eq!(commits.len(), 1);
+    // Meanwhile the coordinator moves 1 elsewhere: the heartbeat reported {0} as owned.
+    h.p.advance_ms(1_000);
+    let (token, hb) = h.heartbeat();
+    assert_eq!(owned(&hb), None, "still owns {{0}}, as last sent");
+    h.respond(token, ok(&member, 3, Some(&[0, 2])));
+    h.commit.on_response(
+        &mut h.p.ctx(),
+        commits[0].token,
+        Ok((
+            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
+            9,
+        )),
+    );
+    h.poll_reconcile();
+    // The stale reconciliation never assigns 1; the next one reconciles {0, 2}.
+    for _ in 0..3 {
+        let callbacks = h.callbacks();
+        if let Some((id, kind, partitions)) = callbacks.into_iter().next() {
+            assert_eq!(kind, RebalanceCallback::Assigned);
+            assert_eq!(partitions, set(&[2]), "never the superseded target's 1");
+            h.complete(id);
+            break;
+        }
+        let commits = offset_commits(&mut h);
+        for c in commits {
+            h.commit.on_response(
+                &mut h.p.ctx(),
+                c.token,
+                Ok((
+                    ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
+                    9,
+                )),
+            );
+        }
+        h.app_polls();
+        h.poll_reconcile();
+    }
+    assert_eq!(h.p.subscriptions.assigned(), set(&[0, 2]));
+    assert_eq!(h.m.state(), MemberState::Acknowledging);
+}
+
+#[test]
 fn assigned_callback_runs_even_with_nothing_new_and_equal_sets_are_acknowledged() {
     let mut h = Harness::new();
     let member = h.join_stable(1, &[0]);
