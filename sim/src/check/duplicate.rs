@@ -12,15 +12,15 @@
 //! One re-delivery is not the consumer's to prevent: a member fenced while it could not hear
 //! the coordinator (cut off, paused) keeps handing out records of its old partitions until it
 //! learns, as Java's consumer does; by then the new owner may have committed past them. Such a
-//! zombie's deliveries are excused when the member's ownership period of the partition ends
-//! in `lost` (or a crash) and another member was given the partition after this period began —
-//! the same zombie window `exclusive-ownership` tolerates. Its commits must still be refused
+//! zombie's deliveries are excused when the member was fenced during its ownership period of
+//! the partition ([`History::fenced_periods`]) and another member was given the partition
+//! after this period began — the same zombie window `exclusive-ownership` tolerates. Its commits must still be refused
 //! (`zombie-commits-refused`), so nothing it consumed moves the group's offsets.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::{Checker, Violation, ViolationKind};
-use crate::history::{Event, History, OwnershipChange, OwnershipEnd, OwnershipTracker, Tp};
+use crate::history::{Event, History, OwnershipChange, OwnershipTracker, Tp};
 
 /// Flags a record delivered again (in the same group) at an offset below the group's committed
 /// offset at the time of the re-delivery, unless the re-delivering member sought or was reset
@@ -46,13 +46,7 @@ impl Checker for DuplicateDeliveries {
         let mut out = Vec::new();
         let mut tracker = OwnershipTracker::new();
         let mut groups: BTreeMap<String, String> = BTreeMap::new();
-        // (subject, tp, start seq) of ownership periods that ended with the member fenced.
-        let fenced: BTreeSet<(String, Tp, u64)> = history
-            .ownership_periods()
-            .into_iter()
-            .filter(|p| matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash)))
-            .map(|p| (p.subject, p.tp, p.start_seq))
-            .collect();
+        let fenced = history.fenced_periods();
         // (subject, tp) → start seq of its current ownership period.
         let mut own_start: BTreeMap<(String, Tp), u64> = BTreeMap::new();
         // (group, tp) → start seq of the most recently opened ownership period, and its owner.

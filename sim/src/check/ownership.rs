@@ -7,12 +7,14 @@
 //! coordinator hands a partition to a new owner only after the old one acknowledged its
 //! revocation, so ownership windows (assigned → revoked/lost, per the members' own views) must
 //! not overlap — except for a zombie that had been fenced and had not yet noticed, whose window
-//! ends with `lost` (or a crash). Also checks the cooperative rule "revoked ⊆ owned".
+//! ends with `lost` (or a crash), or whose requests the coordinator answered
+//! `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` before it gave the partition up
+//! ([`History::fenced_periods`]). Also checks the cooperative rule "revoked ⊆ owned".
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Checker, Violation, ViolationKind};
-use crate::history::{Event, History, OwnershipEnd, OwnershipTracker, Tp};
+use crate::history::{Event, History, OwnershipTracker, Tp};
 
 /// How ownership conflicts are judged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,8 +29,8 @@ pub enum OwnershipMode {
 #[derive(Clone, Debug)]
 pub struct ExclusiveOwnership {
     pub mode: OwnershipMode,
-    /// In `Windows` mode, allow the earlier owner's window to overlap when it ended by `lost`
-    /// or a crash (a fenced zombie; its commits must then be rejected, which other checkers see).
+    /// In `Windows` mode, allow the earlier owner's window to overlap when the owner was
+    /// fenced during it (a zombie; its commits must then be rejected, which other checkers see).
     pub tolerate_fenced: bool,
     /// Flag revoking or losing a partition the member did not own.
     pub check_revoked_subset: bool,
@@ -85,6 +87,7 @@ impl ExclusiveOwnership {
 
     fn by_windows(&self, history: &History, out: &mut Vec<Violation>) {
         let groups = history.groups();
+        let fenced_periods = history.fenced_periods();
         let mut by_tp: BTreeMap<(String, Tp), Vec<_>> = BTreeMap::new();
         for p in history
             .ownership_periods()
@@ -105,7 +108,8 @@ impl ExclusiveOwnership {
                     if !overlaps {
                         continue;
                     }
-                    let fenced = matches!(a.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
+                    let fenced =
+                        fenced_periods.contains(&(a.subject.clone(), a.tp.clone(), a.start_seq));
                     if self.tolerate_fenced && fenced {
                         continue;
                     }
@@ -270,6 +274,35 @@ mod tests {
             ..ExclusiveOwnership::default()
         };
         assert!(strict.check(&h).has(ViolationKind::DoubleOwnership));
+    }
+
+    #[test]
+    fn a_zombie_told_unknown_member_before_revoking_on_close_is_tolerated() {
+        let unknown = Event::Response {
+            api: "OffsetCommit".into(),
+            correlation: 7,
+            node: "coordinator".into(),
+            error: Some("UNKNOWN_MEMBER_ID".into()),
+            member_id: None,
+            generation: None,
+        };
+        let zombie = |told: bool| {
+            let mut h = vec![
+                (0, "c0", start()),
+                (0, "c1", start()),
+                (1, "c0", assigned(2, &[0])),
+                (5, "c1", assigned(4, &[0])),
+            ];
+            if told {
+                h.push((6, "c0", unknown.clone()));
+            }
+            h.push((9, "c0", revoked(2, &[0])));
+            history(h)
+        };
+        assert!(ExclusiveOwnership::default().check(&zombie(true)).is_ok());
+        assert!(ExclusiveOwnership::default()
+            .check(&zombie(false))
+            .has(ViolationKind::DoubleOwnership));
     }
 
     #[test]

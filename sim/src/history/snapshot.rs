@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::coverage::Coverage;
 use super::event::{CommitMode, Event, Tp};
-use super::ownership::{OwnershipPeriod, OwnershipTracker};
+use super::ownership::{OwnershipEnd, OwnershipPeriod, OwnershipTracker};
 use super::Entry;
 
 /// A record handed to the application.
@@ -285,6 +285,37 @@ impl History {
             tracker.apply(e);
         }
         tracker.into_periods()
+    }
+
+    /// The ownership periods during which the member was fenced — a zombie's, whose partition
+    /// the coordinator may give away before the member gives it up: the period ended with
+    /// `lost` or a crash, or a group request of the member was answered `UNKNOWN_MEMBER_ID` /
+    /// `FENCED_MEMBER_EPOCH` before it ended (the member closed, revoking, before that answer
+    /// reached it). As `(subject, tp, start_seq)`.
+    pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
+        let mut fenced_answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for e in &self.entries {
+            if let Event::Response {
+                error: Some(error), ..
+            } = &e.event
+            {
+                if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" {
+                    fenced_answers.entry(&e.subject).or_default().push(e.seq);
+                }
+            }
+        }
+        self.ownership_periods()
+            .into_iter()
+            .filter(|p| {
+                let ended_fenced = matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
+                let told = fenced_answers.get(p.subject.as_str()).is_some_and(|seqs| {
+                    seqs.iter()
+                        .any(|s| *s > p.start_seq && p.end_seq.is_none_or(|end| *s <= end))
+                });
+                ended_fenced || told
+            })
+            .map(|p| (p.subject, p.tp, p.start_seq))
+            .collect()
     }
 
     /// Faults applied, as `(at_ms, kind)`.

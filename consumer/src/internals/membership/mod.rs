@@ -193,11 +193,14 @@ impl Membership {
         }
     }
 
-    /// A commit saw the generation refused. Classic resets it; with the consumer protocol
-    /// only heartbeats fence the member (Java's `CommitRequestManager` just fails the commit).
+    /// A commit saw the generation refused. Classic resets it; with the consumer protocol an
+    /// UNKNOWN_MEMBER_ID for the current epoch fences the member (see
+    /// `ConsumerMembershipManager::on_commit_unknown_member`).
     pub fn on_generation_reset(&mut self, ctx: &mut ManagerContext<'_>, reset: &GenerationReset) {
-        if let Self::Classic(m) = self {
-            m.on_generation_reset(ctx, reset);
+        match self {
+            Self::Classic(m) => m.on_generation_reset(ctx, reset),
+            Self::Consumer(m) if !reset.keep_member_id => m.on_commit_unknown_member(ctx, reset),
+            Self::Consumer(_) => {}
         }
     }
 

@@ -33,7 +33,7 @@ use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
-use crate::internals::context::ManagerContext;
+use crate::internals::context::{GenerationReset, ManagerContext};
 use crate::internals::events::RebalanceCallback;
 use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls, PollGate};
 use crate::internals::request_state::RequestState;
@@ -415,6 +415,29 @@ impl ConsumerMembershipManager {
                 self.transition_to_joining(ctx);
             }
             _ => {}
+        }
+    }
+
+    /// An OffsetCommit carrying the current epoch was answered UNKNOWN_MEMBER_ID: the
+    /// coordinator no longer has this member, so its partitions are already someone else's.
+    /// Java's `CommitRequestManager` only fails the commit and leaves the news to the next
+    /// heartbeat answer; but a heartbeat can wait behind slow commits on the coordinator
+    /// connection (the broker answers a connection's requests in order), and a member that
+    /// closes meanwhile would give up as *revoked* partitions that were moved when it was
+    /// fenced. An answer for an older epoch (a late one, from before a rejoin) is ignored.
+    pub fn on_commit_unknown_member(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        reset: &GenerationReset,
+    ) {
+        if self.member_epoch > 0 && reset.generation_id == self.member_epoch {
+            self.transition_to_fenced(ctx, &reset.reason);
+        } else {
+            tracing::debug!(
+                ?reset,
+                epoch = self.member_epoch,
+                "ignoring UNKNOWN_MEMBER_ID for an older epoch"
+            );
         }
     }
 

@@ -644,6 +644,57 @@ fn fenced_mid_reconciliation_aborts_loses_partitions_and_rejoins_with_epoch_zero
 }
 
 #[test]
+fn a_commit_answered_unknown_member_for_the_current_epoch_fences_the_member() {
+    let mut h = Harness::with(false, None);
+    let member = h.join_stable(3, &[0, 1]);
+    let (completion, _receiver) = Completion::new("commit", None, 1_000);
+    h.commit.commit(
+        [(tp(0), OffsetAndMetadata::new(5))].into_iter().collect(),
+        false,
+        completion,
+    );
+    let requests = offset_commits(&mut h);
+    assert_eq!(requests.len(), 1);
+    let unknown =
+        OffsetCommitResponse::default().with_topics(vec![OffsetCommitResponseTopic::default()
+            .with_name(topic_name("t"))
+            .with_partitions(vec![OffsetCommitResponsePartition::default()
+                .with_partition_index(0)
+                .with_error_code(ResponseError::UnknownMemberId.code())])]);
+    h.commit.on_response(
+        &mut h.p.ctx(),
+        requests[0].token,
+        Ok((ResponseBody::OffsetCommit(unknown), 9)),
+    );
+    let reset =
+        h.p.effects
+            .generation_reset
+            .take()
+            .expect("a generation reset");
+    assert_eq!(reset.generation_id, 3);
+
+    // A late answer for an older epoch changes nothing.
+    let older = GenerationReset {
+        generation_id: 2,
+        ..reset.clone()
+    };
+    h.m.on_commit_unknown_member(&mut h.p.ctx(), &older);
+    assert_eq!(h.m.state(), MemberState::Stable);
+
+    h.m.on_commit_unknown_member(&mut h.p.ctx(), &reset);
+    assert_eq!(h.m.state(), MemberState::Fenced);
+    let lost = h.one_callback(RebalanceCallback::Lost, &[0, 1]);
+    h.complete(lost);
+    assert_eq!(h.m.state(), MemberState::Joining);
+    let (_, hb) = h.heartbeat();
+    assert_eq!(
+        hb.member_epoch, 0,
+        "rejoins with epoch 0 under its member id"
+    );
+    assert_eq!(hb.member_id.as_str(), member);
+}
+
+#[test]
 fn fenced_during_the_auto_commit_abandons_before_any_callback() {
     let mut h = Harness::with(true, None);
     let member = h.join_stable(1, &[0, 1]);
