@@ -37,9 +37,15 @@ pub const NAME: &str = "family-static-members";
 
 const SALT: u64 = 0x7374_6174_6963;
 const MEMBERS: usize = 3;
-const WITHIN_MS: u64 = 30_000;
+/// How soon after the last restart the group must be stable: the rebalance timeout (30 s) and
+/// a heartbeat interval, plus slack. A static member that crashes while its first JoinGroup
+/// is out and is replaced before it sent SyncGroup stays in Kafka's `pendingSyncMembers` under
+/// its old member id (`ClassicGroup.replaceStaticMember` does not carry it over), so the
+/// pending-sync expiration rebalances the group one rebalance timeout after that join
+/// completed, whatever happened since (seeds 27 and 101: settled 30.1 s after the restart).
+const WITHIN_MS: u64 = 40_000;
 const PRODUCE_UNTIL_MS: u64 = 55_000;
-const RUN_MS: u64 = 75_000;
+const RUN_MS: u64 = 85_000;
 
 /// One seed's draw.
 #[derive(Debug, Clone, PartialEq, Eq)]
