@@ -228,6 +228,18 @@ fn offset_commits(h: &mut Harness) -> Vec<UnsentRequest> {
         .collect()
 }
 
+/// The coordinator accepts the OffsetCommit sent with `token`.
+fn commit_succeeds(h: &mut Harness, token: u64) {
+    h.commit.on_response(
+        &mut h.p.ctx(),
+        token,
+        Ok((
+            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
+            9,
+        )),
+    );
+}
+
 /// The owned partitions a heartbeat carries (`None`: unchanged, not sent).
 fn owned(hb: &ConsumerGroupHeartbeatRequest) -> Option<BTreeSet<TopicPartition>> {
     hb.topic_partitions.as_ref().map(|topics| {
@@ -437,14 +449,7 @@ fn reconciliation_commits_then_revokes_then_assigns_then_acknowledges() {
     assert_eq!(commit.member_id.as_str(), member);
     h.poll_reconcile();
     assert!(h.callbacks().is_empty(), "still waiting for the commit");
-    h.commit.on_response(
-        &mut h.p.ctx(),
-        requests[0].token,
-        Ok((
-            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
-            9,
-        )),
-    );
+    commit_succeeds(&mut h, requests[0].token);
 
     h.poll_reconcile();
     let revoke = h.one_callback(RebalanceCallback::Revoked, &[0]);
@@ -495,14 +500,7 @@ fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliati
     let (token, hb) = h.heartbeat();
     assert_eq!(owned(&hb), None, "still owns {{0}}, as last sent");
     h.respond(token, ok(&member, 3, Some(&[0, 2])));
-    h.commit.on_response(
-        &mut h.p.ctx(),
-        commits[0].token,
-        Ok((
-            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
-            9,
-        )),
-    );
+    commit_succeeds(&mut h, commits[0].token);
     h.poll_reconcile();
     // The stale reconciliation never assigns 1; the next one reconciles {0, 2}.
     for _ in 0..3 {
@@ -515,14 +513,7 @@ fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliati
         }
         let commits = offset_commits(&mut h);
         for c in commits {
-            h.commit.on_response(
-                &mut h.p.ctx(),
-                c.token,
-                Ok((
-                    ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
-                    9,
-                )),
-            );
+            commit_succeeds(&mut h, c.token);
         }
         h.app_polls();
         h.poll_reconcile();
@@ -712,14 +703,7 @@ fn fenced_during_the_auto_commit_abandons_before_any_callback() {
     let (token, _) = h.heartbeat();
     h.respond(token, error(ResponseError::FencedMemberEpoch));
     let lost = h.one_callback(RebalanceCallback::Lost, &[0, 1]);
-    h.commit.on_response(
-        &mut h.p.ctx(),
-        commit_requests[0].token,
-        Ok((
-            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
-            9,
-        )),
-    );
+    commit_succeeds(&mut h, commit_requests[0].token);
     h.no_requests();
     assert!(h.callbacks().is_empty(), "no revoke after the fence");
     h.complete(lost);
@@ -973,14 +957,7 @@ fn stale_member_epoch_is_retried_for_the_revocation_commit_only() {
         panic!("{:?}", requests[0].body);
     };
     assert_eq!(retry.generation_id_or_member_epoch, 3);
-    h.commit.on_response(
-        &mut h.p.ctx(),
-        requests[0].token,
-        Ok((
-            ResponseBody::OffsetCommit(OffsetCommitResponse::default()),
-            9,
-        )),
-    );
+    commit_succeeds(&mut h, requests[0].token);
     h.poll_reconcile();
     h.one_callback(RebalanceCallback::Revoked, &[0]);
 
