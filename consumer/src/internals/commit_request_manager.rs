@@ -281,6 +281,7 @@ impl CommitRequestManager {
         let Some(group_id) = self.group_id.clone() else {
             return result;
         };
+        self.forget_unassigned(ctx);
         self.maybe_fetch_positions(ctx);
         self.maybe_auto_commit(ctx);
         if let Some(at) = self
@@ -377,6 +378,20 @@ impl CommitRequestManager {
             });
         }
         result
+    }
+
+    /// A poll snapshot's position belongs to the ownership it was taken in: once the partition
+    /// is no longer assigned (revoked, lost, unassigned) it is forgotten, with its committed
+    /// floor. Kept, it outlived a loss and a reassignment: a member whose poll stalled past
+    /// `max.poll.interval.ms` reported the position after the record it was stuck on, lost the
+    /// partition, got it back positioned at the committed offset before that record, and its
+    /// next auto-commit committed the stale position — the record, not yet processed, counted
+    /// as consumed (family-zombie seed 114).
+    fn forget_unassigned(&mut self, ctx: &ManagerContext<'_>) {
+        self.latest_consumed
+            .retain(|tp, _| ctx.subscriptions.is_assigned(tp));
+        self.committed_floor
+            .retain(|tp, _| ctx.subscriptions.is_assigned(tp));
     }
 
     /// Auto-commits about to go out: the commit before revocation takes the newest consumed

@@ -283,6 +283,36 @@ fn auto_commit_commits_only_the_poll_snapshot_on_its_interval() {
 }
 
 #[test]
+fn a_snapshot_position_does_not_outlive_the_loss_of_its_partition() {
+    let mut p = parts(true);
+    let both: BTreeSet<_> = [tp(0), tp(1)].into_iter().collect();
+    p.subscriptions.assign_from_user(&both);
+    let mut m = CommitRequestManager::new(&p.settings);
+    // The last snapshot before the loss: t-0 consumed up to 175.
+    m.on_poll(p.now, offsets(&[(0, 175), (1, 9)]));
+    p.subscriptions
+        .assign_from_user(&[tp(1)].into_iter().collect());
+    let commits = |r: PollResult| -> Vec<RequestBody> {
+        r.requests
+            .into_iter()
+            .map(|r| r.body)
+            .filter(|b| matches!(b, RequestBody::OffsetCommit(_)))
+            .collect()
+    };
+    assert!(commits(m.poll(&mut p.ctx())).is_empty());
+    // t-0 comes back (positioned at the committed 174); no poll snapshot since.
+    p.subscriptions.assign_from_user(&both);
+    p.advance_ms(1_000);
+    let sent = commits(m.poll(&mut p.ctx()));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        committed_offsets(&sent[0]),
+        [("t".to_owned(), 1, 9)],
+        "the stale 175 of t-0 is not committed"
+    );
+}
+
+#[test]
 fn no_auto_commit_timer_without_auto_commit() {
     let mut p = parts(false);
     let mut m = CommitRequestManager::new(&p.settings);
