@@ -97,7 +97,9 @@ pub(super) struct SentFields {
     subscribed_topic_names: Option<BTreeSet<String>>,
     subscribed_topic_regex: Option<String>,
     server_assignor: Option<String>,
-    assignment: Option<LocalAssignment>,
+    /// The owned partitions last sent, and whether they were a reconciliation's in progress
+    /// (so the acknowledgement of the same set still goes out).
+    assignment: Option<(LocalAssignment, bool)>,
 }
 
 /// What the reconciliation under way waits for.
@@ -416,6 +418,46 @@ impl ConsumerMembershipManager {
             }
             _ => {}
         }
+    }
+
+    /// The partitions the member holds or is about to take, for the heartbeat's
+    /// `ownedTopicPartitions`, and whether they belong to a reconciliation still under way.
+    /// Java reports the acknowledged set until a reconciliation completes. But a newer target
+    /// may take back a partition the reconciliation under way is adding (its auto-commit or a
+    /// slow listener holds it up): the coordinator, seeing the partition not owned, hands it
+    /// to another member at once, and this one assigns it anyway — two owners until the next
+    /// reconciliation revokes it, and the first one's commits of it accepted
+    /// (family-lost-commits seed 179). Reported as owned from the moment the member knows its
+    /// target (the coordinator sends a member only partitions already released to it), it
+    /// stays pending revocation until this member has given it up (or abandoned the
+    /// reconciliation before assigning it, `start_assign`). Until the revocation is done, the
+    /// partitions being revoked are still held too. Topics whose ids metadata cannot name yet
+    /// are left out, as the reconciliation leaves them out (KAFKA-16198).
+    pub(super) fn owned_for_heartbeat(&self, ctx: &ManagerContext<'_>) -> (LocalAssignment, bool) {
+        let (mut holding, revoked) = match &self.reconciliation {
+            Some(r) => (
+                r.resolved.clone(),
+                matches!(r.step, ReconcileStep::Assign { .. }),
+            ),
+            None if !self.target.is_none() && self.target != self.current => {
+                let mut target = self.target.clone();
+                target.partitions.retain(|id, _| {
+                    self.topic_names.contains_key(id) || ctx.metadata.topic_name(*id).is_some()
+                });
+                (target, false)
+            }
+            None => return (self.current.clone(), false),
+        };
+        if !revoked {
+            for (id, partitions) in &self.current.partitions {
+                holding
+                    .partitions
+                    .entry(*id)
+                    .or_default()
+                    .extend(partitions.iter().copied());
+            }
+        }
+        (holding, true)
     }
 
     /// An OffsetCommit carrying the current epoch was answered UNKNOWN_MEMBER_ID: the

@@ -104,9 +104,10 @@ pub(super) fn heartbeat(
             m.sent.server_assignor = Some(assignor.clone());
         }
     }
-    if all || m.sent.assignment.as_ref() != Some(&m.current) {
-        let owned = m
-            .current
+    let sent = m.owned_for_heartbeat(ctx);
+    if all || m.sent.assignment.as_ref() != Some(&sent) {
+        let owned = sent
+            .0
             .partitions
             .iter()
             .map(|(id, partitions)| {
@@ -116,7 +117,7 @@ pub(super) fn heartbeat(
             })
             .collect();
         request = request.with_topic_partitions(Some(owned));
-        m.sent.assignment = Some(m.current.clone());
+        m.sent.assignment = Some(sent);
     }
     request
 }

@@ -495,10 +495,15 @@ fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliati
     h.poll_reconcile();
     let commits = offset_commits(&mut h);
     assert_eq!(commits.len(), 1);
-    // Meanwhile the coordinator moves 1 elsewhere: the heartbeat reported {0} as owned.
+    // Meanwhile a newer target takes 1 back (the heartbeat reported it as about to be owned,
+    // so the coordinator keeps it pending until this member lets it go).
     h.p.advance_ms(1_000);
     let (token, hb) = h.heartbeat();
-    assert_eq!(owned(&hb), None, "still owns {{0}}, as last sent");
+    assert_eq!(
+        owned(&hb),
+        Some(set(&[0, 1])),
+        "reports what it is about to take"
+    );
     h.respond(token, ok(&member, 3, Some(&[0, 2])));
     commit_succeeds(&mut h, commits[0].token);
     h.poll_reconcile();
@@ -520,6 +525,49 @@ fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliati
     }
     assert_eq!(h.p.subscriptions.assigned(), set(&[0, 2]));
     assert_eq!(h.m.state(), MemberState::Acknowledging);
+}
+
+#[test]
+fn partitions_being_assigned_are_reported_owned_and_acknowledged_again() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[0, 1])));
+    h.poll_reconcile();
+    let assign = h.one_callback(RebalanceCallback::Assigned, &[1]);
+    // The listener is slow: a heartbeat meanwhile reports what the member holds.
+    h.p.advance_ms(1_000);
+    let (token, hb) = h.heartbeat();
+    assert_eq!(owned(&hb), Some(set(&[0, 1])), "not the acknowledged {{0}}");
+    h.respond(token, ok(&member, 2, None));
+    h.complete(assign);
+    assert_eq!(h.m.state(), MemberState::Acknowledging);
+    let (_, ack) = h.heartbeat();
+    assert_eq!(
+        owned(&ack),
+        Some(set(&[0, 1])),
+        "the acknowledgement goes out"
+    );
+}
+
+#[test]
+fn an_acknowledgement_with_a_newer_target_known_also_reports_what_it_will_take() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[0, 1])));
+    h.poll_reconcile();
+    let assign = h.one_callback(RebalanceCallback::Assigned, &[1]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 3, Some(&[0, 1, 2])));
+    h.complete(assign);
+    // {0, 1} is acknowledged while {0, 1, 2} waits: 2 is reported too, so a target after it
+    // that takes 2 elsewhere leaves it pending until this member lets it go.
+    let (_, ack) = h.heartbeat();
+    assert_eq!(owned(&ack), Some(set(&[0, 1, 2])));
 }
 
 #[test]
