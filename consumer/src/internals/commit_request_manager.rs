@@ -313,12 +313,27 @@ impl CommitRequestManager {
             self.fail_unsent_outside_generation(member.rebalancing);
         }
         self.prepare_unsent_auto_commits();
+        let mut emptied = false;
         for commit in &mut self.commits {
             if !commit.state.can_send(ctx.now) {
                 if let Some(at) = commit.state.backoff_until(ctx.now) {
                     result.wake_at(at);
                 }
                 continue;
+            }
+            // An auto-commit sent earlier in this round may have raised the floor.
+            if commit.before_revocation || commit.completion.is_none() {
+                let floor = &self.committed_floor;
+                commit
+                    .offsets
+                    .retain(|tp, offset| floor.get(tp).is_none_or(|f| offset.offset >= *f));
+                if commit.offsets.is_empty() {
+                    if let Some(c) = &commit.completion {
+                        c.complete(Ok(()));
+                    }
+                    emptied = true;
+                    continue;
+                }
             }
             for (tp, offset) in &commit.offsets {
                 let floor = self
@@ -348,6 +363,10 @@ impl CommitRequestManager {
                 )),
                 token: self.next_token,
             });
+        }
+        if emptied {
+            self.commits
+                .retain(|c| c.token.is_some() || !c.offsets.is_empty());
         }
         let Some(version) = select_version::<OffsetFetchRequest>(ctx.versions) else {
             return result;

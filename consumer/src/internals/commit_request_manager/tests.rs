@@ -313,6 +313,34 @@ fn a_snapshot_position_does_not_outlive_the_loss_of_its_partition() {
 }
 
 #[test]
+fn two_auto_commits_sent_in_one_round_never_go_below_each_other() {
+    let mut p = parts(true);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1)].into_iter().collect());
+    let mut m = CommitRequestManager::new(&p.settings);
+    // The snapshot says 68; an auto-commit of 69 is queued, then the commit before
+    // revocation from the snapshot: both go out in the same round, 69 first.
+    m.on_poll(p.now, offsets(&[(0, 68), (1, 5)]));
+    m.auto_commit_now(offsets(&[(0, 69)]));
+    let deadline = p.now + Duration::from_millis(5_000);
+    let (_completion, _receiver) = m
+        .commit_before_revocation(&p.ctx(), deadline)
+        .expect("something to commit");
+    let sent: Vec<_> = m
+        .poll(&mut p.ctx())
+        .requests
+        .iter()
+        .filter(|r| matches!(r.body, RequestBody::OffsetCommit(_)))
+        .map(|r| committed_offsets(&r.body))
+        .collect();
+    assert_eq!(
+        sent,
+        [vec![("t".to_owned(), 0, 69)], vec![("t".to_owned(), 1, 5)]],
+        "the second commit leaves out t-0, below what the first one just sent"
+    );
+}
+
+#[test]
 fn no_auto_commit_timer_without_auto_commit() {
     let mut p = parts(false);
     let mut m = CommitRequestManager::new(&p.settings);
