@@ -434,7 +434,7 @@ impl ConsumerMembershipManager {
     /// partitions being revoked are still held too. Topics whose ids metadata cannot name yet
     /// are left out, as the reconciliation leaves them out (KAFKA-16198).
     pub(super) fn owned_for_heartbeat(&self, ctx: &ManagerContext<'_>) -> (LocalAssignment, bool) {
-        let (mut holding, revoked) = match &self.reconciliation {
+        let (mut holding, revocation_done) = match &self.reconciliation {
             Some(r) => (
                 r.resolved.clone(),
                 matches!(r.step, ReconcileStep::Assign { .. }),
@@ -448,7 +448,7 @@ impl ConsumerMembershipManager {
             }
             None => return (self.current.clone(), false),
         };
-        if !revoked {
+        if !revocation_done {
             for (id, partitions) in &self.current.partitions {
                 holding
                     .partitions

@@ -209,13 +209,13 @@ impl ConsumerMembershipManager {
     /// New partitions assigned but not fetchable until `on_partitions_assigned` has run
     /// (called even with nothing new, KAFKA-16312).
     ///
-    /// Unless a newer target has taken one of them away meanwhile: the heartbeats sent while
-    /// this reconciliation waited (for its commit, for the revoke callback) reported owned
-    /// partitions without the added ones, and the coordinator takes that as their release and
-    /// may already have given them to another member. Java's consumer assigns them anyway and
-    /// revokes them in the next reconciliation, so two members own them at once for that long;
-    /// here the stale reconciliation ends after its revocations and the next one starts from
-    /// the newest target.
+    /// Unless a newer target has taken one of them away while this reconciliation waited (for
+    /// its commit, for the revoke callback): the coordinator may already have given it to
+    /// another member (a heartbeat that reported the member's owned partitions before it knew
+    /// this target let it go at once). Java's consumer assigns it anyway and revokes it in the
+    /// next reconciliation, so two members own it at once for that long; here the stale
+    /// reconciliation ends after its revocations and the next one starts from the newest
+    /// target.
     fn start_assign(&mut self, ctx: &mut ManagerContext<'_>) {
         let Some(r) = &self.reconciliation else {
             return;
