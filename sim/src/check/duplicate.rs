@@ -14,8 +14,9 @@
 //! learns, as Java's consumer does; by then the new owner may have committed past them. Such a
 //! zombie's deliveries are excused when the member was fenced during its ownership period of
 //! the partition ([`History::fenced_periods`]) and another member was given the partition
-//! after this period began — the same zombie window `exclusive-ownership` tolerates. Its commits must still be refused
-//! (`zombie-commits-refused`), so nothing it consumed moves the group's offsets.
+//! after this period began — the same zombie window `exclusive-ownership` tolerates. Its
+//! commits must still be refused (`zombie-commits-refused`), so nothing it consumed moves the
+//! group's offsets.
 
 use std::collections::BTreeMap;
 
