@@ -527,15 +527,22 @@ fn a_newer_target_that_takes_back_an_added_partition_supersedes_the_reconciliati
     assert_eq!(h.m.state(), MemberState::Acknowledging);
 }
 
-#[test]
-fn partitions_being_assigned_are_reported_owned_and_acknowledged_again() {
-    let mut h = Harness::new();
+/// A member stable with {0} gets {0, 1} at epoch 2 and is running `on_partitions_assigned`
+/// for 1: returns its member id and that callback's id.
+fn assigning_partition_1(h: &mut Harness) -> (String, u64) {
     let member = h.join_stable(1, &[0]);
     h.p.advance_ms(1_000);
     let (token, _) = h.heartbeat();
     h.respond(token, ok(&member, 2, Some(&[0, 1])));
     h.poll_reconcile();
     let assign = h.one_callback(RebalanceCallback::Assigned, &[1]);
+    (member, assign)
+}
+
+#[test]
+fn partitions_being_assigned_are_reported_owned_and_acknowledged_again() {
+    let mut h = Harness::new();
+    let (member, assign) = assigning_partition_1(&mut h);
     // The listener is slow: a heartbeat meanwhile reports what the member holds.
     h.p.advance_ms(1_000);
     let (token, hb) = h.heartbeat();
@@ -554,12 +561,7 @@ fn partitions_being_assigned_are_reported_owned_and_acknowledged_again() {
 #[test]
 fn an_acknowledgement_with_a_newer_target_known_also_reports_what_it_will_take() {
     let mut h = Harness::new();
-    let member = h.join_stable(1, &[0]);
-    h.p.advance_ms(1_000);
-    let (token, _) = h.heartbeat();
-    h.respond(token, ok(&member, 2, Some(&[0, 1])));
-    h.poll_reconcile();
-    let assign = h.one_callback(RebalanceCallback::Assigned, &[1]);
+    let (member, assign) = assigning_partition_1(&mut h);
     h.p.advance_ms(1_000);
     let (token, _) = h.heartbeat();
     h.respond(token, ok(&member, 3, Some(&[0, 1, 2])));
