@@ -312,28 +312,18 @@ impl CommitRequestManager {
         if let Some(member) = ctx.member.filter(|m| !m.stable) {
             self.fail_unsent_outside_generation(member.rebalancing);
         }
-        self.prepare_unsent_auto_commits();
         let mut emptied = false;
         for commit in &mut self.commits {
+            // In queue order, so the floor includes what this round already sent.
+            if !prepare_unsent_auto_commit(commit, &self.latest_consumed, &self.committed_floor) {
+                emptied = true;
+                continue;
+            }
             if !commit.state.can_send(ctx.now) {
                 if let Some(at) = commit.state.backoff_until(ctx.now) {
                     result.wake_at(at);
                 }
                 continue;
-            }
-            // An auto-commit sent earlier in this round may have raised the floor.
-            if commit.before_revocation || commit.completion.is_none() {
-                let floor = &self.committed_floor;
-                commit
-                    .offsets
-                    .retain(|tp, offset| floor.get(tp).is_none_or(|f| offset.offset >= *f));
-                if commit.offsets.is_empty() {
-                    if let Some(c) = &commit.completion {
-                        c.complete(Ok(()));
-                    }
-                    emptied = true;
-                    continue;
-                }
             }
             for (tp, offset) in &commit.offsets {
                 let floor = self
@@ -411,39 +401,6 @@ impl CommitRequestManager {
             .retain(|tp, _| ctx.subscriptions.is_assigned(tp));
         self.committed_floor
             .retain(|tp, _| ctx.subscriptions.is_assigned(tp));
-    }
-
-    /// Auto-commits about to go out: the commit before revocation takes the newest consumed
-    /// positions (KAFKA-16033), read when it is sent rather than when its last attempt
-    /// failed, since an interval auto-commit may have gone out during its backoff; every
-    /// auto-commit leaves out partitions below the committed floor, and one left with nothing
-    /// to commit is done.
-    fn prepare_unsent_auto_commits(&mut self) {
-        let (latest, floor) = (&self.latest_consumed, &self.committed_floor);
-        self.commits.retain_mut(|commit| {
-            if commit.token.is_some() || !(commit.before_revocation || commit.completion.is_none())
-            {
-                return true;
-            }
-            if commit.before_revocation {
-                for (tp, offset) in &mut commit.offsets {
-                    if let Some(newest) = latest.get(tp) {
-                        *offset = newest.clone();
-                    }
-                }
-            }
-            commit
-                .offsets
-                .retain(|tp, offset| floor.get(tp).is_none_or(|f| offset.offset >= *f));
-            if !commit.offsets.is_empty() {
-                return true;
-            }
-            tracing::debug!("auto-commit left with nothing above what was committed");
-            if let Some(c) = &commit.completion {
-                c.complete(Ok(()));
-            }
-            false
-        });
     }
 
     /// Java's `sendOffsetCommitRequest` outside a stable generation: a group member commits
@@ -721,6 +678,41 @@ fn initialize_positions(
             }
         }
     }
+}
+
+/// An unsent auto-commit about to go out: the commit before revocation takes the newest
+/// consumed positions (KAFKA-16033), read when it is sent rather than when its last attempt
+/// failed, since an interval auto-commit may have gone out during its backoff; every
+/// auto-commit leaves out partitions below the committed floor — raised by the commits sent
+/// before it in the same round too, or two auto-commits from different snapshots go out
+/// together and the second moves the offset back (family-lost-commits seeds 0 and 34). One
+/// left with nothing to commit is done: returns false, and the caller drops it.
+fn prepare_unsent_auto_commit(
+    commit: &mut PendingCommit,
+    latest: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    floor: &BTreeMap<TopicPartition, i64>,
+) -> bool {
+    if commit.token.is_some() || !(commit.before_revocation || commit.completion.is_none()) {
+        return true;
+    }
+    if commit.before_revocation {
+        for (tp, offset) in &mut commit.offsets {
+            if let Some(newest) = latest.get(tp) {
+                *offset = newest.clone();
+            }
+        }
+    }
+    commit
+        .offsets
+        .retain(|tp, offset| floor.get(tp).is_none_or(|f| offset.offset >= *f));
+    if !commit.offsets.is_empty() {
+        return true;
+    }
+    tracing::debug!("auto-commit left with nothing above what was committed");
+    if let Some(c) = &commit.completion {
+        c.complete(Ok(()));
+    }
+    false
 }
 
 fn commit_request(
