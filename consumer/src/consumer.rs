@@ -21,7 +21,7 @@ use crate::internals::events::{
 };
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
-use crate::internals::network_thread::{self, Channels};
+use crate::internals::network_thread::{self, Channels, GroupSnapshot};
 use crate::internals::settings::ConsumerSettings;
 use crate::internals::subscription_state::TopicPattern;
 use crate::internals::PartitionProgress;
@@ -164,7 +164,7 @@ pub struct Consumer {
     pending_assignment: Option<BTreeSet<TopicPartition>>,
     listener: ListenerSlot,
     in_callback: Arc<AtomicBool>,
-    group_metadata: watch::Receiver<ConsumerGroupMetadata>,
+    group: watch::Receiver<GroupSnapshot>,
     paused: BTreeSet<TopicPartition>,
     /// Records taken from the buffer for `recv` but not yet returned.
     pending: VecDeque<ConsumerRecord>,
@@ -231,11 +231,14 @@ impl Consumer {
         let (bg_tx, bg_rx) = mpsc::unbounded_channel();
         let buffer = Arc::new(FetchBuffer::default());
         let metrics = Arc::new(SharedMetrics::default());
-        let (group_tx, group_rx) = watch::channel(ConsumerGroupMetadata {
-            group_id: settings.group_id.clone().unwrap_or_default(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: settings.group_instance_id.clone(),
+        let (group_tx, group_rx) = watch::channel(GroupSnapshot {
+            metadata: ConsumerGroupMetadata {
+                group_id: settings.group_id.clone().unwrap_or_default(),
+                generation_id: -1,
+                member_id: String::new(),
+                group_instance_id: settings.group_instance_id.clone(),
+            },
+            session_lapsed: false,
         });
         network_thread::start(
             settings.clone(),
@@ -244,7 +247,7 @@ impl Consumer {
                 background_events: bg_tx,
                 buffer: Arc::clone(&buffer),
                 metrics: Arc::clone(&metrics),
-                group_metadata: group_tx,
+                group: group_tx,
             },
         )?;
         Ok(Self {
@@ -259,7 +262,7 @@ impl Consumer {
             pending_assignment: None,
             listener: Arc::new(Mutex::new(None)),
             in_callback: Arc::new(AtomicBool::new(false)),
-            group_metadata: group_rx,
+            group: group_rx,
             paused: BTreeSet::new(),
             pending: VecDeque::new(),
             async_commits: VecDeque::new(),
@@ -753,7 +756,7 @@ impl Consumer {
                 "group_metadata needs a group.id".to_owned(),
             ));
         }
-        Ok(self.group_metadata.borrow().clone())
+        Ok(self.group.borrow().metadata.clone())
     }
 
     // ----- consuming -----
@@ -1323,14 +1326,20 @@ impl Consumer {
     /// Java's `runRebalanceCallbacksOnClose`: partitions the application still holds when the
     /// leave could not finish within the timeout (a reconciliation stuck behind an outage)
     /// are given up through the listener anyway — revoked while the member has a generation,
-    /// lost when it has none — so no partition is closed over without the application being
-    /// told.
+    /// lost when it has none or (classic) its coordinator has not answered for a whole
+    /// session, so no partition is closed over without the application being told. Java
+    /// revokes in that last case too, though the coordinator has most likely handed the
+    /// partitions to another member by then.
     async fn release_assignment_on_close(&mut self) {
         if self.assignment.is_empty() || self.in_callback.load(Ordering::SeqCst) {
             return;
         }
         let partitions = self.assignment.clone();
-        let callback = if self.group_metadata.borrow().generation_id > 0 {
+        let in_session = {
+            let group = self.group.borrow();
+            group.metadata.generation_id > 0 && !group.session_lapsed
+        };
+        let callback = if in_session {
             RebalanceCallback::Revoked
         } else {
             RebalanceCallback::Lost

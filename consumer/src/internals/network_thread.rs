@@ -16,9 +16,11 @@
 //! application's runtime (or none) never matters; under madsim it is a spawned task.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion};
@@ -55,8 +57,18 @@ pub(crate) struct Channels {
     pub buffer: Arc<FetchBuffer>,
     /// Counters for `metrics()`.
     pub metrics: Arc<SharedMetrics>,
-    /// The group metadata snapshot for `group_metadata()`.
-    pub group_metadata: tokio::sync::watch::Sender<ConsumerGroupMetadata>,
+    /// The member's place in its group, as the application side reads it.
+    pub group: tokio::sync::watch::Sender<GroupSnapshot>,
+}
+
+/// What the application side knows of the member's place in its group.
+#[derive(Debug, Clone)]
+pub struct GroupSnapshot {
+    /// What `group_metadata()` returns.
+    pub metadata: ConsumerGroupMetadata,
+    /// Classic: the coordinator has not answered for a whole session, so it has most likely
+    /// moved the member's partitions on; `close` then gives them up as lost, not revoked.
+    pub session_lapsed: bool,
 }
 
 struct Closing {
@@ -93,12 +105,19 @@ pub(crate) struct ConsumerNetworkThread {
 pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
     let client = NetworkClient::new(settings.network_config())?;
     let membership = Membership::new(&settings, Instant::now())?;
+    // Every line the background task logs names its consumer, as Java's `[Consumer
+    // clientId=…, groupId=…]` prefix does: one process often runs several.
+    let span = tracing::info_span!(
+        "consumer",
+        client_id = %settings.client_id,
+        group_id = settings.group_id.as_deref().unwrap_or_default()
+    );
     let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
-    spawn(thread)
+    spawn(thread.run().instrument(span))
 }
 
 #[cfg(not(madsim))]
-fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
+fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,15 +127,15 @@ fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
     #[allow(clippy::disallowed_methods)]
     std::thread::Builder::new()
         .name("kafka-consumer-network".to_owned())
-        .spawn(move || runtime.block_on(thread.run()))
+        .spawn(move || runtime.block_on(thread))
         .map_err(|e| Error::Internal(format!("cannot start the background thread: {e}").into()))?;
     Ok(())
 }
 
 #[cfg(madsim)]
-fn spawn(thread: ConsumerNetworkThread) -> Result<()> {
+fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
     // madsim forbids OS threads; the task runs on the simulated node that created the consumer.
-    tokio::spawn(thread.run());
+    tokio::spawn(thread);
     Ok(())
 }
 
@@ -570,7 +589,7 @@ impl ConsumerNetworkThread {
         self.fail_commits_on_membership_fatal();
         self.apply(effects, now);
         self.register_coordinator();
-        self.publish_group_metadata();
+        self.publish_group_snapshot();
         let mut next = None;
         for (manager, result) in results {
             next = earliest(next, result.next_poll_at);
@@ -652,17 +671,22 @@ impl ConsumerNetworkThread {
         }
     }
 
-    /// Publishes the group metadata snapshot when it changed.
-    fn publish_group_metadata(&self) {
+    /// Publishes the group snapshot when it changed.
+    fn publish_group_snapshot(&self) {
         let Some(membership) = &self.membership else {
             return;
         };
         let (generation_id, member_id) = membership.group_metadata();
-        self.channels.group_metadata.send_if_modified(|current| {
-            let changed = current.generation_id != generation_id || current.member_id != member_id;
+        let session_lapsed = membership.session_lapsed();
+        self.channels.group.send_if_modified(|current| {
+            let metadata = &mut current.metadata;
+            let changed = metadata.generation_id != generation_id
+                || metadata.member_id != member_id
+                || current.session_lapsed != session_lapsed;
             if changed {
-                current.generation_id = generation_id;
-                member_id.clone_into(&mut current.member_id);
+                metadata.generation_id = generation_id;
+                member_id.clone_into(&mut metadata.member_id);
+                current.session_lapsed = session_lapsed;
             }
             changed
         });

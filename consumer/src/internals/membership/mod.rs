@@ -101,6 +101,16 @@ impl Membership {
         }
     }
 
+    /// Classic: whether the coordinator has not answered for a whole session while the member
+    /// was in its generation. KIP-848 members learn that they were fenced from the
+    /// coordinator's answers instead.
+    pub fn session_lapsed(&self) -> bool {
+        match self {
+            Self::Classic(m) => m.session_lapsed(),
+            Self::Consumer(_) => false,
+        }
+    }
+
     /// Whether a leave is under way.
     pub fn is_leaving(&self) -> bool {
         match self {

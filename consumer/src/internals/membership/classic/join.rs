@@ -27,7 +27,7 @@ use crate::types::TopicPartition;
 const LEADER_METADATA_WAIT: Duration = Duration::from_secs(5);
 
 /// What a failed JoinGroup / SyncGroup leads to.
-enum Retry {
+pub(super) enum Retry {
     /// Rejoin at once (MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ...).
     Now,
     /// Rejoin after the retry backoff.
@@ -267,7 +267,7 @@ impl ClassicMembershipManager {
     }
 
     /// A JoinGroup or SyncGroup failed: back to Unjoined, rejoin now or after a backoff.
-    fn join_failed(&mut self, ctx: &mut ManagerContext<'_>, retry: Retry, reason: &str) {
+    pub(super) fn join_failed(&mut self, ctx: &mut ManagerContext<'_>, retry: Retry, reason: &str) {
         self.step = Step::Idle;
         self.transition(ctx, MemberState::Unjoined);
         match retry {
@@ -351,6 +351,7 @@ impl ClassicMembershipManager {
         };
         self.transition(ctx, MemberState::CompletingRebalance);
         self.timers.reset_session(ctx.now);
+        self.session_lapsed = false;
         let leader = body.leader.as_str() == body.member_id.as_str();
         tracing::info!(
             generation = body.generation_id,
@@ -476,6 +477,7 @@ impl ClassicMembershipManager {
         self.transition(ctx, MemberState::Stable);
         self.step = Step::Idle;
         self.timers.reset_session(ctx.now);
+        self.session_lapsed = false;
         self.needs_join_prepare = true;
         self.rejoin_reason = None;
         let protocol = self.generation.protocol_name.clone();

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::join::Retry;
 use super::{requests, ClassicMembershipManager, Generation, Leave, LeaveStage, Step};
 use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
@@ -19,11 +20,14 @@ use crate::protocol::ResponseError;
 impl ClassicMembershipManager {
     /// Sends a heartbeat when one is due, in CompletingRebalance and Stable (KAFKA-10134: also
     /// while the SyncGroup is out); a session without a heartbeat response for
-    /// `session.timeout.ms` marks the coordinator unknown and gives up on the heartbeat still
-    /// out. Java's heartbeat thread disconnects from the coordinator there, which fails that
-    /// request; waiting for its `request.timeout.ms` instead kept a member cut off past its
-    /// session from hearing that it was fenced for seconds after the network healed, handing
-    /// out records of partitions the group had already moved.
+    /// `session.timeout.ms` marks the coordinator unknown and gives up on the group requests
+    /// still out (the heartbeat and a SyncGroup). Java's heartbeat thread disconnects from the
+    /// coordinator there, which fails those requests. Waiting for the heartbeat's
+    /// `request.timeout.ms` instead kept a member cut off past its session from hearing that it
+    /// was fenced for seconds after the network healed, handing out records of partitions the
+    /// group had already moved; applying a SyncGroup answer that arrives after the session
+    /// lapsed made a member the coordinator had already removed own partitions of the next
+    /// generation.
     pub(super) fn poll_heartbeat(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
         if !matches!(
             self.state,
@@ -35,10 +39,15 @@ impl ClassicMembershipManager {
             return;
         };
         if self.timers.session_expired(ctx.now) {
-            ctx.mark_coordinator_unknown("no heartbeat response within session.timeout.ms");
+            let reason = "no heartbeat response within session.timeout.ms";
+            ctx.mark_coordinator_unknown(reason);
             self.timers.reset_session(ctx.now);
             self.timers.fail_heartbeat(ctx.now);
             self.heartbeat_in_flight = None;
+            self.session_lapsed = true;
+            if matches!(self.step, Step::Syncing { .. }) {
+                self.join_failed(ctx, Retry::Backoff, reason);
+            }
             return;
         }
         result.wake_at(self.timers.session_deadline());
@@ -87,6 +96,7 @@ impl ClassicMembershipManager {
         };
         let Some(code) = ResponseError::try_from_code(body.error_code) else {
             self.timers.received_heartbeat(ctx.now);
+            self.session_lapsed = false;
             return;
         };
         let current = sent_generation == self.generation.generation_id;
@@ -94,6 +104,7 @@ impl ClassicMembershipManager {
             ResponseError::RebalanceInProgress => {
                 // The coordinator answered: the session is alive.
                 self.timers.received_heartbeat(ctx.now);
+                self.session_lapsed = false;
                 if self.state == MemberState::Stable && current {
                     self.request_rejoin("the group is rebalancing (heartbeat)");
                 }
@@ -253,7 +264,10 @@ impl ClassicMembershipManager {
         if owned.is_empty() {
             return self.send_leave(ctx, result);
         }
-        let callback = if self.generation.is_valid() && self.state == MemberState::Stable {
+        let callback = if self.generation.is_valid()
+            && self.state == MemberState::Stable
+            && !self.session_lapsed
+        {
             RebalanceCallback::Revoked
         } else {
             RebalanceCallback::Lost

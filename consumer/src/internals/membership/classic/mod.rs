@@ -168,6 +168,12 @@ pub(crate) struct ClassicMembershipManager {
     /// Whether the coordinator was known at the last poll (its rediscovery restarts the
     /// session timer).
     coordinator_known: bool,
+    /// No answer from the coordinator for `session.timeout.ms` while in a generation: the
+    /// coordinator has most likely removed this member and moved its partitions on. Sticky
+    /// until the coordinator answers again, because rediscovering the coordinator restarts
+    /// the session timer but says nothing about the session itself. A member closing in this
+    /// state gives its partitions up as lost, not revoked.
+    session_lapsed: bool,
     /// Requests made while handling a response (SyncGroup after JoinGroup), sent at the next
     /// poll, which the loop runs right after every response.
     outbox: Vec<UnsentRequest>,
@@ -257,6 +263,7 @@ impl ClassicMembershipManager {
             joined_subscription: BTreeSet::new(),
             assignment_snapshot: None,
             coordinator_known: false,
+            session_lapsed: false,
             outbox: Vec::new(),
             rebalance_started_at: None,
             rebalances: (0, 0),
@@ -315,6 +322,12 @@ impl ClassicMembershipManager {
     /// Whether a leave is under way.
     pub fn is_leaving(&self) -> bool {
         self.leave.is_some()
+    }
+
+    /// Whether the coordinator has not answered for a whole session since the member last
+    /// heard from it in its generation (see the field).
+    pub fn session_lapsed(&self) -> bool {
+        self.session_lapsed
     }
 
     fn token(&mut self) -> u64 {
@@ -450,7 +463,13 @@ impl ClassicMembershipManager {
             self.timers.reset_session(ctx.now);
         }
         self.coordinator_known = coordinator_known;
-        if self.leave.is_some() {
+        if let Some(leave) = &self.leave {
+            // Java's heartbeat thread goes on while `close` revokes: the session stays alive
+            // through a slow listener, and a lapse is noticed before the partitions are given
+            // up.
+            if !matches!(leave.stage, LeaveStage::Request { .. }) {
+                self.poll_heartbeat(ctx, &mut result);
+            }
             self.poll_leave(ctx, &mut result);
             return result;
         }

@@ -542,6 +542,91 @@ fn session_expiry_gives_up_the_unanswered_heartbeat() {
     assert_ne!(fresh, unanswered);
 }
 
+/// Joins as a follower of generation 1 owning `owned`, then lets a whole session pass
+/// without an answer to the heartbeat sent meanwhile.
+fn lapsed_follower(owned: &[i32]) -> Harness {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, owned);
+    h.complete(id);
+    h.p.advance_ms(3_000);
+    let (_, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    h.p.advance_ms(7_000);
+    h.poll();
+    assert!(h.m.session_lapsed());
+    h
+}
+
+/// Java's heartbeat thread disconnects from the coordinator when the session lapses, which
+/// fails the SyncGroup still out; the answer that arrives later (held behind a stalled
+/// connection, or after a cut heals) is for a member the coordinator has most likely removed
+/// already, and applying it made that member own partitions of the next generation.
+#[test]
+fn a_sync_group_answer_after_the_session_lapsed_is_not_applied() {
+    let mut h = Harness::eager();
+    h.app_polls();
+    let (token, _) = h.one_request();
+    h.respond(token, join_response(1, "m-1", "x", "range"));
+    let (sync_token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::SyncGroup(_)), "{body:?}");
+    h.p.advance_ms(10_000);
+    h.poll();
+    assert!(h.p.effects.coordinator_unknown.is_some());
+    assert!(h.m.session_lapsed());
+    h.respond(sync_token, sync_response(&[0]));
+    assert!(h.callbacks().is_empty(), "no partition assigned");
+    assert!(h.p.subscriptions.assigned().is_empty());
+    assert_eq!(h.m.state(), MemberState::Unjoined);
+    h.p.advance_ms(1_000);
+    let (_, body) = h.one_request();
+    assert!(
+        matches!(body, RequestBody::JoinGroup(_)),
+        "rejoins instead: {body:?}"
+    );
+}
+
+#[test]
+fn closing_after_the_session_lapsed_loses_the_partitions() {
+    let mut h = lapsed_follower(&[0, 1]);
+    h.m.leave(None, GroupMembershipOperation::Default);
+    h.poll();
+    let callbacks = h.callbacks();
+    assert_eq!(
+        (callbacks[0].1, callbacks[0].2.clone()),
+        (RebalanceCallback::Lost, set(&[0, 1]))
+    );
+}
+
+#[test]
+fn a_heartbeat_answer_ends_the_lapse() {
+    let mut h = lapsed_follower(&[0]);
+    h.p.advance_ms(3_000);
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    h.respond(token, heartbeat_response(None));
+    assert!(!h.m.session_lapsed());
+    h.m.leave(None, GroupMembershipOperation::Default);
+    h.poll();
+    assert_eq!(h.callbacks()[0].1, RebalanceCallback::Revoked);
+}
+
+/// Java's heartbeat thread goes on while `close` runs `onPartitionsRevoked`: a listener slower
+/// than the session must not get the member removed before it gave its partitions up.
+#[test]
+fn heartbeats_go_on_while_the_leave_waits_for_the_listener() {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, &[0]);
+    h.complete(id);
+    h.m.leave(None, GroupMembershipOperation::Default);
+    assert!(h.poll().requests.is_empty());
+    assert_eq!(h.callbacks()[0].1, RebalanceCallback::Revoked);
+    h.p.advance_ms(3_000);
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    h.respond(token, heartbeat_response(None));
+    assert!(!h.m.session_lapsed());
+}
+
 #[test]
 fn cooperative_revokes_only_what_moved_then_rejoins() {
     let mut h = Harness::new(vec![Assignor::CooperativeSticky], false);
