@@ -8,7 +8,7 @@
 //! revocation, so ownership windows (assigned → revoked/lost, per the members' own views) must
 //! not overlap — except for a zombie that had been fenced and had not yet noticed, whose window
 //! ends with `lost` (or a crash), or whose requests the coordinator answered
-//! `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` before it gave the partition up
+//! `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` before it finished giving the partition up
 //! ([`History::fenced_periods`]). Also checks the cooperative rule "revoked ⊆ owned".
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -196,6 +196,7 @@ impl Checker for ExclusiveOwnership {
 mod tests {
     use super::super::testkit::*;
     use super::*;
+    use crate::history::CallbackKind;
 
     fn generation() -> ExclusiveOwnership {
         ExclusiveOwnership {
@@ -302,6 +303,38 @@ mod tests {
         assert!(ExclusiveOwnership::default().check(&zombie(true)).is_ok());
         assert!(ExclusiveOwnership::default()
             .check(&zombie(false))
+            .has(ViolationKind::DoubleOwnership));
+    }
+
+    /// lost-commits seed 789: a KIP-848 member whose heartbeats were starved is fenced in
+    /// silence; the commit its `onPartitionsRevoked` makes is the first to hear so.
+    #[test]
+    fn a_zombie_told_while_its_revocation_runs_is_tolerated() {
+        let unknown = Event::Response {
+            api: "OffsetCommit".into(),
+            correlation: 7,
+            node: "coordinator".into(),
+            error: Some("UNKNOWN_MEMBER_ID".into()),
+            member_id: None,
+            generation: None,
+        };
+        let zombie = |told_at: u64| {
+            let mut h = vec![
+                (0, "c0", start()),
+                (0, "c1", start()),
+                (1, "c0", assigned(2, &[0])),
+                (5, "c1", assigned(4, &[0])),
+                (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
+                (9, "c0", revoked(2, &[0])),
+                (12, "c0", cb_end(CallbackKind::Revoked, &[0])),
+            ];
+            h.push((told_at, "c0", unknown.clone()));
+            h.sort_by_key(|(at, ..)| *at);
+            history(h)
+        };
+        assert!(ExclusiveOwnership::default().check(&zombie(10)).is_ok());
+        assert!(ExclusiveOwnership::default()
+            .check(&zombie(13))
             .has(ViolationKind::DoubleOwnership));
     }
 

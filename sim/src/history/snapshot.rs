@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::coverage::Coverage;
-use super::event::{CommitMode, Event, Tp};
+use super::event::{CallbackKind, CommitMode, Event, Tp};
 use super::ownership::{OwnershipEnd, OwnershipPeriod, OwnershipTracker};
 use super::Entry;
 
@@ -290,27 +290,48 @@ impl History {
     /// The ownership periods during which the member was fenced — a zombie's, whose partition
     /// the coordinator may give away before the member gives it up: the period ended with
     /// `lost` or a crash, or a group request of the member was answered `UNKNOWN_MEMBER_ID` /
-    /// `FENCED_MEMBER_EPOCH` before it ended (the member closed, revoking, before that answer
-    /// reached it). As `(subject, tp, start_seq)`.
+    /// `FENCED_MEMBER_EPOCH` before the member finished giving the partition up (before the
+    /// period ended, or while the `onPartitionsRevoked` that ended it still ran: a KIP-848
+    /// member fenced in silence, its heartbeats starved, learns it from the commit its
+    /// revocation makes). As `(subject, tp, start_seq)`.
     pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
         let mut fenced_answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        let mut revocations_ended: BTreeMap<&str, Vec<(u64, &[Tp])>> = BTreeMap::new();
         for e in &self.entries {
-            if let Event::Response {
-                error: Some(error), ..
-            } = &e.event
-            {
-                if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" {
+            match &e.event {
+                Event::Response {
+                    error: Some(error), ..
+                } if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" => {
                     fenced_answers.entry(&e.subject).or_default().push(e.seq);
                 }
+                Event::CallbackEnd {
+                    kind: CallbackKind::Revoked,
+                    partitions,
+                    ..
+                } => revocations_ended
+                    .entry(&e.subject)
+                    .or_default()
+                    .push((e.seq, partitions)),
+                _ => {}
             }
         }
         self.ownership_periods()
             .into_iter()
             .filter(|p| {
                 let ended_fenced = matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
+                let given_up_seq = match (p.end, p.end_seq) {
+                    (Some(OwnershipEnd::Revoked), Some(end)) => revocations_ended
+                        .get(p.subject.as_str())
+                        .and_then(|ends| {
+                            ends.iter()
+                                .find(|(seq, partitions)| *seq > end && partitions.contains(&p.tp))
+                        })
+                        .map_or(Some(end), |(seq, _)| Some(*seq)),
+                    (_, end) => end,
+                };
                 let told = fenced_answers.get(p.subject.as_str()).is_some_and(|seqs| {
                     seqs.iter()
-                        .any(|s| *s > p.start_seq && p.end_seq.is_none_or(|end| *s <= end))
+                        .any(|s| *s > p.start_seq && given_up_seq.is_none_or(|end| *s <= end))
                 });
                 ended_fenced || told
             })
