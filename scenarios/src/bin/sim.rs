@@ -11,6 +11,15 @@ fn main() -> ExitCode {
 
 #[cfg(madsim)]
 fn main() -> ExitCode {
+    // `SIM_LOG=kafka_consumer=debug cargo sim run ...`: the consumers' and brokers' logs on
+    // stderr, on virtual time, each line in the span of the node that wrote it.
+    if let Ok(filter) = std::env::var("SIM_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match cli::main(&args) {
         Ok(code) => code,
