@@ -5,6 +5,7 @@
 //! changes they carry.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kafka_consumer::consumer::WakeupHandle;
@@ -96,10 +97,15 @@ fn generation_of(consumer: &Consumer) -> i32 {
     consumer.group_metadata().map_or(-1, |m| m.generation_id)
 }
 
+/// What a planned listener panic says (and its `CallbackEnd` records as the error).
+pub const PLANNED_PANIC: &str = "planned listener panic";
+
 /// The application's listener: records each call and takes the scenario's virtual time.
 struct RecordingListener {
     ctx: SubjectContext,
     behaviour: ListenerBehaviour,
+    /// Calls so far (for [`ListenerBehaviour::panic_on_call`]).
+    calls: AtomicU32,
 }
 
 impl RecordingListener {
@@ -118,8 +124,11 @@ impl RecordingListener {
         };
         let wakeup = (kind == CallbackKind::Assigned && self.behaviour.wakeup_in_assigned)
             .then(|| consumer.wakeup_handle());
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        let panics = self.behaviour.panic_on_call == Some(call);
         Box::pin(async move {
-            self.run(generation, kind, partitions, millis, wakeup).await;
+            self.run(generation, kind, partitions, millis, wakeup, panics)
+                .await;
             Ok(())
         })
     }
@@ -131,6 +140,7 @@ impl RecordingListener {
         partitions: &BTreeSet<TopicPartition>,
         millis: u64,
         wakeup: Option<WakeupHandle>,
+        panics: bool,
     ) {
         let tps: Vec<Tp> = partitions.iter().map(to_tp).collect();
         self.ctx.record(Event::CallbackStart {
@@ -170,8 +180,12 @@ impl RecordingListener {
         self.ctx.record(Event::CallbackEnd {
             kind,
             partitions: tps,
-            error: None,
+            error: panics.then(|| PLANNED_PANIC.to_owned()),
         });
+        if panics {
+            self.ctx.recorder.bump("listener-panicked");
+            panic!("{PLANNED_PANIC}");
+        }
     }
 }
 
@@ -223,6 +237,7 @@ impl Subject for ConsumerSubject {
         let listener = RecordingListener {
             ctx: self.ctx.clone(),
             behaviour: listener,
+            calls: AtomicU32::new(0),
         };
         if let Err(error) = self
             .consumer

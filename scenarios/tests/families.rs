@@ -260,6 +260,51 @@ fn lost_commits() {
     }
 }
 
+/// A listener call panics in the middle of rebalances (the storm's and the lost-commits
+/// family's draws plant one in half their seeds): the panic reaches the application through
+/// `poll` (`listener-errors-surface` among the checkers) and every other invariant holds.
+#[test]
+fn panicking_listeners() {
+    use families::{lost_commits, rebalance_storm};
+    let panics = |p: Protocol| {
+        move |s: &rebalance_storm::Storm| {
+            s.group.protocol == p && s.members.iter().any(|m| m.2.panic_on_call.is_some())
+        }
+    };
+    let mut seeds = seeds_where(
+        rebalance_storm::draw,
+        &[&panics(Protocol::Classic), &panics(Protocol::Consumer)],
+    );
+    let mut results = run_all(rebalance_storm::scenario, &seeds);
+    seeds = seeds_where(
+        lost_commits::draw,
+        &[&|l: &lost_commits::LostCommits| l.listeners.iter().any(|b| b.panic_on_call == Some(0))],
+    );
+    results.extend(run_all(lost_commits::scenario, &seeds));
+    let panicked = results
+        .iter()
+        .filter(|r| {
+            count(&r.history, None, |e| {
+                matches!(e, Event::CallbackEnd { error: Some(_), .. })
+            }) > 0
+        })
+        .count();
+    assert!(
+        panicked >= 2,
+        "only {panicked} of {} runs saw a listener panic",
+        results.len()
+    );
+    let reported = results
+        .iter()
+        .map(|r| {
+            count(&r.history, None, |e| {
+                matches!(e, Event::PollEnd { error: Some(err), .. } if err.contains("panicked"))
+            })
+        })
+        .sum::<usize>();
+    assert!(reported > 0, "no poll reported a listener panic");
+}
+
 #[test]
 fn static_members() {
     use families::static_members::{draw, scenario};

@@ -27,7 +27,8 @@
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 
 use super::{
-    between, coin, family_scenario, full_checks, knob_rng, pick, Family, GroupKnobs, Protocol,
+    between, coin, draw_listener_panic, family_scenario, full_checks, knob_rng, pick, Family,
+    GroupKnobs, Protocol,
 };
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -61,13 +62,17 @@ pub struct LostCommits {
 pub fn draw(seed: u64) -> LostCommits {
     let mut rng = knob_rng(seed, SALT);
     let group = GroupKnobs::draw(&mut rng, &[30_000]);
-    let listeners = (0..MEMBERS)
+    let mut listeners: Vec<ListenerBehaviour> = (0..MEMBERS)
         .map(|_| ListenerBehaviour {
             revoked_ms: pick(&mut rng, &[0, 200, 1_000, 3_000]),
             assigned_ms: pick(&mut rng, &[0, 200, 1_000, 3_000]),
             wakeup_in_assigned: false,
+            panic_on_call: None,
         })
         .collect();
+    if let Some((member, call)) = draw_listener_panic(seed, SALT, listeners.len()) {
+        listeners[member].panic_on_call = Some(call);
+    }
     let join_ms = between(&mut rng, 3_000, 8_000);
     let leave_ms = join_ms + between(&mut rng, 3_000, 7_000);
     let join_again_ms = leave_ms + between(&mut rng, 2_000, 6_000);

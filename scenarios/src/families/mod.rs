@@ -35,7 +35,9 @@ use sim::check::{
 use sim::history::{Event, History};
 
 use crate::app::{AppBehaviour, CommitPolicy};
-use crate::checks::{AsyncCommitsBeforeClose, UntilFinalClose, ZombieCommitsRefused};
+use crate::checks::{
+    AsyncCommitsBeforeClose, ListenerErrorsSurface, UntilFinalClose, ZombieCommitsRefused,
+};
 use crate::scenario::{FaultSource, PlannedFaults, Scenario, SubjectSpec};
 use crate::subject::ListenerBehaviour;
 
@@ -240,10 +242,22 @@ pub fn draw_listener(rng: &mut SeededRng, max_ms: u64) -> ListenerBehaviour {
             revoked_ms: rng.below_inclusive(max_ms),
             assigned_ms: rng.below_inclusive(max_ms),
             wakeup_in_assigned: false,
+            panic_on_call: None,
         }
     } else {
         ListenerBehaviour::default()
     }
+}
+
+/// In half the seeds, one member's listener panics on one of its first four calls (a listener
+/// that throws: the rebalance goes on, `poll` reports it). Drawn from its own stream so the
+/// family's other knobs stay what they were for every seed. As `(member, call)`.
+pub fn draw_listener_panic(seed: u64, salt: u64, members: usize) -> Option<(usize, u32)> {
+    const PANIC_SALT: u64 = 0x0070_616e_6963;
+    let mut rng = knob_rng(seed, salt ^ PANIC_SALT);
+    let member = usize::try_from(rng.below_inclusive(members.saturating_sub(1) as u64)).ok()?;
+    let call = u32::try_from(rng.below_inclusive(3)).ok()?;
+    coin(&mut rng).then_some((member, call))
 }
 
 /// The node name of broker `id`.
@@ -265,6 +279,7 @@ pub fn full_checks(within_ms: u64) -> CheckerSet {
 fn family_extras(set: CheckerSet, within_ms: u64) -> CheckerSet {
     set.with(ZombieCommitsRefused::default())
         .with(AsyncCommitsBeforeClose::default())
+        .with(ListenerErrorsSurface::default())
         .with(UntilFinalClose {
             inner: Liveness {
                 within_ms,

@@ -30,8 +30,8 @@
 use sim::fault::Fault;
 
 use super::{
-    between, coin, draw_listener, family_scenario, full_checks, knob_rng, Family, GroupKnobs,
-    LEAVE_GRACE_MS,
+    between, coin, draw_listener, draw_listener_panic, family_scenario, full_checks, knob_rng,
+    Family, GroupKnobs, LEAVE_GRACE_MS,
 };
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -93,6 +93,9 @@ pub fn draw(seed: u64) -> Storm {
         }
         last = last.max(start);
         members.push((start, faults, listener));
+    }
+    if let Some((member, call)) = draw_listener_panic(seed, SALT, members.len()) {
+        members[member].2.panic_on_call = Some(call);
     }
     Storm {
         group,

@@ -1,0 +1,112 @@
+//! Listener errors surface: *a rebalance listener call that fails (throws, panics) makes the
+//! `poll` that ran it fail* — Java's consumer goes on with the rebalance and rethrows the
+//! listener's exception from `poll` (`ConsumerCoordinator.onJoinComplete`, and the async
+//! consumer's `ConsumerRebalanceListenerInvoker` errors carried to the application thread), so
+//! the application learns that its callback did not do its work (commit, seek, flush).
+//!
+//! Judged per subject: after a `CallbackEnd` with an error, the subject's next `PollEnd` must
+//! carry an error. A callback run by `close` is not judged (`close` logs it, as Java's does),
+//! nor one whose process crashed before its `poll` ended.
+
+use sim::check::{Checker, Violation, ViolationKind};
+use sim::history::{Event, History};
+
+#[derive(Clone, Debug, Default)]
+pub struct ListenerErrorsSurface {}
+
+impl Checker for ListenerErrorsSurface {
+    fn name(&self) -> &'static str {
+        "listener-errors-surface"
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let mut out = Vec::new();
+        for subject in history.subjects() {
+            // The failed listener call not yet reported: when it ended and its error.
+            let mut unreported: Option<(u64, String)> = None;
+            for e in history.of_subject(subject) {
+                match &e.event {
+                    Event::CallbackEnd {
+                        kind,
+                        error: Some(error),
+                        ..
+                    } => unreported = Some((e.at_ms, format!("{kind:?}: {error}"))),
+                    Event::CloseStart { .. } | Event::MemberCrash | Event::MemberRestart => {
+                        unreported = None;
+                    }
+                    Event::PollEnd { error, .. } => {
+                        if let (Some((at_ms, failure)), None) = (unreported.take(), error) {
+                            out.push(
+                                Violation::new(
+                                    ViolationKind::ListenerErrorSwallowed,
+                                    e.at_ms,
+                                    format!(
+                                        "{subject}'s listener failed at {at_ms}ms ({failure}) \
+                                         and the poll that ran it returned normally: the \
+                                         application is never told"
+                                    ),
+                                )
+                                .subject(subject),
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::history::CallbackKind;
+
+    fn failed_callback() -> Event {
+        Event::CallbackEnd {
+            kind: CallbackKind::Assigned,
+            partitions: Vec::new(),
+            error: Some("planned listener panic".into()),
+        }
+    }
+
+    fn end(error: Option<&str>) -> Event {
+        Event::PollEnd {
+            records: 0,
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_failed_callback_must_fail_its_poll() {
+        let reported = History::from_events(vec![
+            (10, "c0", failed_callback()),
+            (
+                12,
+                "c0",
+                end(Some("rebalance listener on_partitions_assigned failed")),
+            ),
+            (20, "c0", end(None)),
+        ]);
+        assert!(ListenerErrorsSurface::default()
+            .violations(&reported)
+            .is_empty());
+        let swallowed =
+            History::from_events(vec![(10, "c0", failed_callback()), (12, "c0", end(None))]);
+        let v = ListenerErrorsSurface::default().violations(&swallowed);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].kind, ViolationKind::ListenerErrorSwallowed);
+    }
+
+    #[test]
+    fn a_callback_run_by_close_or_before_a_restart_is_not_judged() {
+        let h = History::from_events(vec![
+            (10, "c0", Event::CloseStart { timeout_ms: 5_000 }),
+            (11, "c0", failed_callback()),
+            (12, "c0", Event::MemberRestart),
+            (13, "c0", end(None)),
+        ]);
+        assert!(ListenerErrorsSurface::default().violations(&h).is_empty());
+    }
+}
