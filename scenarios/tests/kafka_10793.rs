@@ -34,7 +34,10 @@ fn legacy_2_6_1_never_looks_for_the_coordinator_again() {
         .map(|e| e.at_ms)
         .max()
         .expect("c0 looked for its coordinator");
-    assert!(last_find_ms < healed_ms, "a FindCoordinator at {last_find_ms}ms");
+    assert!(
+        last_find_ms < healed_ms,
+        "a FindCoordinator at {last_find_ms}ms"
+    );
     assert!(c0.iter().any(|e| e.at_ms >= last_find_ms
         && matches!(&e.event, Event::Response { api, error: Some(_), .. } if api == "FindCoordinator")));
     let outcomes: Vec<Option<&str>> = c0
@@ -45,7 +48,11 @@ fn legacy_2_6_1_never_looks_for_the_coordinator_again() {
             _ => None,
         })
         .collect();
-    assert!(outcomes.len() > 100, "{} commits after the heal", outcomes.len());
+    assert!(
+        outcomes.len() > 100,
+        "{} commits after the heal",
+        outcomes.len()
+    );
     assert!(outcomes.iter().all(Option::is_some), "a commit succeeded");
 }
 
