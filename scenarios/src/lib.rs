@@ -120,6 +120,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: jira::kafka_8104::scenario,
         },
         ScenarioInfo {
+            name: jira::kafka_10793::NAME,
+            build: jira::kafka_10793::scenario,
+        },
+        ScenarioInfo {
             name: families::rebalance_storm::NAME,
             build: families::rebalance_storm::scenario,
         },

@@ -3,6 +3,7 @@
 
 pub mod kafka_10134;
 pub mod kafka_10337;
+pub mod kafka_10793;
 pub mod kafka_13310;
 pub mod kafka_13563;
 pub mod kafka_13840;

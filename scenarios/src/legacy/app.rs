@@ -23,7 +23,7 @@ use crate::subject::{
 /// Virtual CPU time of one pass of `poll`'s loop that found nothing to wait for. A real
 /// `client.poll(0)` returns at once but still takes time, during which the heartbeat thread
 /// runs; without a cost the simulated application thread would spin without time advancing.
-const EMPTY_PASS_COST: Duration = Duration::from_micros(100);
+pub(super) const EMPTY_PASS_COST: Duration = Duration::from_micros(100);
 
 /// The application thread's handle on the shared consumer.
 pub(super) struct AppThread {
@@ -140,6 +140,7 @@ impl AppThread {
             | LegacyVersion::V1_0_0
             | LegacyVersion::V2_3_0
             | LegacyVersion::V2_5_0
+            | LegacyVersion::V2_6_1
             | LegacyVersion::V3_1_0 => {
                 self.commit_before_revocation_3_1_0().await;
                 true

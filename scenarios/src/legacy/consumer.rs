@@ -6,6 +6,7 @@
 //! in `super::app`.
 
 use kafka_consumer::network::NetworkClient;
+use kafka_consumer::rt::SeededRng;
 use sim::history::Tp;
 use tokio::time::{Duration, Instant};
 
@@ -27,6 +28,10 @@ pub(super) struct KafkaConsumer {
     pub next_internal_commit: u64,
     /// The release whose code paths the model follows where releases differ.
     pub version: LegacyVersion,
+    /// Draws thread scheduling where a release's correctness depends on it (2.6.1's
+    /// heartbeat-thread lookup, `super::heartbeat`); seeded from the runtime on first use, so
+    /// runs that never draw keep the runtime's random sequence as it was.
+    pub scheduler: Option<SeededRng>,
 }
 
 /// Where the consumer's own commit ids start, clear of the application's.
@@ -44,12 +49,13 @@ impl KafkaConsumer {
     ) -> Self {
         Self {
             client: ConsumerNetworkClient::new(client, ctx),
-            coordinator: ConsumerCoordinator::new(group_id),
+            coordinator: ConsumerCoordinator::new(group_id, version),
             fetcher: Fetcher::new(fetch_max_wait_ms, max_poll_records),
             retry_backoff,
             auto_commit: None,
             next_internal_commit: INTERNAL_COMMIT_IDS,
             version,
+            scheduler: None,
         }
     }
 
@@ -127,8 +133,10 @@ impl KafkaConsumer {
             .await;
     }
 
-    /// `ensureCoordinatorReady(timer)` (AbstractCoordinator.java:235) — the only place the
-    /// application thread clears `findCoordinatorFuture`.
+    /// `ensureCoordinatorReady(timer)` (AbstractCoordinator.java:235) — since 2.8.0 the only
+    /// place the application thread clears `findCoordinatorFuture`; before, it never does, and
+    /// the future it polls is the stored one whatever state it is in (2.6.1: a stored future
+    /// that already failed fails every pass at once, and every pass only refreshes metadata).
     pub async fn ensure_coordinator_ready(&mut self, deadline: Instant) -> bool {
         if !self.coordinator.coordinator_unknown() {
             return true;
@@ -136,10 +144,12 @@ impl KafkaConsumer {
         loop {
             let outcome = match self.coordinator.lookup_coordinator(&mut self.client) {
                 Lookup::NoBrokersAvailable => Some(Err(())),
-                Lookup::Current => {
-                    self.poll_until(deadline, |s| s.coordinator.lookup_outcome().is_some())
+                Lookup::Future(id) => {
+                    self.poll_until(deadline, |s| s.coordinator.lookup_outcome(id).is_some())
                         .await;
-                    self.coordinator.lookup_outcome().map(|o| o.map_err(|_| ()))
+                    self.coordinator
+                        .lookup_outcome(id)
+                        .map(|o| o.map_err(|_| ()))
                 }
             };
             let Some(outcome) = outcome else {
@@ -151,7 +161,9 @@ impl KafkaConsumer {
                 tokio::time::sleep_until(deadline.min(Instant::now() + self.retry_backoff)).await;
                 self.await_metadata_update(deadline).await;
             }
-            self.coordinator.clear_find_coordinator_future();
+            if !self.coordinator.clears_lookup_in_handler() {
+                self.coordinator.clear_find_coordinator_future();
+            }
             if !(self.coordinator.coordinator_unknown() && Instant::now() < deadline) {
                 break;
             }

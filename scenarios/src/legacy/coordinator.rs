@@ -17,6 +17,7 @@ use super::network::{
     error_name, network_error_name, node_name, Body, ConsumerNetworkClient, Handler,
 };
 use super::requests;
+use super::version::LegacyVersion;
 use crate::subject::CommitCompletion;
 
 /// A failed `RequestFuture`: the error and whether it is a `RetriableException`.
@@ -34,22 +35,29 @@ struct ChainedCommit {
     offsets: Vec<(Tp, i64)>,
 }
 
-/// `findCoordinatorFuture`: a `RequestFuture<Void>` and its listeners. Once completed it stays
-/// completed; only `clearFindCoordinatorFuture()` removes it (AbstractCoordinator.java:292).
-#[derive(Debug)]
+/// The `RequestFuture<Void>` of one FindCoordinator request and its listeners. Once completed
+/// it stays completed.
+#[derive(Debug, Default)]
 struct FindCoordinatorFuture {
-    id: u64,
     outcome: Option<Result<(), FutureError>>,
     listeners: Vec<ChainedCommit>,
 }
 
 /// What `lookupCoordinator()` returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lookup {
-    /// `findCoordinatorFuture` (new or the one already set).
-    Current,
+    /// `findCoordinatorFuture` (new or the one already set): the lookup with this id.
+    Future(u64),
     /// `RequestFuture.noBrokersAvailable()`: not stored.
     NoBrokersAvailable,
+}
+
+/// A FindCoordinator request `client.send` has queued, before `compose` chains
+/// `FindCoordinatorResponseHandler` on it and `lookupCoordinator` stores the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SentLookup {
+    pub id: u64,
+    pub correlation: i32,
 }
 
 /// The committed offsets `fetchCommittedOffsets` waits for (`pendingCommittedOffsetRequest`).
@@ -66,6 +74,8 @@ pub(super) struct ConsumerCoordinator {
     pub coordinator: Option<i32>,
     /// Group membership, in subscribe mode (`subscriptions.hasAutoAssignedPartitions()`).
     pub group: Option<GroupState>,
+    /// The release whose FindCoordinator handling the coordinator follows.
+    version: LegacyVersion,
     /// Futures of synchronous commits (`commitOffsetsSync`) by commit id: `None` in flight.
     pub sync_commits: BTreeMap<u64, Option<Result<(), FutureError>>>,
     /// Ids of auto-commits whose callback has not run yet.
@@ -74,7 +84,12 @@ pub(super) struct ConsumerCoordinator {
     watched_commits: BTreeMap<u64, Option<Result<(), FutureError>>>,
     /// An auto-commit callback saw a retriable failure since the last look.
     failed_auto_commit: bool,
-    find_coordinator_future: Option<FindCoordinatorFuture>,
+    /// `findCoordinatorFuture`: the id of the stored lookup. Only
+    /// `clearFindCoordinatorFuture()` empties it (AbstractCoordinator.java:292).
+    find_coordinator_future: Option<u64>,
+    /// Every lookup future still referenced: the stored one, and completed ones a caller may
+    /// still look at (dropped when the next lookup starts).
+    lookups: BTreeMap<u64, FindCoordinatorFuture>,
     next_lookup_id: u64,
     /// `completedOffsetCommits`: finished commits whose callbacks have not run yet.
     completed_offset_commits: VecDeque<CommitCompletion>,
@@ -93,16 +108,18 @@ fn retriable(error: &str) -> bool {
 }
 
 impl ConsumerCoordinator {
-    pub fn new(group_id: String) -> Self {
+    pub fn new(group_id: String, version: LegacyVersion) -> Self {
         Self {
             group_id,
             coordinator: None,
             group: None,
+            version,
             sync_commits: BTreeMap::new(),
             auto_commit_ids: BTreeSet::new(),
             watched_commits: BTreeMap::new(),
             failed_auto_commit: false,
             find_coordinator_future: None,
+            lookups: BTreeMap::new(),
             next_lookup_id: 0,
             completed_offset_commits: VecDeque::new(),
             invoked: Vec::new(),
@@ -133,41 +150,69 @@ impl ConsumerCoordinator {
     }
 
     /// `lookupCoordinator()` (AbstractCoordinator.java:278): sends FindCoordinator only when no
-    /// future is set, and returns the future either way.
+    /// future is set, and returns the future either way. `compose` follows `client.send` with
+    /// nothing in between: the request cannot have completed yet (the thread that sends holds
+    /// the coordinator's monitor, and no one else polls the client here).
     pub fn lookup_coordinator(&mut self, client: &mut ConsumerNetworkClient) -> Lookup {
-        if self.find_coordinator_future.is_none() {
-            let Some(node) = client.least_loaded_node() else {
-                return Lookup::NoBrokersAvailable;
-            };
-            let id = self.next_lookup_id;
-            self.next_lookup_id += 1;
-            client.send(
-                node,
-                requests::find_coordinator(&self.group_id),
-                requests::FIND_COORDINATOR_VERSION,
-                Handler::FindCoordinator { lookup: id },
-                Body::FindCoordinator,
-            );
-            self.find_coordinator_future = Some(FindCoordinatorFuture {
-                id,
-                outcome: None,
-                listeners: Vec::new(),
-            });
+        if let Some(id) = self.find_coordinator_future {
+            return Lookup::Future(id);
         }
-        Lookup::Current
+        match self.send_find_coordinator(client) {
+            Some(sent) => {
+                self.store_find_coordinator_future(sent.id);
+                Lookup::Future(sent.id)
+            }
+            None => Lookup::NoBrokersAvailable,
+        }
     }
 
-    /// The outcome of `findCoordinatorFuture`, if it is set and done.
-    pub fn lookup_outcome(&self) -> Option<Result<(), FutureError>> {
-        self.find_coordinator_future
-            .as_ref()
-            .and_then(|f| f.outcome.clone())
+    /// The first half of `lookupCoordinator()` once it found no future set:
+    /// `sendFindCoordinatorRequest(leastLoadedNode())` up to `client.send`, which queues the
+    /// request. `None` when no broker is available. The caller composes and stores.
+    pub fn send_find_coordinator(
+        &mut self,
+        client: &mut ConsumerNetworkClient,
+    ) -> Option<SentLookup> {
+        let node = client.least_loaded_node()?;
+        let id = self.next_lookup_id;
+        self.next_lookup_id += 1;
+        // Futures of earlier lookups that completed and are no longer stored have no one left
+        // to look at them.
+        let stored = self.find_coordinator_future;
+        self.lookups
+            .retain(|&l, f| Some(l) == stored || f.outcome.is_none());
+        self.lookups.insert(id, FindCoordinatorFuture::default());
+        let correlation = client.send(
+            node,
+            requests::find_coordinator(&self.group_id),
+            requests::FIND_COORDINATOR_VERSION,
+            Handler::FindCoordinator { lookup: id },
+            Body::FindCoordinator,
+        );
+        Some(SentLookup { id, correlation })
     }
 
-    /// `clearFindCoordinatorFuture()`: called only from `ensureCoordinatorReady` in 3.1.0 (and
-    /// from the heartbeat thread, which manual assignment never starts).
+    /// `findCoordinatorFuture = <the composed future>`: the last step of `lookupCoordinator()`.
+    pub fn store_find_coordinator_future(&mut self, id: u64) {
+        self.find_coordinator_future = Some(id);
+    }
+
+    /// The outcome of the lookup `id`, once it is done.
+    pub fn lookup_outcome(&self, id: u64) -> Option<Result<(), FutureError>> {
+        self.lookups.get(&id).and_then(|f| f.outcome.clone())
+    }
+
+    /// `clearFindCoordinatorFuture()`: called from `ensureCoordinatorReady` and the heartbeat
+    /// thread since 2.8.0, only from `FindCoordinatorResponseHandler` before it
+    /// ([`LegacyVersion::V2_6_1`]).
     pub fn clear_find_coordinator_future(&mut self) {
         self.find_coordinator_future = None;
+    }
+
+    /// Whether `FindCoordinatorResponseHandler` clears `findCoordinatorFuture` (before
+    /// KAFKA-10793's fix), rather than `ensureCoordinatorReady` and the heartbeat thread.
+    pub fn clears_lookup_in_handler(&self) -> bool {
+        self.version == LegacyVersion::V2_6_1
     }
 
     /// `invokeCompletedOffsetCommitCallbacks()` (ConsumerCoordinator.java:929).
@@ -260,11 +305,11 @@ impl ConsumerCoordinator {
                 }),
                 chained,
             ),
-            Lookup::Current => {
+            Lookup::Future(id) => {
                 let future = self
-                    .find_coordinator_future
-                    .as_mut()
-                    .expect("lookup_coordinator set the future");
+                    .lookups
+                    .get_mut(&id)
+                    .expect("lookup_coordinator keeps the future it returns");
                 match future.outcome.clone() {
                     // RequestFuture.addListener on a completed future fires at once.
                     Some(outcome) => self.fire_lookup_listener(client, outcome, chained),
@@ -532,14 +577,18 @@ impl ConsumerCoordinator {
     }
 
     /// `FindCoordinatorResponseHandler` (AbstractCoordinator.java:830): sets the coordinator
-    /// and completes the future, then its listeners run in the order they were added. It does
-    /// not clear the future (since KAFKA-10793's fix, 2.8.0).
+    /// and completes the future, then its listeners run in the order they were added. Since
+    /// KAFKA-10793's fix (2.8.0) it leaves `findCoordinatorFuture` alone; 2.6.1's clears it
+    /// first, whichever lookup it holds (AbstractCoordinator.java:827 and :856 at 2.6.1).
     fn on_find_coordinator(
         &mut self,
         client: &mut ConsumerNetworkClient,
         lookup: u64,
         result: Result<Body, NetworkError>,
     ) {
+        if self.clears_lookup_in_handler() {
+            self.clear_find_coordinator_future();
+        }
         let outcome = match result {
             Ok(Body::FindCoordinator(r)) => match error_name(r.error_code) {
                 None => {
@@ -569,9 +618,9 @@ impl ConsumerCoordinator {
             }),
         };
         let Some(future) = self
-            .find_coordinator_future
-            .as_mut()
-            .filter(|f| f.id == lookup && f.outcome.is_none())
+            .lookups
+            .get_mut(&lookup)
+            .filter(|f| f.outcome.is_none())
         else {
             return;
         };

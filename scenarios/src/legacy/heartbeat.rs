@@ -8,11 +8,19 @@
 
 use std::sync::Arc;
 
+use kafka_consumer::rt::SeededRng;
 use sim::history::Event;
 use tokio::sync::{Mutex, Notify};
 use tokio::time::{Duration, Instant};
 
+use super::app::EMPTY_PASS_COST;
 use super::consumer::KafkaConsumer;
+
+/// The longest the heartbeat thread stays off the CPU after waking the application thread: a
+/// few scheduler periods of a loaded host (Streams soak tests, where KAFKA-10793 was seen).
+/// It spans the time the simulated network takes to refuse a connection (a few virtual ms),
+/// so either side of the race can win.
+const MAX_OFF_CPU: Duration = Duration::from_millis(10);
 
 /// What one iteration decided to do after releasing the lock.
 enum Next {
@@ -69,6 +77,15 @@ async fn iteration(shared: &Arc<Mutex<KafkaConsumer>>) -> Next {
     }
     let now = Instant::now();
     if s.coordinator.coordinator_unknown() {
+        if s.coordinator.clears_lookup_in_handler() {
+            // 2.6.1: "the immediate future check ensures that we backoff properly in the case
+            // that no brokers are available to connect to" — and for as long as the field is
+            // set, whatever state its future is in.
+            if s.coordinator.has_find_coordinator_future() || lookup_coordinator(s).await {
+                return Next::Wait(retry_backoff);
+            }
+            return Next::Continue;
+        }
         if s.coordinator.has_find_coordinator_future() {
             // Clear it so that after the backoff, if the coordinator is still unknown, the
             // next iteration rediscovers it in case the application thread cannot.
@@ -102,6 +119,43 @@ async fn iteration(shared: &Arc<Mutex<KafkaConsumer>>) -> Next {
     group.heartbeat.sent_heartbeat(now);
     s.coordinator.send_heartbeat(&mut s.client);
     Next::Continue
+}
+
+/// 2.6.1's `lookupCoordinator()` on the heartbeat thread, with the field known to be empty;
+/// whether the future it returns has failed. `client.send` queues the request and wakes the
+/// application thread's client poll (`client.wakeup()`), which holds no coordinator monitor
+/// (the fetch wait of `pollForFetches`); the woken thread runs that poll while the heartbeat
+/// thread goes on to `compose`. When the poll completes the request first — a broker that
+/// refuses the connection fails it at once — `compose` finds a completed future and runs
+/// `FindCoordinatorResponseHandler` on the spot: its `clearFindCoordinatorFuture()` finds
+/// nothing to clear, it fails the composed future, and `lookupCoordinator` then stores that
+/// failed future (KAFKA-10793). The model's I/O runs in tasks of its own, so the race is
+/// how long the heartbeat thread stays off the CPU after the wake-up ([`off_cpu_after_wakeup`]):
+/// whatever the network completed by then is complete when the handler is chained. (On the
+/// application thread nothing can complete the request in between: the heartbeat thread
+/// polls only under the monitor the application thread holds there.)
+async fn lookup_coordinator(s: &mut KafkaConsumer) -> bool {
+    let Some(sent) = s.coordinator.send_find_coordinator(&mut s.client) else {
+        return true; // RequestFuture.noBrokersAvailable()
+    };
+    tokio::time::sleep(off_cpu_after_wakeup(s)).await;
+    if let Some(completion) = s.client.take_if_completed(sent.correlation).await {
+        s.dispatch(vec![completion]);
+    }
+    s.coordinator.store_find_coordinator_future(sent.id);
+    matches!(s.coordinator.lookup_outcome(sent.id), Some(Err(_)))
+}
+
+/// How long the heartbeat thread waits for the CPU after waking the application thread:
+/// drawn per wake-up, uniformly up to [`MAX_OFF_CPU`], at least the virtual CPU time of a
+/// poll pass.
+fn off_cpu_after_wakeup(s: &mut KafkaConsumer) -> Duration {
+    let max_us = MAX_OFF_CPU.as_micros() as u64;
+    let drawn = s
+        .scheduler
+        .get_or_insert_with(SeededRng::from_runtime)
+        .below_inclusive(max_us);
+    Duration::from_micros(drawn).max(EMPTY_PASS_COST)
 }
 
 /// `client.pollNoWakeup()` on the heartbeat thread, with the exception it threw, if any. An

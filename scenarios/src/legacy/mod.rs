@@ -11,7 +11,10 @@
 //! uncontended there. In subscribe mode (`app.rs`, `group.rs`, `heartbeat.rs`) the heartbeat
 //! thread is a task of its own taking the same lock: Java's coordinator monitor and the
 //! client's lock are one lock here (a simplification: Java's heartbeat thread holds the monitor
-//! while it waits for the client lock, so the two rarely differ in effect).
+//! while it waits for the client lock, so the two rarely differ in effect). They differ where
+//! the application thread's unmonitored fetch poll completes a request the heartbeat thread is
+//! still composing (KAFKA-10793, 2.6.1 only): there the model's I/O, which runs in tasks of its
+//! own, completes it while the heartbeat thread is off the CPU for a seeded time (`heartbeat.rs`).
 //!
 //! **Group membership** (`group.rs`, `app.rs`, `heartbeat.rs`): `MemberState`, `Generation`,
 //! `rejoinNeeded`, `needsJoinPrepare`, `joinFuture`, the `Heartbeat` timers; `ensureActiveGroup`
@@ -28,7 +31,8 @@
 //! operations in `lookupCoordinator`, `ensureCoordinatorReady`, `commitOffsetsAsync`,
 //! `doCommitOffsetsAsync`, `invokeCompletedOffsetCommitCallbacks` and manual-assignment `poll`
 //! (`consumer.rs`). There is no switch that turns a bug on: KAFKA-13563 follows from
-//! that order (see `crate::jira::kafka_13563`).
+//! that order (see `crate::jira::kafka_13563`), KAFKA-10793 from 2.6.1's handler clearing the
+//! future ([`LegacyVersion::V2_6_1`], `crate::jira::kafka_10793`).
 //!
 //! Simplifications, none on the coordinator path: one connection per broker (Java opens a
 //! separate one to the coordinator, id `MAX_VALUE - nodeId`); `client.isUnavailable` is not

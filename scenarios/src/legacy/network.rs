@@ -164,7 +164,8 @@ impl ConsumerNetworkClient {
         self.client.least_loaded_node()
     }
 
-    /// Queues `request` to `node` at `version` (the version Kafka 3.1 sends), recording it.
+    /// Queues `request` to `node` at `version` (the version Kafka 3.1 sends), recording it;
+    /// returns its correlation id.
     pub fn send<R>(
         &mut self,
         node: i32,
@@ -172,11 +173,12 @@ impl ConsumerNetworkClient {
         version: i16,
         handler: Handler,
         wrap: fn(R::Response) -> Body,
-    ) where
+    ) -> i32
+    where
         R: Request + Send + 'static,
         R::Response: Send + 'static,
     {
-        self.send_as(node, request, version, handler, wrap, None);
+        self.send_as(node, request, version, handler, wrap, None)
     }
 
     /// [`Self::send`] for a group request, recorded with the member id and generation it
@@ -189,7 +191,8 @@ impl ConsumerNetworkClient {
         handler: Handler,
         wrap: fn(R::Response) -> Body,
         member: Option<(String, i32)>,
-    ) where
+    ) -> i32
+    where
         R: Request + Send + 'static,
         R::Response: Send + 'static,
     {
@@ -221,6 +224,7 @@ impl ConsumerNetworkClient {
         });
         self.in_flight
             .push((correlation, api, node_name(node), pending));
+        correlation
     }
 
     /// The exception a poll threw since the last call: the polling thread takes it.
@@ -256,6 +260,56 @@ impl ConsumerNetworkClient {
         self.ready(false).await
     }
 
+    /// The request `correlation` if it has completed by now, taken out of the in-flight set
+    /// like a poll takes it: a `RequestFuture` that is already done, on which a listener added
+    /// now fires at once. `None` while it is in flight (or already taken).
+    pub async fn take_if_completed(&mut self, correlation: i32) -> Option<Completion> {
+        let i = self.in_flight.iter().position(|f| f.0 == correlation)?;
+        let in_flight = &mut self.in_flight;
+        let ready = poll_fn(|cx| Poll::Ready(in_flight[i].3.as_mut().poll(cx))).await;
+        let Poll::Ready(completion) = ready else {
+            return None;
+        };
+        let (correlation, api, node, _) = self.in_flight.remove(i);
+        Self::taken(
+            &self.ctx,
+            &mut self.thrown,
+            correlation,
+            api,
+            node,
+            completion,
+        )
+    }
+
+    /// Records a completion taken out of the in-flight set; an unparseable response becomes
+    /// the exception the poll throws instead of reaching a handler.
+    fn taken(
+        ctx: &SubjectContext,
+        thrown: &mut Option<String>,
+        correlation: i32,
+        api: &str,
+        node: String,
+        completion: Completion,
+    ) -> Option<Completion> {
+        ctx.record(Event::Response {
+            api: api.to_owned(),
+            correlation,
+            node,
+            error: summary_error(&completion.result),
+            member_id: None,
+            generation: None,
+        });
+        match &completion.result {
+            Err(NetworkError::Protocol { source, .. }) => {
+                thrown.get_or_insert(format!(
+                    "SchemaException: cannot parse the {api} response: {source}"
+                ));
+                None
+            }
+            _ => Some(completion),
+        }
+    }
+
     /// Collects ready completions; with `wait`, pends until there is at least one.
     async fn ready(&mut self, wait: bool) -> Vec<Completion> {
         let in_flight = &mut self.in_flight;
@@ -268,22 +322,7 @@ impl ConsumerNetworkClient {
                 match in_flight[i].3.as_mut().poll(cx) {
                     Poll::Ready(completion) => {
                         let (correlation, api, node, _) = in_flight.remove(i);
-                        ctx.record(Event::Response {
-                            api: api.to_owned(),
-                            correlation,
-                            node,
-                            error: summary_error(&completion.result),
-                            member_id: None,
-                            generation: None,
-                        });
-                        match &completion.result {
-                            Err(NetworkError::Protocol { source, .. }) => {
-                                thrown.get_or_insert(format!(
-                                    "SchemaException: cannot parse the {api} response: {source}"
-                                ));
-                            }
-                            _ => done.push(completion),
-                        }
+                        done.extend(Self::taken(ctx, thrown, correlation, api, node, completion));
                     }
                     Poll::Pending => i += 1,
                 }

@@ -35,6 +35,16 @@ pub enum LegacyVersion {
     /// is reset only after `onJoinComplete` returns, so every later `poll` finds the same
     /// succeeded future and throws again. Otherwise 3.1.0's paths.
     V2_3_0,
+    /// 2.6.1, the last 2.6 release before KAFKA-10793's fix (1ab5e392e7b, shipped in 2.6.2,
+    /// 2.7.1 and 2.8.0): `FindCoordinatorResponseHandler` clears `findCoordinatorFuture` as
+    /// the first thing it does, on success and on failure, and nothing else clears it —
+    /// `ensureCoordinatorReady` does not, and the heartbeat thread backs off as long as the
+    /// field is set (`findCoordinatorFuture != null || lookupCoordinator().failed()`). The
+    /// handler is chained by `compose` after `client.send` has queued the request; when the
+    /// request has already completed by then, it runs at once, before `lookupCoordinator`
+    /// stores the future, and the stored future is one that has already failed. Otherwise
+    /// 3.1.0's paths (2.6.1 already has 3.1's member states).
+    V2_6_1,
     /// 3.1.0: `onJoinPrepare` commits synchronously, retrying for up to the rebalance timeout,
     /// then revokes (KAFKA-13310).
     #[default]
