@@ -338,6 +338,41 @@ mod tests {
             .has(ViolationKind::DoubleOwnership));
     }
 
+    /// A fence answer during a later revocation of the same partition says nothing about an
+    /// earlier ownership period.
+    #[test]
+    fn a_later_revocation_does_not_extend_an_earlier_period() {
+        let h = history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (5, "c1", assigned(4, &[0])),
+            (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
+            (9, "c0", cb_end(CallbackKind::Revoked, &[0])),
+            (9, "c0", revoked(2, &[0])),
+            (9, "c1", revoked(4, &[0])),
+            (20, "c0", assigned(5, &[0])),
+            (30, "c0", cb_start(CallbackKind::Revoked, &[0])),
+            (30, "c0", revoked(5, &[0])),
+            (
+                35,
+                "c0",
+                Event::Response {
+                    api: "OffsetCommit".into(),
+                    correlation: 9,
+                    node: "coordinator".into(),
+                    error: Some("UNKNOWN_MEMBER_ID".into()),
+                    member_id: None,
+                    generation: None,
+                },
+            ),
+            (40, "c0", cb_end(CallbackKind::Revoked, &[0])),
+        ]);
+        assert!(ExclusiveOwnership::default()
+            .check(&h)
+            .has(ViolationKind::DoubleOwnership));
+    }
+
     #[test]
     fn revoking_what_is_not_owned() {
         let h = history(vec![(0, "c0", start()), (1, "c0", revoked(1, &[3]))]);

@@ -296,7 +296,8 @@ impl History {
     /// revocation makes). As `(subject, tp, start_seq)`.
     pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
         let mut fenced_answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-        let mut revocations_ended: BTreeMap<&str, Vec<(u64, &[Tp])>> = BTreeMap::new();
+        // Per subject, its `onPartitionsRevoked` calls as (seq, started (or ended), partitions).
+        let mut revocations: BTreeMap<&str, Vec<(u64, bool, &[Tp])>> = BTreeMap::new();
         for e in &self.entries {
             match &e.event {
                 Event::Response {
@@ -304,14 +305,19 @@ impl History {
                 } if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" => {
                     fenced_answers.entry(&e.subject).or_default().push(e.seq);
                 }
-                Event::CallbackEnd {
+                Event::CallbackStart {
+                    kind: CallbackKind::Revoked,
+                    partitions,
+                }
+                | Event::CallbackEnd {
                     kind: CallbackKind::Revoked,
                     partitions,
                     ..
-                } => revocations_ended
-                    .entry(&e.subject)
-                    .or_default()
-                    .push((e.seq, partitions)),
+                } => revocations.entry(&e.subject).or_default().push((
+                    e.seq,
+                    matches!(e.event, Event::CallbackStart { .. }),
+                    partitions,
+                )),
                 _ => {}
             }
         }
@@ -319,16 +325,28 @@ impl History {
             .into_iter()
             .filter(|p| {
                 let ended_fenced = matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
-                let given_up_seq = match (p.end, p.end_seq) {
-                    (Some(OwnershipEnd::Revoked), Some(end)) => revocations_ended
+                let given_up_seq = p.end_seq.map(|end| {
+                    if p.end != Some(OwnershipEnd::Revoked) {
+                        return end;
+                    }
+                    // The revocation that ended the period: started within it, for this
+                    // partition; the period is given up when that call returns.
+                    let calls = revocations
                         .get(p.subject.as_str())
-                        .and_then(|ends| {
-                            ends.iter()
-                                .find(|(seq, partitions)| *seq > end && partitions.contains(&p.tp))
+                        .map_or(&[][..], Vec::as_slice);
+                    let concerns = |partitions: &[Tp]| partitions.contains(&p.tp);
+                    calls
+                        .iter()
+                        .rfind(|(seq, started, partitions)| {
+                            *started && *seq > p.start_seq && *seq <= end && concerns(partitions)
                         })
-                        .map_or(Some(end), |(seq, _)| Some(*seq)),
-                    (_, end) => end,
-                };
+                        .and_then(|(started_seq, ..)| {
+                            calls.iter().find(|(seq, started, partitions)| {
+                                !*started && seq > started_seq && concerns(partitions)
+                            })
+                        })
+                        .map_or(end, |(returned_seq, ..)| end.max(*returned_seq))
+                });
                 let told = fenced_answers.get(p.subject.as_str()).is_some_and(|seqs| {
                     seqs.iter()
                         .any(|s| *s > p.start_seq && given_up_seq.is_none_or(|end| *s <= end))
