@@ -33,7 +33,7 @@
 //! **Our design.** Coordinator discovery is level-triggered: each pass of the background
 //! task's loop looks for the coordinator when it is unknown and someone needs it (with
 //! backoff); there is no future to store or to clear, and no second thread to race with
-//! (`internals/coordinator.rs`).
+//! (`consumer/src/internals/coordinator_request_manager.rs`).
 //!
 //! **Plan.** Fixed faults, seeded timing: every broker is killed at a seeded 4–7 s (a full
 //! bounce) and restarted one by one 3–6 s later, within 400 ms of each other.

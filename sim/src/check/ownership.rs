@@ -216,6 +216,18 @@ mod tests {
         ])
     }
 
+    /// The coordinator answering a member's commit `UNKNOWN_MEMBER_ID`: it was fenced.
+    fn unknown_member() -> Event {
+        Event::Response {
+            api: "OffsetCommit".into(),
+            correlation: 7,
+            node: "coordinator".into(),
+            error: Some("UNKNOWN_MEMBER_ID".into()),
+            member_id: None,
+            generation: None,
+        }
+    }
+
     #[test]
     fn handover_passes_both_modes() {
         assert!(ExclusiveOwnership::default().check(&clean()).is_ok());
@@ -279,14 +291,7 @@ mod tests {
 
     #[test]
     fn a_zombie_told_unknown_member_before_revoking_on_close_is_tolerated() {
-        let unknown = Event::Response {
-            api: "OffsetCommit".into(),
-            correlation: 7,
-            node: "coordinator".into(),
-            error: Some("UNKNOWN_MEMBER_ID".into()),
-            member_id: None,
-            generation: None,
-        };
+        let unknown = unknown_member();
         let zombie = |told: bool| {
             let mut h = vec![
                 (0, "c0", start()),
@@ -310,14 +315,7 @@ mod tests {
     /// silence; the commit its `onPartitionsRevoked` makes is the first to hear so.
     #[test]
     fn a_zombie_told_while_its_revocation_runs_is_tolerated() {
-        let unknown = Event::Response {
-            api: "OffsetCommit".into(),
-            correlation: 7,
-            node: "coordinator".into(),
-            error: Some("UNKNOWN_MEMBER_ID".into()),
-            member_id: None,
-            generation: None,
-        };
+        let unknown = unknown_member();
         let zombie = |told_at: u64| {
             let mut h = vec![
                 (0, "c0", start()),
@@ -354,18 +352,7 @@ mod tests {
             (20, "c0", assigned(5, &[0])),
             (30, "c0", cb_start(CallbackKind::Revoked, &[0])),
             (30, "c0", revoked(5, &[0])),
-            (
-                35,
-                "c0",
-                Event::Response {
-                    api: "OffsetCommit".into(),
-                    correlation: 9,
-                    node: "coordinator".into(),
-                    error: Some("UNKNOWN_MEMBER_ID".into()),
-                    member_id: None,
-                    generation: None,
-                },
-            ),
+            (35, "c0", unknown_member()),
             (40, "c0", cb_end(CallbackKind::Revoked, &[0])),
         ]);
         assert!(ExclusiveOwnership::default()

@@ -296,8 +296,9 @@ impl History {
     /// revocation makes). As `(subject, tp, start_seq)`.
     pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
         let mut fenced_answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-        // Per subject, its `onPartitionsRevoked` calls as (seq, started (or ended), partitions).
-        let mut revocations: BTreeMap<&str, Vec<(u64, bool, &[Tp])>> = BTreeMap::new();
+        // An `onPartitionsRevoked` call starting (or returning): (seq, started, partitions).
+        type RevocationStep<'a> = (u64, bool, &'a [Tp]);
+        let mut revocations: BTreeMap<&str, Vec<RevocationStep<'_>>> = BTreeMap::new();
         for e in &self.entries {
             match &e.event {
                 Event::Response {
