@@ -92,10 +92,11 @@ pub struct ListenerBehaviour {
     /// `wakeup()` is called (as from another thread) while `onPartitionsAssigned` runs, halfway
     /// through it (KAFKA-18160).
     pub wakeup_in_assigned: bool,
-    /// The listener call with this index (0 = the first one) panics once its work is done, as
-    /// a listener that throws. Java's consumer goes on with the rebalance and rethrows from
-    /// `poll`; ours reports `Error::RebalanceCallback` from `poll`. Our consumer's subject only:
-    /// the legacy model's listeners do not fail (no scenario of the old design needs it).
+    /// The listener call with this index (0 = the first after `subscribe`) panics once its work
+    /// is done, as a listener that throws. Java's consumer goes on with the rebalance and
+    /// rethrows from `poll`; ours reports `Error::RebalanceCallback` from `poll`. Our consumer's
+    /// subject only: the legacy model's listeners do not fail (no scenario of the old design
+    /// needs it).
     pub panic_on_call: Option<u32>,
 }
 
