@@ -271,16 +271,16 @@ fn panicking_listeners() {
             s.group.protocol == p && s.members.iter().any(|m| m.2.panic_on_call.is_some())
         }
     };
-    let mut seeds = seeds_where(
+    let storm_seeds = seeds_where(
         rebalance_storm::draw,
         &[&panics(Protocol::Classic), &panics(Protocol::Consumer)],
     );
-    let mut results = run_all(rebalance_storm::scenario, &seeds);
-    seeds = seeds_where(
+    let lost_commits_seeds = seeds_where(
         lost_commits::draw,
         &[&|l: &lost_commits::LostCommits| l.listeners.iter().any(|b| b.panic_on_call == Some(0))],
     );
-    results.extend(run_all(lost_commits::scenario, &seeds));
+    let mut results = run_all(rebalance_storm::scenario, &storm_seeds);
+    results.extend(run_all(lost_commits::scenario, &lost_commits_seeds));
     let panicked = results
         .iter()
         .filter(|r| {
