@@ -15,8 +15,9 @@
 //! **Symptom upstream.** The commit message: "even though the retried offset commit
 //! successfully, it still causes some partitions offsets un-committed, and after rebalance,
 //! other consumers will consume overlapping records" — duplicates. (Its other symptom, a
-//! cooperative member sending a new commit on every `poll` and never rejoining, needs the
-//! cooperative protocol, which the model does not have.)
+//! cooperative member sending a new commit on every `poll` and never rejoining, needs 3.2.0's
+//! cooperative protocol, which the model does not run: it models cooperative rebalancing for
+//! 3.4 only.)
 //!
 //! **Invariant.** After an orderly revocation, the next owner starts after the last record
 //! the previous owner's application received ([`HandoverWithoutRedelivery`]), plus the

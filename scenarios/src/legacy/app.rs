@@ -146,7 +146,7 @@ impl AppThread {
                 true
             }
             LegacyVersion::V3_2_0 => self.commit_before_revocation_3_2_0().await,
-            LegacyVersion::V3_2_1 => {
+            LegacyVersion::V3_2_1 | LegacyVersion::V3_4_0 | LegacyVersion::V3_4_1 => {
                 if !self.commit_before_revocation_3_2_1(deadline).await {
                     return false;
                 }
@@ -198,7 +198,9 @@ impl AppThread {
     /// awaited until the caller's deadline or `joinPrepareTimer` (the rebalance timeout),
     /// whichever is first; a retriable failure is resent on a later call with the offsets
     /// consumed by then. `false` while it is not done: no revocation yet — and nothing stops the
-    /// fetcher from returning these partitions' records meanwhile (KAFKA-14196).
+    /// fetcher from returning these partitions' records meanwhile (KAFKA-14196). 3.4.0 takes
+    /// the same path but an eager member first marks its partitions pending revocation
+    /// (`maybeMarkPartitionsPendingRevocation`, ConsumerCoordinator.java:871 at 3.4.0).
     async fn commit_before_revocation_3_2_1(&self, deadline: Instant) -> bool {
         let (id, join_deadline) = {
             let mut s = self.shared.lock().await;
@@ -210,20 +212,26 @@ impl AppThread {
             let timeout = Duration::from_millis(group.rebalance_timeout_ms.max(0) as u64);
             let join_deadline = *group.join_prepare_deadline.get_or_insert(now + timeout);
             let in_flight = group.join_prepare_commit;
+            let mark_pending = group.version.is_3_4() && !group.cooperative;
             let id = match in_flight {
                 Some(id) => id,
-                None => match s.auto_commit_offsets_async(true) {
-                    Some(id) => {
-                        s.coordinator
-                            .group
-                            .as_mut()
-                            .expect("subscribe mode")
-                            .join_prepare_commit = Some(id);
-                        id
+                None => {
+                    if mark_pending {
+                        s.fetcher.mark_pending_revocation();
                     }
-                    // `RequestFuture.voidSuccess()`: done at once.
-                    None => return true,
-                },
+                    match s.auto_commit_offsets_async(true) {
+                        Some(id) => {
+                            s.coordinator
+                                .group
+                                .as_mut()
+                                .expect("subscribe mode")
+                                .join_prepare_commit = Some(id);
+                            id
+                        }
+                        // `RequestFuture.voidSuccess()`: done at once.
+                        None => return true,
+                    }
+                }
             };
             (id, join_deadline)
         };
@@ -265,10 +273,11 @@ impl AppThread {
         false
     }
 
-    /// The revocation half of `onJoinPrepare` (eager): every owned partition is revoked, or
-    /// lost if the generation was reset; 3.2.1's join-prepare timer and future are cleared.
+    /// The revocation half of `onJoinPrepare`: every owned partition is lost if the generation
+    /// was reset, else revoked (eager) or, cooperative, only those of topics no longer
+    /// subscribed; 3.2.1's join-prepare timer and future are cleared.
     async fn revoke_before_join(&self, generation: i32, member_id: &str) {
-        {
+        let (owned, give_up, lost) = {
             let mut s = self.shared.lock().await;
             let pending = s.coordinator.group.as_mut().and_then(|g| {
                 g.join_prepare_deadline = None;
@@ -277,24 +286,44 @@ impl AppThread {
             if let Some(id) = pending {
                 s.coordinator.unwatch_commit(id);
             }
-        }
-        let owned: Vec<Tp> = self.shared.lock().await.fetcher.assigned().to_vec();
-        if owned.is_empty() {
+            let owned = s.fetcher.assigned().to_vec();
+            let group = s.coordinator.group.as_ref().expect("subscribe mode");
+            // 3.1.0 tests both halves of NO_GENERATION, 3.4 either (ConsumerCoordinator.java:819).
+            let lost = if group.version.is_3_4() {
+                generation == -1 || member_id.is_empty()
+            } else {
+                generation == -1 && member_id.is_empty()
+            };
+            let give_up: Vec<Tp> = if lost || !group.cooperative {
+                owned.clone()
+            } else {
+                owned
+                    .iter()
+                    .filter(|tp| !group.subscription.contains(&tp.topic))
+                    .cloned()
+                    .collect()
+            };
+            (owned, give_up, lost)
+        };
+        if give_up.is_empty() {
             return;
         }
-        let lost = generation == -1 && member_id.is_empty();
         let kind = if lost {
             CallbackKind::Lost
         } else {
             CallbackKind::Revoked
         };
-        self.callback(kind, owned.clone()).await;
+        self.callback(kind, give_up.clone()).await;
         let mut s = self.shared.lock().await;
-        s.fetcher.assign(Vec::new());
+        let kept: Vec<Tp> = owned
+            .into_iter()
+            .filter(|tp| !give_up.contains(tp))
+            .collect();
+        s.fetcher.assign(kept);
         let (revoked, lost) = if lost {
-            (Vec::new(), owned)
+            (Vec::new(), give_up)
         } else {
-            (owned, Vec::new())
+            (give_up, Vec::new())
         };
         self.ctx.record(Event::Assignment {
             generation,
@@ -307,16 +336,51 @@ impl AppThread {
         }
     }
 
-    /// `ConsumerCoordinator.onJoinComplete` (ConsumerCoordinator.java:406), eager protocol:
-    /// `assignFromSubscribed`, then `onPartitionsAssigned`.
+    /// `ConsumerCoordinator.onJoinComplete` (ConsumerCoordinator.java:406):
+    /// `assignFromSubscribed`, then `onPartitionsAssigned`. Cooperative (3.4.0), the partitions
+    /// owned but no longer assigned are revoked first — with the old assignment still in place,
+    /// so the listener can commit them — and the member rejoins to let them move; only the
+    /// newly added partitions reach `onPartitionsAssigned`.
     async fn on_join_complete(&self, generation: i32, assignment: Vec<Tp>) {
+        let (cooperative, owned) = {
+            let s = self.shared.lock().await;
+            let group = s.coordinator.group.as_ref().expect("subscribe mode");
+            (group.cooperative, s.fetcher.assigned().to_vec())
+        };
+        let (added, revoked) = if cooperative {
+            let added: Vec<Tp> = assignment
+                .iter()
+                .filter(|tp| !owned.contains(tp))
+                .cloned()
+                .collect();
+            let revoked: Vec<Tp> = owned
+                .iter()
+                .filter(|tp| !assignment.contains(tp))
+                .cloned()
+                .collect();
+            (added, revoked)
+        } else {
+            (assignment.clone(), Vec::new())
+        };
+        if !revoked.is_empty() {
+            self.callback(CallbackKind::Revoked, revoked.clone()).await;
+            let mut s = self.shared.lock().await;
+            let KafkaConsumer {
+                client,
+                coordinator,
+                ..
+            } = &mut *s;
+            if let Some(group) = coordinator.group.as_mut() {
+                group.request_rejoin(client, "need to revoke partitions and re-join");
+            }
+        }
         {
             let mut s = self.shared.lock().await;
-            s.fetcher.assign(assignment.clone());
+            s.fetcher.assign(assignment);
             self.ctx.record(Event::Assignment {
                 generation,
-                assigned: assignment.clone(),
-                revoked: Vec::new(),
+                assigned: added.clone(),
+                revoked,
                 lost: Vec::new(),
             });
             // "Update the auto-commit deadline" after a rebalance.
@@ -324,7 +388,7 @@ impl AppThread {
                 *next = Instant::now() + *interval;
             }
         }
-        self.callback(CallbackKind::Assigned, assignment).await;
+        self.callback(CallbackKind::Assigned, added).await;
     }
 
     /// `joinGroupIfNeeded(timer)` (AbstractCoordinator.java:408).
@@ -367,9 +431,11 @@ impl AppThread {
                 let KafkaConsumer {
                     client,
                     coordinator,
+                    fetcher,
                     ..
                 } = &mut *s;
-                coordinator.initiate_join_group(client);
+                let owned = fetcher.assigned().to_vec();
+                coordinator.initiate_join_group(client, &owned);
             }
             let join_done = |s: &KafkaConsumer| {
                 s.coordinator

@@ -23,6 +23,9 @@ pub(super) struct Fetcher {
     /// as records are returned (what `allConsumed()` commits).
     consumed: BTreeMap<Tp, i64>,
     fetching_from: BTreeSet<i32>,
+    /// `markPendingRevocation` (3.2.3+): partitions about to be revoked, neither fetched nor
+    /// returned until the next assignment.
+    pending_revocation: BTreeSet<Tp>,
     buffer: Vec<Delivered>,
     metadata_update_requested: bool,
     metadata_in_flight: bool,
@@ -40,6 +43,7 @@ impl Fetcher {
             positions: BTreeMap::new(),
             consumed: BTreeMap::new(),
             fetching_from: BTreeSet::new(),
+            pending_revocation: BTreeSet::new(),
             buffer: Vec::new(),
             metadata_update_requested: true,
             metadata_in_flight: false,
@@ -55,7 +59,14 @@ impl Fetcher {
         self.positions.retain(|tp, _| partitions.contains(tp));
         self.consumed.retain(|tp, _| partitions.contains(tp));
         self.buffer.retain(|d| partitions.contains(&d.tp));
+        self.pending_revocation.clear();
         self.assigned = partitions;
+    }
+
+    /// `SubscriptionState.markPendingRevocation(assignedPartitions())`: stops fetching and
+    /// returning the assigned partitions until they are reassigned (KAFKA-14196's fix).
+    pub fn mark_pending_revocation(&mut self) {
+        self.pending_revocation = self.assigned.iter().cloned().collect();
     }
 
     pub fn assigned(&self) -> &[Tp] {
@@ -129,6 +140,9 @@ impl Fetcher {
     pub fn send_fetches(&mut self, client: &mut ConsumerNetworkClient) {
         let mut by_leader: BTreeMap<i32, Vec<(Tp, i64)>> = BTreeMap::new();
         for (tp, position) in &self.positions {
+            if self.pending_revocation.contains(tp) {
+                continue;
+            }
             let leader = client
                 .inner()
                 .metadata()
@@ -160,8 +174,11 @@ impl Fetcher {
         !self.buffer.is_empty()
     }
 
-    /// `collectFetch()`: up to `max.poll.records` buffered records.
+    /// `collectFetch()`: up to `max.poll.records` buffered records; those of partitions no
+    /// longer fetchable (pending revocation) are dropped, as Java drains them.
     pub fn collect_fetch(&mut self) -> Vec<Delivered> {
+        let pending = &self.pending_revocation;
+        self.buffer.retain(|d| !pending.contains(&d.tp));
         let n = self.buffer.len().min(self.max_poll_records);
         let records: Vec<Delivered> = self.buffer.drain(..n).collect();
         for r in &records {

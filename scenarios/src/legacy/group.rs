@@ -21,6 +21,8 @@ use tokio::time::{Duration, Instant};
 use super::coordinator::{ConsumerCoordinator, FutureError};
 use super::network::{error_name, network_error_name, Body, ConsumerNetworkClient, Handler};
 use super::requests;
+use super::sticky_claims;
+use super::version::LegacyVersion;
 
 /// `AbstractCoordinator.MemberState`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +179,11 @@ pub(super) struct GroupState {
     pub heartbeat_thread: Option<HeartbeatThreadFlags>,
     pub subscription: Vec<String>,
     pub assignors: Vec<Box<dyn ConsumerPartitionAssignor>>,
+    /// `RebalanceProtocol.COOPERATIVE`: every configured assignor supports it and the release
+    /// is one the model runs cooperatively ([`LegacyVersion::models_cooperative`]).
+    pub cooperative: bool,
+    /// The release whose JoinGroup subscription and leader assignment the member follows.
+    pub version: LegacyVersion,
     pub session_timeout_ms: i32,
     pub rebalance_timeout_ms: i32,
     pub is_leader: bool,
@@ -190,14 +197,29 @@ fn to_tp(tp: &TopicPartition) -> Tp {
     Tp::new(tp.topic.to_string(), tp.partition)
 }
 
+fn to_topic_partition(tp: &Tp) -> TopicPartition {
+    TopicPartition::new(tp.topic.as_str(), tp.partition)
+}
+
+/// `JOIN_GROUP_TIMEOUT_LAPSE`: a JoinGroup may wait on the coordinator for the whole rebalance
+/// timeout, so its request timeout is at least that plus 5 s (since KIP-266, Kafka 2.0).
+const JOIN_GROUP_TIMEOUT_LAPSE_MS: u64 = 5_000;
+
 impl GroupState {
     pub fn new(
         subscription: Vec<String>,
         assignors: Vec<Box<dyn ConsumerPartitionAssignor>>,
+        version: LegacyVersion,
         session_timeout_ms: i32,
         rebalance_timeout_ms: i32,
         heartbeat: HeartbeatTimers,
     ) -> Self {
+        let cooperative = version.models_cooperative()
+            && !assignors.is_empty()
+            && assignors.iter().all(|a| {
+                a.supported_protocols()
+                    .contains(&assignor::RebalanceProtocol::Cooperative)
+            });
         Self {
             state: MemberState::Unjoined,
             generation: Generation::none(),
@@ -208,6 +230,8 @@ impl GroupState {
             heartbeat_thread: None,
             subscription,
             assignors,
+            cooperative,
+            version,
             session_timeout_ms,
             rebalance_timeout_ms,
             is_leader: false,
@@ -264,21 +288,32 @@ impl GroupState {
     }
 
     /// `metadata()`: one JoinGroup protocol per assignor, with this member's subscription.
-    /// Eager assignors only here, so no owned partitions are sent.
-    pub fn protocols(&self) -> Vec<(String, Bytes)> {
+    /// 3.4 sends the partitions it owns (`owned`) and its current generation
+    /// (ConsumerProtocol v2); the model's other releases run eager only, where nothing is owned
+    /// when joining, and send neither.
+    pub fn protocols(&self, owned: &[Tp]) -> Vec<(String, Bytes)> {
         let topics: BTreeSet<String> = self.subscription.iter().cloned().collect();
+        let (owned_partitions, generation_id, version) = if self.version.is_3_4() {
+            let owned = owned.iter().map(to_topic_partition).collect();
+            (owned, Some(self.generation.id), 2)
+        } else {
+            (
+                Vec::new(),
+                None,
+                consumer_protocol::CONSUMER_PROTOCOL_VERSION,
+            )
+        };
         self.assignors
             .iter()
             .map(|a| {
                 let subscription = Subscription {
                     user_data: a.subscription_user_data(&topics),
+                    owned_partitions: owned_partitions.clone(),
+                    generation_id,
                     ..Subscription::new(self.subscription.clone())
                 };
-                let bytes = consumer_protocol::encode_subscription(
-                    &subscription,
-                    consumer_protocol::CONSUMER_PROTOCOL_VERSION,
-                )
-                .unwrap_or_default();
+                let bytes = consumer_protocol::encode_subscription(&subscription, version)
+                    .unwrap_or_default();
                 (a.name().to_owned(), bytes)
             })
             .collect()
@@ -301,8 +336,8 @@ impl ConsumerCoordinator {
     }
 
     /// `initiateJoinGroup()` (AbstractCoordinator.java:490): PREPARING_REBALANCE and a
-    /// JoinGroup, unless a join is already pending.
-    pub fn initiate_join_group(&mut self, client: &mut ConsumerNetworkClient) {
+    /// JoinGroup, unless a join is already pending; `owned` is what the member owns now.
+    pub fn initiate_join_group(&mut self, client: &mut ConsumerNetworkClient, owned: &[Tp]) {
         let coordinator = self.coordinator;
         let group_id = self.group_id.clone();
         let group = self.group_mut();
@@ -327,17 +362,23 @@ impl ConsumerCoordinator {
             &generation.member_id,
             group.session_timeout_ms,
             group.rebalance_timeout_ms,
-            &group.protocols(),
+            &group.protocols(owned),
         );
-        client.send_as(
+        // `joinGroupTimeoutMs`: Kafka 2.0 on; before it JoinGroup had the default timeout.
+        let timeout_ms = match group.version {
+            LegacyVersion::Kip62Trunk | LegacyVersion::V0_9_0_0 | LegacyVersion::V1_0_0 => None,
+            _ => {
+                let rebalance_ms = group.rebalance_timeout_ms.max(0) as u64;
+                let default_ms = u64::from(client.ctx().config.request_timeout_ms());
+                Some(default_ms.max(rebalance_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS))
+            }
+        };
+        client.send_join_group(
             node,
             request,
-            requests::JOIN_GROUP_VERSION,
-            Handler::JoinGroup {
-                generation: generation.id,
-            },
-            Body::JoinGroup,
-            Some((generation.member_id, generation.id)),
+            generation.id,
+            (generation.member_id, generation.id),
+            timeout_ms,
         );
     }
 
@@ -485,6 +526,9 @@ impl ConsumerCoordinator {
             let sub = consumer_protocol::decode_subscription(&m.metadata)
                 .map_err(|e| format!("INCONSISTENT_GROUP_PROTOCOL: {e}"))?;
             subscriptions.insert(m.member_id.to_string(), sub);
+        }
+        if self.group_mut().version == LegacyVersion::V3_4_0 {
+            sticky_claims::drop_claims_below_highest_generation(&protocol, &mut subscriptions);
         }
         let topics: BTreeSet<&str> = subscriptions
             .values()

@@ -23,8 +23,11 @@
 //! leader's assignor (the production crate's eager assignors through their public API),
 //! SyncGroup, `onJoinComplete` (`onPartitionsAssigned`); the heartbeat thread (heartbeat,
 //! session timeout → `markCoordinatorUnknown`, poll timeout → `maybeLeaveGroup`); 3.1's commit
-//! error mapping. Eager protocol only; no pattern subscription; the leader assigns from the
-//! metadata it has (Java refreshes it first).
+//! error mapping. The eager protocol, and the cooperative one as 3.4.0 has it
+//! ([`LegacyVersion::V3_4_0`]: owned partitions and generation in the subscription, revocation
+//! of owned − assigned in `onJoinComplete` and a rejoin, 3.4.0's sticky ownership claims in
+//! `sticky_claims.rs`); no pattern subscription; the leader assigns from the metadata it has
+//! (Java refreshes it first).
 //!
 //! **Coordinator state** (`coordinator.rs`): the coordinator node, `findCoordinatorFuture`
 //! with its listeners, `pendingAsyncCommits`, `completedOffsetCommits`, with 3.1.0's order of
@@ -48,6 +51,7 @@ mod group;
 mod heartbeat;
 mod network;
 mod requests;
+mod sticky_claims;
 mod version;
 
 use std::sync::Arc;
@@ -136,33 +140,34 @@ impl Subject for LegacyConsumer {
             .iter()
             .map(|a| a.name().to_owned())
             .collect();
-        // Eager assignors only: the model does not implement cooperative rebalancing.
+        let mut s = self.shared.lock().await;
+        let version = s.version;
+        // Eager assignors only on the releases whose cooperative paths are not modelled.
         let names: Vec<String> = names
             .into_iter()
-            .filter(|n| !n.contains("ooperative"))
+            .filter(|n| version.models_cooperative() || !n.contains("ooperative"))
             .collect();
         let assignors = group::assignors(&names).unwrap_or_default();
         let retry_backoff = Duration::from_millis(config.retry_backoff_ms());
         let max_poll = Duration::from_millis(u64::from(config.max_poll_interval_ms()));
-        {
-            let mut s = self.shared.lock().await;
-            s.coordinator.group = Some(GroupState::new(
-                topics.clone(),
-                assignors,
-                config.session_timeout_ms(),
-                config.max_poll_interval_ms() as i32,
-                HeartbeatTimers::new(
-                    Duration::from_millis(config.session_timeout_ms().max(0) as u64),
-                    max_poll,
-                    Duration::from_millis(config.heartbeat_interval_ms().max(0) as u64),
-                    retry_backoff,
-                ),
-            ));
-            if config.enable_auto_commit() {
-                let interval = Duration::from_millis(u64::from(config.auto_commit_interval_ms()));
-                s.auto_commit = Some((interval, tokio::time::Instant::now() + interval));
-            }
+        s.coordinator.group = Some(GroupState::new(
+            topics.clone(),
+            assignors,
+            version,
+            config.session_timeout_ms(),
+            config.max_poll_interval_ms() as i32,
+            HeartbeatTimers::new(
+                Duration::from_millis(config.session_timeout_ms().max(0) as u64),
+                max_poll,
+                Duration::from_millis(config.heartbeat_interval_ms().max(0) as u64),
+                retry_backoff,
+            ),
+        ));
+        if config.enable_auto_commit() {
+            let interval = Duration::from_millis(u64::from(config.auto_commit_interval_ms()));
+            s.auto_commit = Some((interval, tokio::time::Instant::now() + interval));
         }
+        drop(s);
         let app = AppThread {
             shared: self.shared.clone(),
             notify: Arc::new(Notify::new()),

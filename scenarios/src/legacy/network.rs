@@ -17,7 +17,7 @@ use std::task::Poll;
 
 use kafka_consumer::network::{NetworkClient, NetworkError, RequestOptions, Target};
 use kafka_protocol::messages::{
-    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, JoinGroupResponse,
+    FetchResponse, FindCoordinatorResponse, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse,
     LeaveGroupResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse,
     SyncGroupResponse,
 };
@@ -25,6 +25,7 @@ use kafka_protocol::protocol::Request;
 use sim::history::{Event, Tp};
 use tokio::time::Instant;
 
+use super::requests;
 use crate::subject::SubjectContext;
 
 /// What a completion is for: the Java listener chained on the request's future.
@@ -196,6 +197,51 @@ impl ConsumerNetworkClient {
         R: Request + Send + 'static,
         R::Response: Send + 'static,
     {
+        let options = RequestOptions {
+            version: Some(version),
+            timeout_ms: None,
+        };
+        self.send_with_options(node, request, options, handler, wrap, member)
+    }
+
+    /// The JoinGroup `sendJoinGroupRequest` sends for `generation`, with its own request
+    /// timeout (`client.send(coordinator, requestBuilder, joinGroupTimeoutMs)`) when the
+    /// release has one.
+    pub fn send_join_group(
+        &mut self,
+        node: i32,
+        request: JoinGroupRequest,
+        generation: i32,
+        member: (String, i32),
+        timeout_ms: Option<u64>,
+    ) -> i32 {
+        let options = RequestOptions {
+            version: Some(requests::JOIN_GROUP_VERSION),
+            timeout_ms,
+        };
+        self.send_with_options(
+            node,
+            request,
+            options,
+            Handler::JoinGroup { generation },
+            Body::JoinGroup,
+            Some(member),
+        )
+    }
+
+    fn send_with_options<R>(
+        &mut self,
+        node: i32,
+        request: R,
+        options: RequestOptions,
+        handler: Handler,
+        wrap: fn(R::Response) -> Body,
+        member: Option<(String, i32)>,
+    ) -> i32
+    where
+        R: Request + Send + 'static,
+        R::Response: Send + 'static,
+    {
         let correlation = self.next_correlation;
         self.next_correlation += 1;
         let api = api_name(&handler);
@@ -210,14 +256,7 @@ impl ConsumerNetworkClient {
             member_id,
             generation,
         });
-        let future = self.client.send_with(
-            Target::Node(node),
-            request,
-            RequestOptions {
-                version: Some(version),
-                timeout_ms: None,
-            },
-        );
+        let future = self.client.send_with(Target::Node(node), request, options);
         let pending: Pending = Box::pin(async move {
             let result = future.await.map(|r| wrap(r.body));
             Completion { handler, result }

@@ -58,4 +58,35 @@ pub enum LegacyVersion {
     /// waits for it, but the fetcher goes on returning the partitions' records meanwhile
     /// (KAFKA-14196, fixed in 3.2.3 by marking them pending revocation).
     V3_2_1,
+    /// 3.4.0, the first of the two releases the model runs the cooperative protocol for (KIP-429's
+    /// `CooperativeStickyAssignor` alone in `partition.assignment.strategy`): the JoinGroup
+    /// subscription carries the owned partitions and the member's current generation
+    /// (ConsumerProtocol v2, KIP-792); `onJoinPrepare` revokes nothing while the generation is
+    /// valid; `onJoinComplete` revokes owned − assigned first, then rejoins; a SyncGroup
+    /// `REBALANCE_IN_PROGRESS` keeps the generation (KAFKA-13419's fix, KAFKA-13891 reverted);
+    /// the leader's `AbstractStickyAssignor.allSubscriptionsEqual` honours only the owned
+    /// partitions of members of the highest generation (KAFKA-14639, fixed in 3.4.1 / 3.5.0 by
+    /// letting the highest generation *claiming a partition* win). The pre-revocation commit
+    /// is 3.2.1's, with KAFKA-14196's fix: an eager member marks its partitions pending
+    /// revocation while it commits.
+    V3_4_0,
+    /// 3.4.1 (KAFKA-14639's fix, ae722570288): 3.4.0 with every ownership claim honoured, the
+    /// highest generation winning where claims collide — what the production assignors do.
+    V3_4_1,
+}
+
+impl LegacyVersion {
+    /// Whether the model runs the cooperative protocol on this release when every configured
+    /// assignor supports it; the other releases run eager only (their cooperative paths are
+    /// not modelled), leaving cooperative assignors out.
+    pub fn models_cooperative(self) -> bool {
+        self.is_3_4()
+    }
+
+    /// 3.4.0 or 3.4.1: the subscription carries owned partitions and generation, `onJoinPrepare`
+    /// treats either half of a reset generation as lost, and the pre-revocation commit marks
+    /// eager partitions pending revocation.
+    pub fn is_3_4(self) -> bool {
+        matches!(self, Self::V3_4_0 | Self::V3_4_1)
+    }
 }
