@@ -124,6 +124,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: jira::kafka_10793::scenario,
         },
         ScenarioInfo {
+            name: jira::kafka_14639::NAME,
+            build: jira::kafka_14639::scenario,
+        },
+        ScenarioInfo {
             name: families::rebalance_storm::NAME,
             build: families::rebalance_storm::scenario,
         },

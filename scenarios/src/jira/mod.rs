@@ -9,6 +9,7 @@ pub mod kafka_13563;
 pub mod kafka_13840;
 pub mod kafka_14024;
 pub mod kafka_14196;
+pub mod kafka_14639;
 pub mod kafka_14729;
 pub mod kafka_16033;
 pub mod kafka_16103;
