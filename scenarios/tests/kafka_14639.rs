@@ -129,5 +129,28 @@ fn our_consumer_keeps_each_partition_with_one_owner_on_the_same_seeds() {
     for seed in 0..=2 {
         let result = run_in_runtime(kafka_14639::scenario, seed, SubjectKind::Consumer).unwrap();
         assert!(result.report.is_ok(), "seed {seed}:\n{}", result.report);
+        // c0 rejoins right after revoking, in the pass that also sends the commit its
+        // application made just before. The coordinator parks the JoinGroup until c1 is back
+        // (over 5 s, the request timeout): a commit sent behind it would time out and close
+        // the connection, JoinGroup and all. Every JoinGroup of c0 is answered.
+        let entries = result.history.entries();
+        for join in entries.iter().filter(|e| e.subject == "c0") {
+            let Event::Request {
+                api, correlation, ..
+            } = &join.event
+            else {
+                continue;
+            };
+            if api != "JoinGroup" {
+                continue;
+            }
+            assert!(
+                entries.iter().any(|e| e.subject == "c0"
+                    && matches!(&e.event, Event::Response { api, correlation: c, .. }
+                        if api == "JoinGroup" && c == correlation)),
+                "seed {seed}: c0's JoinGroup#{correlation} at {}ms was never answered",
+                join.at_ms
+            );
+        }
     }
 }

@@ -574,11 +574,20 @@ impl ConsumerNetworkThread {
         let closing = self.closing.is_some();
         let results: Vec<(ManagerId, PollResult)> = self.with_ctx(now, &mut effects, |ctx, m| {
             let mut results = vec![(ManagerId::Coordinator, m.coordinator.poll(ctx))];
-            // Membership before commits: a rebalance's auto-commit goes out in this round.
-            if let Some(membership) = m.membership.as_deref_mut() {
-                results.push((ManagerId::Membership, membership.poll(ctx, m.commit)));
-            }
+            // Membership polls before commits: a rebalance's auto-commit goes out in this
+            // round.
+            let membership = m
+                .membership
+                .as_deref_mut()
+                .map(|membership| (ManagerId::Membership, membership.poll(ctx, m.commit)));
+            // But commits go on the wire first. A commit the application made while the member
+            // was stable must reach the coordinator before a JoinGroup sent in the same round:
+            // the broker serves a connection's requests one at a time and parks the JoinGroup
+            // until the group has rejoined, so a commit behind it waits out its request timeout
+            // and takes the JoinGroup down with the connection. Java's `commitAsync` sends at
+            // once; the JoinGroup follows on a later `poll`.
             results.push((ManagerId::Commit, m.commit.poll(ctx)));
+            results.extend(membership);
             if !closing {
                 results.push((ManagerId::Offsets, m.offsets.poll(ctx)));
                 results.push((ManagerId::Metadata, m.metadata.poll(ctx)));
