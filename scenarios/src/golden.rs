@@ -23,6 +23,7 @@ pub fn is_domain_event(entry: &Entry) -> bool {
         | Event::Seek { .. }
         | Event::PositionReset { .. }
         | Event::Leave { .. }
+        | Event::Expelled { .. }
         | Event::CloseStart { .. }
         | Event::CloseEnd { .. }
         | Event::Fault { .. }

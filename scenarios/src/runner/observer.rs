@@ -8,6 +8,9 @@
 //! - `Request` / `Response` summaries of the group APIs (member id, generation or member epoch,
 //!   error name), so checkers can see heartbeats and fencing;
 //! - `Leave` for a leave heartbeat (epoch -1 or -2) or a `LeaveGroup`;
+//! - `Expelled` when the coordinator removes a member on its own (a session, rejoin, sync or
+//!   revocation deadline passed), under the client whose requests carried that member id —
+//!   the one fact about a member fenced in silence that only the coordinator has;
 //! - for a subject whose application never commits (`CommitPolicy::Auto`), each `OffsetCommit`
 //!   as an `Auto` commit with its offsets and outcome, so the commit checkers judge auto-commit
 //!   — or as `Abandoned` when it came on a connection older than one the client had already
@@ -25,7 +28,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use sim::coordinator::{
-    CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
+    CoordinatorLog, ExpelledMember, GroupRequest, GroupRequestContext, GroupResponse, GroupShard,
+    GroupShardFactory,
 };
 use sim::group::shard::GroupCoordinatorFactory;
 use sim::history::{CommitMode, Event, SubjectRecorder, Tp};
@@ -56,6 +60,9 @@ pub(super) struct ObservedShards {
     next_commit: Arc<AtomicU64>,
     /// (client host, broker) → the newest connection group requests came on.
     newest_connection: Arc<Mutex<BTreeMap<(String, i32), u64>>>,
+    /// Member id → the client whose requests or answers carried it (shared across shards: a
+    /// member keeps its id when the coordinator moves).
+    members: Arc<Mutex<BTreeMap<String, ObservedClient>>>,
 }
 
 impl ObservedShards {
@@ -66,6 +73,7 @@ impl ObservedShards {
             started: Arc::default(),
             next_commit: Arc::new(AtomicU64::new(AUTO_COMMIT_IDS)),
             newest_connection: Arc::default(),
+            members: Arc::default(),
         }
     }
 }
@@ -90,6 +98,26 @@ impl ObservedShards {
         }
         *seen = context.connection_id;
         false
+    }
+
+    /// Remembers that `member_id` is `client`'s.
+    fn learn_member(&self, member_id: Option<&str>, client: &ObservedClient) {
+        let Some(member_id) = member_id.filter(|id| !id.is_empty()) else {
+            return;
+        };
+        self.members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(member_id.to_owned(), client.clone());
+    }
+
+    /// The client a member id belongs to, if it is an observed one.
+    fn client_of(&self, member_id: &str) -> Option<ObservedClient> {
+        self.members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(member_id)
+            .cloned()
     }
 }
 
@@ -159,6 +187,27 @@ impl ObservedShard {
             },
         );
         id
+    }
+}
+
+impl ObservedShard {
+    /// Records each member the coordinator just removed on its own under its client.
+    fn record_expelled(&mut self) {
+        let at_ms = self.now_ms();
+        for ExpelledMember {
+            member_id, reason, ..
+        } in self.inner.take_expelled()
+        {
+            if let Some(client) = self.observer.client_of(&member_id) {
+                client.recorder.record(
+                    at_ms,
+                    Event::Expelled {
+                        member_id,
+                        reason: reason.to_owned(),
+                    },
+                );
+            }
+        }
     }
 }
 
@@ -235,6 +284,7 @@ impl GroupShard for ObservedShard {
         if let Some(client) = self.observer.clients.get(&context.client_host).cloned() {
             let abandoned = self.observer.on_replaced_connection(&context);
             let (api, member_id, generation) = summary(&request);
+            self.observer.learn_member(member_id.as_deref(), &client);
             let at_ms = self.now_ms();
             client.recorder.record(
                 at_ms,
@@ -272,6 +322,7 @@ impl GroupShard for ObservedShard {
             );
         }
         self.inner.handle(now_ms, context, request);
+        self.record_expelled();
     }
 
     fn take_responses(&mut self) -> Vec<(u64, GroupResponse)> {
@@ -282,6 +333,8 @@ impl GroupShard for ObservedShard {
                 continue;
             };
             let (code, member_id, generation) = response_summary(response);
+            self.observer
+                .learn_member(member_id.as_deref(), &pending.client);
             let error = (code != 0).then(|| code_name(code));
             pending.client.recorder.record(
                 at_ms,
@@ -306,6 +359,7 @@ impl GroupShard for ObservedShard {
 
     fn poll(&mut self, now_ms: u64) {
         self.inner.poll(now_ms);
+        self.record_expelled();
     }
 
     fn next_deadline_ms(&self) -> Option<u64> {

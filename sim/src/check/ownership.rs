@@ -336,6 +336,41 @@ mod tests {
             .has(ViolationKind::DoubleOwnership));
     }
 
+    /// close-outage seed 443: a KIP-848 member whose requests never reach the coordinator any
+    /// more is expelled when its session expires and never hears it; only the coordinator's
+    /// record says it was fenced before it revoked on close.
+    #[test]
+    fn a_zombie_the_coordinator_expelled_in_silence_is_tolerated() {
+        let expelled = Event::Expelled {
+            member_id: "m0".into(),
+            reason: "session expired".into(),
+        };
+        let zombie = |expelled_at: Option<u64>| {
+            let mut h = vec![
+                (0, "c0", start()),
+                (0, "c1", start()),
+                (1, "c0", assigned(2, &[0])),
+                (5, "c1", assigned(4, &[0])),
+                (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
+                (9, "c0", revoked(2, &[0])),
+                (12, "c0", cb_end(CallbackKind::Revoked, &[0])),
+            ];
+            if let Some(at) = expelled_at {
+                h.push((at, "c0", expelled.clone()));
+            }
+            h.sort_by_key(|(at, ..)| *at);
+            history(h)
+        };
+        assert!(ExclusiveOwnership::default()
+            .check(&zombie(Some(4)))
+            .is_ok());
+        for not_before in [None, Some(13)] {
+            assert!(ExclusiveOwnership::default()
+                .check(&zombie(not_before))
+                .has(ViolationKind::DoubleOwnership));
+        }
+    }
+
     /// A fence answer during a later revocation of the same partition says nothing about an
     /// earlier ownership period.
     #[test]

@@ -101,6 +101,23 @@ pub trait GroupShard: Send + 'static {
     /// Loading finished at `now_ms` (Kafka's `onLoaded`): start the timers of the groups the
     /// shard replayed. Called once, before the first request.
     fn on_loaded(&mut self, _now_ms: u64) {}
+    /// The members the shard removed on its own since the last call (a timer fired during
+    /// `handle` or `poll`), in order. The member hears of it only when it next asks — a
+    /// member whose requests no longer reach the coordinator never does.
+    fn take_expelled(&mut self) -> Vec<ExpelledMember> {
+        Vec::new()
+    }
+}
+
+/// A member a coordinator removed from its group because a timer fired, not because it asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpelledMember {
+    /// The group.
+    pub group_id: String,
+    /// The member's id in it.
+    pub member_id: String,
+    /// Which deadline it missed, as Kafka's coordinator logs it.
+    pub reason: &'static str,
 }
 
 /// Builds a shard when a broker becomes leader of an offsets partition.

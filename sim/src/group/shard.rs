@@ -54,7 +54,8 @@ use super::offset_record::OffsetRecord;
 use super::offsets::{OffsetStore, RequestedTopics};
 use super::offsets_retention::OffsetsRetentionConfig;
 use crate::coordinator::{
-    CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
+    CoordinatorLog, ExpelledMember, GroupRequest, GroupRequestContext, GroupResponse, GroupShard,
+    GroupShardFactory,
 };
 
 /// Builds a [`GroupCoordinatorShard`] for every offsets partition a broker comes to lead.
@@ -650,6 +651,12 @@ impl GroupShard for GroupCoordinatorShard {
         .into_iter()
         .flatten()
         .min()
+    }
+
+    fn take_expelled(&mut self) -> Vec<ExpelledMember> {
+        let mut expelled = self.classic.take_expelled();
+        expelled.extend(self.consumer.take_expelled());
+        expelled
     }
 }
 

@@ -172,6 +172,10 @@ pub enum Event {
     },
     /// The member decided to leave the group (LeaveGroup, or a KIP-848 heartbeat with epoch -1).
     Leave { reason: String },
+    /// The coordinator removed the member on its own: a deadline passed (its session, a
+    /// rejoin, a sync or a revocation). Recorded by the coordinator's side; the member learns
+    /// it only from its next answered group request, if one ever gets through.
+    Expelled { member_id: String, reason: String },
     /// `close(timeout)` was called.
     CloseStart { timeout_ms: u64 },
     /// `close` returned.
@@ -327,6 +331,12 @@ impl fmt::Display for Event {
                 strategy,
             } => write!(f, "reset {tp}@{offset} {strategy}"),
             Event::Leave { reason } => write!(f, "leave reason={reason}"),
+            Event::Expelled { member_id, reason } => {
+                write!(
+                    f,
+                    "expelled by the coordinator member={member_id}: {reason}"
+                )
+            }
             Event::CloseStart { timeout_ms } => write!(f, "close-start timeout={timeout_ms}ms"),
             Event::CloseEnd { error } => {
                 f.write_str("close-end ")?;

@@ -289,13 +289,14 @@ impl History {
 
     /// The ownership periods during which the member was fenced — a zombie's, whose partition
     /// the coordinator may give away before the member gives it up: the period ended with
-    /// `lost` or a crash, or a group request of the member was answered `UNKNOWN_MEMBER_ID` /
-    /// `FENCED_MEMBER_EPOCH` before the member finished giving the partition up (before the
-    /// period ended, or while the `onPartitionsRevoked` that ended it still ran: a KIP-848
+    /// `lost` or a crash, or the member was fenced before it finished giving the partition up
+    /// (before the period ended, or while the `onPartitionsRevoked` that ended it still ran):
+    /// a group request of it was answered `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` (a KIP-848
     /// member fenced in silence, its heartbeats starved, learns it from the commit its
-    /// revocation makes). As `(subject, tp, start_seq)`.
+    /// revocation makes), or the coordinator expelled it (`Expelled`: a member whose requests
+    /// no longer get through never learns it at all). As `(subject, tp, start_seq)`.
     pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
-        let mut fenced_answers: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        let mut fenced_at: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         // An `onPartitionsRevoked` call starting (or returning): (seq, started, partitions).
         type RevocationStep<'a> = (u64, bool, &'a [Tp]);
         let mut revocations: BTreeMap<&str, Vec<RevocationStep<'_>>> = BTreeMap::new();
@@ -304,8 +305,9 @@ impl History {
                 Event::Response {
                     error: Some(error), ..
                 } if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" => {
-                    fenced_answers.entry(&e.subject).or_default().push(e.seq);
+                    fenced_at.entry(&e.subject).or_default().push(e.seq);
                 }
+                Event::Expelled { .. } => fenced_at.entry(&e.subject).or_default().push(e.seq),
                 Event::CallbackStart {
                     kind: CallbackKind::Revoked,
                     partitions,
@@ -348,11 +350,11 @@ impl History {
                         })
                         .map_or(end, |(returned_seq, ..)| end.max(*returned_seq))
                 });
-                let told = fenced_answers.get(p.subject.as_str()).is_some_and(|seqs| {
+                let fenced = fenced_at.get(p.subject.as_str()).is_some_and(|seqs| {
                     seqs.iter()
                         .any(|s| *s > p.start_seq && given_up_seq.is_none_or(|end| *s <= end))
                 });
-                ended_fenced || told
+                ended_fenced || fenced
             })
             .map(|p| (p.subject, p.tp, p.start_seq))
             .collect()

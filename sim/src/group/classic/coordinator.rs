@@ -14,6 +14,7 @@ use super::group::{ClassicGroup, JoinTimer};
 use super::rebalance::Effects;
 use super::state::ClassicGroupState;
 use super::timers::ClassicTimerKey;
+use crate::coordinator::ExpelledMember;
 use crate::group::group_record::ClassicGroupValue;
 use crate::group::member_id::MemberIdGenerator;
 use crate::group::timer::Timers;
@@ -47,6 +48,8 @@ pub struct ClassicGroupCoordinator {
     pub(super) records: Vec<(String, ClassicGroupValue)>,
     /// The latest time seen; never goes backwards.
     pub(super) now_ms: u64,
+    /// Members a timer removed since the last [`Self::take_expelled`].
+    pub(super) expelled: Vec<ExpelledMember>,
 }
 
 impl ClassicGroupCoordinator {
@@ -60,7 +63,13 @@ impl ClassicGroupCoordinator {
             outbox: Vec::new(),
             records: Vec::new(),
             now_ms: 0,
+            expelled: Vec::new(),
         }
+    }
+
+    /// The members timers removed since the last call, in order.
+    pub fn take_expelled(&mut self) -> Vec<ExpelledMember> {
+        std::mem::take(&mut self.expelled)
     }
 
     /// Every response produced since the last call, in the order they were produced.
@@ -228,6 +237,7 @@ impl ClassicGroupCoordinator {
             outbox,
             records,
             now_ms,
+            expelled,
             ..
         } = self;
         let group = groups.get_mut(group_id)?;
@@ -237,6 +247,7 @@ impl ClassicGroupCoordinator {
             timers,
             outbox,
             records,
+            expelled,
             now_ms: *now_ms,
         };
         let result = f(group, &mut fx);

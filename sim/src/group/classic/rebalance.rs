@@ -15,6 +15,7 @@ use super::group::{ClassicGroup, JoinTimer};
 use super::member::ClassicGroupMember;
 use super::state::ClassicGroupState;
 use super::timers::ClassicTimerKey;
+use crate::coordinator::ExpelledMember;
 use crate::group::group_record::ClassicGroupValue;
 use crate::group::timer::Timers;
 
@@ -24,6 +25,7 @@ pub(super) struct Effects<'a> {
     pub timers: &'a mut Timers<ClassicTimerKey>,
     pub outbox: &'a mut Vec<(RequestId, ClassicResponse)>,
     pub records: &'a mut Vec<(String, ClassicGroupValue)>,
+    pub expelled: &'a mut Vec<ExpelledMember>,
     pub now_ms: u64,
 }
 
@@ -224,6 +226,7 @@ impl Effects<'_> {
         for member_id in &not_rejoined {
             group.remove(member_id);
             self.cancel_heartbeat(&group.group_id, member_id);
+            self.note_expelled(group, member_id, "did not rejoin in time");
         }
         if !not_rejoined.is_empty() {
             tracing::debug!(group = %group.group_id, removed = ?not_rejoined, "removed dynamic members that did not rejoin");
@@ -310,6 +313,7 @@ impl Effects<'_> {
         for member_id in &pending {
             group.remove(member_id);
             self.cancel_heartbeat(&group.group_id, member_id);
+            self.note_expelled(group, member_id, "did not sync in time");
         }
         tracing::debug!(group = %group.group_id, removed = ?pending, "removed members that did not sync in time");
         self.prepare_rebalance(group);
@@ -383,8 +387,18 @@ impl Effects<'_> {
             .is_some_and(|m| !m.has_satisfied_heartbeat());
         if expired {
             tracing::debug!(group = %group.group_id, member = %member_id, "member session expired");
+            self.note_expelled(group, member_id, "session expired");
             self.remove_member_and_update_group(group, member_id);
         }
+    }
+
+    /// Notes a member a timer removed, for [`Self::take_expelled`].
+    fn note_expelled(&mut self, group: &ClassicGroup, member_id: &str, reason: &'static str) {
+        self.expelled.push(ExpelledMember {
+            group_id: group.group_id.clone(),
+            member_id: member_id.to_owned(),
+            reason,
+        });
     }
 
     /// `removeMemberAndUpdateClassicGroup`: a parked join is answered UNKNOWN_MEMBER_ID (so a

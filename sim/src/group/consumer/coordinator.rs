@@ -11,6 +11,7 @@ use tracing::debug;
 use super::config::ConsumerGroupConfig;
 use super::group::ConsumerGroup;
 use super::topics::TopicsImage;
+use crate::coordinator::ExpelledMember;
 use crate::group::member_id::MemberIdGenerator;
 use crate::group::timer::Timers;
 
@@ -47,6 +48,8 @@ pub struct ConsumerGroupCoordinator {
     /// become classic groups again; the shard hands them to the classic coordinator
     /// ([`Self::take_downgraded_groups`]).
     pub(super) downgraded: Vec<DowngradedGroup>,
+    /// Members fenced by a timer since the last [`Self::take_expelled`].
+    pub(super) expelled: Vec<ExpelledMember>,
 }
 
 /// A consumer group removed from this coordinator to become a classic group (Kafka's
@@ -76,6 +79,7 @@ impl ConsumerGroupCoordinator {
             rebalance_timeout_epochs: BTreeMap::new(),
             member_ids: MemberIdGenerator::new(0),
             downgraded: Vec::new(),
+            expelled: Vec::new(),
         }
     }
 
@@ -115,7 +119,7 @@ impl ConsumerGroupCoordinator {
                     member_id,
                 } => {
                     debug!(group_id, member_id, "fencing member: session expired");
-                    self.fence_member(&group_id, &member_id);
+                    self.expel(&group_id, &member_id, "session expired");
                 }
                 TimerKey::ClassicJoin {
                     group_id,
@@ -125,7 +129,7 @@ impl ConsumerGroupCoordinator {
                         group_id,
                         member_id, "fencing member: the classic member failed to rejoin in time"
                     );
-                    self.fence_member(&group_id, &member_id);
+                    self.expel(&group_id, &member_id, "did not rejoin in time");
                 }
                 TimerKey::ClassicSync {
                     group_id,
@@ -135,7 +139,7 @@ impl ConsumerGroupCoordinator {
                         group_id,
                         member_id, "fencing member: the classic member failed to sync in time"
                     );
-                    self.fence_member(&group_id, &member_id);
+                    self.expel(&group_id, &member_id, "did not sync in time");
                 }
                 TimerKey::Rebalance {
                     group_id,
@@ -155,7 +159,7 @@ impl ConsumerGroupCoordinator {
                             member_id,
                             "fencing member: partitions not revoked within rebalance timeout"
                         );
-                        self.fence_member(&group_id, &member_id);
+                        self.expel(&group_id, &member_id, "did not revoke in time");
                     }
                 }
             }
@@ -181,6 +185,28 @@ impl ConsumerGroupCoordinator {
     /// Kafka's `consumerGroupFenceMember`: removes the member (see [`Self::fence_members`]).
     pub(super) fn fence_member(&mut self, group_id: &str, member_id: &str) {
         self.fence_members(group_id, &[member_id.to_owned()]);
+    }
+
+    /// [`Self::fence_member`] for a timer, noting the member for [`Self::take_expelled`] if it
+    /// was still in the group.
+    fn expel(&mut self, group_id: &str, member_id: &str, reason: &'static str) {
+        let present = self
+            .groups
+            .get(group_id)
+            .is_some_and(|g| g.members.contains_key(member_id));
+        if present {
+            self.expelled.push(ExpelledMember {
+                group_id: group_id.to_owned(),
+                member_id: member_id.to_owned(),
+                reason,
+            });
+        }
+        self.fence_member(group_id, member_id);
+    }
+
+    /// The members timers fenced since the last call, in order.
+    pub fn take_expelled(&mut self) -> Vec<ExpelledMember> {
+        std::mem::take(&mut self.expelled)
     }
 
     /// Kafka's `consumerGroupFenceMembers`: if only classic members would remain and

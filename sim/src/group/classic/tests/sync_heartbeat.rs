@@ -154,11 +154,18 @@ fn heartbeats_keep_a_member_alive_and_session_expiry_triggers_a_rebalance() {
     h.advance(SESSION_MS as u64 / 2);
     assert_eq!(h.heartbeat(&a, 1), 0);
     assert_eq!(h.state(), Some(ClassicGroupState::Stable));
+    assert!(h.coordinator.take_expelled().is_empty());
     h.advance(SESSION_MS as u64 / 2);
     assert_eq!(
         h.state(),
         Some(ClassicGroupState::PreparingRebalance),
         "b expired"
+    );
+    let expelled = h.coordinator.take_expelled();
+    assert_eq!(expelled.len(), 1, "{expelled:?}");
+    assert_eq!(
+        (expelled[0].member_id.as_str(), expelled[0].reason),
+        (b.as_str(), "session expired")
     );
     assert_eq!(h.heartbeat(&a, 1), code(ResponseError::RebalanceInProgress));
     assert_eq!(h.heartbeat(&b, 1), code(ResponseError::UnknownMemberId));
@@ -190,6 +197,12 @@ fn members_that_do_not_sync_in_time_are_removed() {
     h.advance(5_000);
     assert_eq!(h.state(), Some(ClassicGroupState::PreparingRebalance));
     assert_eq!(h.coordinator.group_member_ids(GROUP), vec![a.clone()]);
+    let expelled = h.coordinator.take_expelled();
+    assert_eq!(expelled.len(), 1, "{expelled:?}");
+    assert_eq!(
+        (expelled[0].member_id.as_str(), expelled[0].reason),
+        (b.as_str(), "did not sync in time")
+    );
     assert_eq!(h.heartbeat(&b, 1), code(ResponseError::UnknownMemberId));
     assert_eq!(h.heartbeat(&a, 1), code(ResponseError::RebalanceInProgress));
 }

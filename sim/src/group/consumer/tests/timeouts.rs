@@ -11,10 +11,18 @@ fn session_timeout_fences_a_silent_member() {
     assert_eq!(c.next_deadline_ms(), Some(45_000));
     c.poll(44_999);
     assert!(c.group(GROUP).unwrap().members.contains_key("a"));
+    assert!(c.take_expelled().is_empty());
     c.poll(45_000);
     let group = c.group(GROUP).unwrap();
     assert!(!group.members.contains_key("a"));
     assert_eq!(group.group_epoch, 3);
+    let expelled = c.take_expelled();
+    assert_eq!(expelled.len(), 1, "{expelled:?}");
+    assert_eq!(
+        (expelled[0].member_id.as_str(), expelled[0].reason),
+        ("a", "session expired")
+    );
+    assert!(c.take_expelled().is_empty(), "drained");
     // b then gets everything once it heartbeats.
     let r = send(&mut c, &heartbeat("b", 2, &parts(&[])), 2_000);
     assert_eq!(r.member_epoch, 3);
@@ -53,6 +61,12 @@ fn rebalance_timeout_fences_a_member_that_never_revokes() {
     assert!(c.group(GROUP).unwrap().members.contains_key("a"));
     c.poll(10 + REBALANCE_TIMEOUT_MS as u64);
     assert!(!c.group(GROUP).unwrap().members.contains_key("a"));
+    let expelled = c.take_expelled();
+    assert_eq!(expelled.len(), 1, "{expelled:?}");
+    assert_eq!(
+        (expelled[0].member_id.as_str(), expelled[0].reason),
+        ("a", "did not revoke in time")
+    );
 }
 
 #[test]
