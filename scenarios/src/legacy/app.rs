@@ -315,11 +315,7 @@ impl AppThread {
         };
         self.callback(kind, give_up.clone()).await;
         let mut s = self.shared.lock().await;
-        let kept: Vec<Tp> = owned
-            .into_iter()
-            .filter(|tp| !give_up.contains(tp))
-            .collect();
-        s.fetcher.assign(kept);
+        s.fetcher.assign(without(&owned, &give_up));
         let (revoked, lost) = if lost {
             (Vec::new(), give_up)
         } else {
@@ -348,17 +344,7 @@ impl AppThread {
             (group.cooperative, s.fetcher.assigned().to_vec())
         };
         let (added, revoked) = if cooperative {
-            let added: Vec<Tp> = assignment
-                .iter()
-                .filter(|tp| !owned.contains(tp))
-                .cloned()
-                .collect();
-            let revoked: Vec<Tp> = owned
-                .iter()
-                .filter(|tp| !assignment.contains(tp))
-                .cloned()
-                .collect();
-            (added, revoked)
+            (without(&assignment, &owned), without(&owned, &assignment))
         } else {
             (assignment.clone(), Vec::new())
         };
@@ -808,6 +794,14 @@ impl KafkaConsumer {
             }
         }
     }
+}
+
+/// The partitions of `from` not in `remove`, in order.
+fn without(from: &[Tp], remove: &[Tp]) -> Vec<Tp> {
+    from.iter()
+        .filter(|tp| !remove.contains(tp))
+        .cloned()
+        .collect()
 }
 
 /// `client.poll(future, timer)` with the lock taken per network poll: polls until `done`
