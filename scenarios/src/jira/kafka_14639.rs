@@ -48,7 +48,7 @@ use kafka_consumer::rt::SeededRng;
 use sim::check::{CheckerSet, KnownGaps, OwnershipMode};
 use sim::fault::Fault;
 
-use crate::app::{AppBehaviour, CommitPolicy};
+use crate::app::AppBehaviour;
 use crate::legacy::LegacyVersion;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -71,15 +71,6 @@ const PROPERTIES: &[(&str, &str)] = &[
     ("partition.assignment.strategy", "cooperative-sticky"),
 ];
 
-fn app() -> AppBehaviour {
-    AppBehaviour {
-        poll_timeout_ms: 100,
-        processing_ms_per_record: 1,
-        commit: CommitPolicy::AsyncEachPoll,
-        close_timeout_ms: 5_000,
-    }
-}
-
 fn listener(revoked_ms: u64) -> ListenerBehaviour {
     ListenerBehaviour {
         revoked_ms,
@@ -94,12 +85,12 @@ pub fn scenario() -> Scenario {
     )
     .topic("t", 6)
     .offsets_partitions(1)
-    .subscribing_consumer("c0", PROPERTIES, &["t"], app())
+    .subscribing_consumer("c0", PROPERTIES, &["t"], AppBehaviour::default())
     .listener(listener(5_500))
-    .subscribing_consumer("c1", PROPERTIES, &["t"], app())
+    .subscribing_consumer("c1", PROPERTIES, &["t"], AppBehaviour::default())
     .listener(listener(300))
     .start_at(500)
-    .subscribing_consumer("c2", PROPERTIES, &["t"], app())
+    .subscribing_consumer("c2", PROPERTIES, &["t"], AppBehaviour::default())
     .listener(listener(300))
     .start_at(JOINER_START_MS)
     .producer("p0", "t", 20, PRODUCE_UNTIL_MS)

@@ -311,28 +311,33 @@ mod tests {
             .has(ViolationKind::DoubleOwnership));
     }
 
+    /// c0 owns t-0 from generation 2; the coordinator gives it to c1 at 5; c0 revokes it at 9
+    /// in a callback that returns at 12 — with `fence` added to c0's history at its time.
+    fn zombie_revoking(fence: Option<(u64, Event)>) -> History {
+        let mut h = vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (5, "c1", assigned(4, &[0])),
+            (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
+            (9, "c0", revoked(2, &[0])),
+            (12, "c0", cb_end(CallbackKind::Revoked, &[0])),
+        ];
+        if let Some((at, event)) = fence {
+            h.push((at, "c0", event));
+        }
+        h.sort_by_key(|(at, ..)| *at);
+        history(h)
+    }
+
     /// lost-commits seed 789: a KIP-848 member whose heartbeats were starved is fenced in
     /// silence; the commit its `onPartitionsRevoked` makes is the first to hear so.
     #[test]
     fn a_zombie_told_while_its_revocation_runs_is_tolerated() {
-        let unknown = unknown_member();
-        let zombie = |told_at: u64| {
-            let mut h = vec![
-                (0, "c0", start()),
-                (0, "c1", start()),
-                (1, "c0", assigned(2, &[0])),
-                (5, "c1", assigned(4, &[0])),
-                (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
-                (9, "c0", revoked(2, &[0])),
-                (12, "c0", cb_end(CallbackKind::Revoked, &[0])),
-            ];
-            h.push((told_at, "c0", unknown.clone()));
-            h.sort_by_key(|(at, ..)| *at);
-            history(h)
-        };
-        assert!(ExclusiveOwnership::default().check(&zombie(10)).is_ok());
+        let told_at = |at: u64| zombie_revoking(Some((at, unknown_member())));
+        assert!(ExclusiveOwnership::default().check(&told_at(10)).is_ok());
         assert!(ExclusiveOwnership::default()
-            .check(&zombie(13))
+            .check(&told_at(13))
             .has(ViolationKind::DoubleOwnership));
     }
 
@@ -345,28 +350,13 @@ mod tests {
             member_id: "m0".into(),
             reason: "session expired".into(),
         };
-        let zombie = |expelled_at: Option<u64>| {
-            let mut h = vec![
-                (0, "c0", start()),
-                (0, "c1", start()),
-                (1, "c0", assigned(2, &[0])),
-                (5, "c1", assigned(4, &[0])),
-                (9, "c0", cb_start(CallbackKind::Revoked, &[0])),
-                (9, "c0", revoked(2, &[0])),
-                (12, "c0", cb_end(CallbackKind::Revoked, &[0])),
-            ];
-            if let Some(at) = expelled_at {
-                h.push((at, "c0", expelled.clone()));
-            }
-            h.sort_by_key(|(at, ..)| *at);
-            history(h)
-        };
+        let expelled_at = |at: Option<u64>| zombie_revoking(at.map(|at| (at, expelled.clone())));
         assert!(ExclusiveOwnership::default()
-            .check(&zombie(Some(4)))
+            .check(&expelled_at(Some(4)))
             .is_ok());
         for not_before in [None, Some(13)] {
             assert!(ExclusiveOwnership::default()
-                .check(&zombie(not_before))
+                .check(&expelled_at(not_before))
                 .has(ViolationKind::DoubleOwnership));
         }
     }
