@@ -159,6 +159,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::close_outage::NAME,
             build: families::close_outage::scenario,
         },
+        ScenarioInfo {
+            name: families::mixed_protocols::NAME,
+            build: families::mixed_protocols::scenario,
+        },
     ]
 }
 

@@ -361,3 +361,41 @@ fn close_outage() {
         }
     }
 }
+
+#[test]
+fn mixed_protocols() {
+    use families::mixed_protocols::{draw, scenario, Rollout};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|r: &Rollout| r.from == Protocol::Classic,
+            &|r: &Rollout| r.from == Protocol::Consumer,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let h = &r.history;
+        let sent = |api: &str| -> BTreeSet<(String, u64)> {
+            h.entries()
+                .iter()
+                .filter(|e| matches!(&e.event, Event::Request { api: a, .. } if a == api))
+                .map(|e| (e.subject.clone(), e.at_ms))
+                .collect()
+        };
+        let classic: BTreeSet<String> = sent("JoinGroup").into_iter().map(|(s, _)| s).collect();
+        let first_heartbeat_ms = sent("ConsumerGroupHeartbeat")
+            .into_iter()
+            .map(|(_, at)| at)
+            .min()
+            .expect("a consumer-protocol member");
+        // The group was mixed: a classic member's assignment changed while a member of the
+        // consumer protocol was in the group.
+        assert!(
+            h.entries().iter().any(|e| e.at_ms > first_heartbeat_ms
+                && classic.contains(&e.subject)
+                && matches!(&e.event, Event::Assignment { assigned, revoked, .. }
+                    if !assigned.is_empty() || !revoked.is_empty())),
+            "{}: no classic member's assignment changed in a mixed group",
+            r.repro()
+        );
+    }
+}

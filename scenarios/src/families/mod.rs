@@ -21,6 +21,7 @@
 pub mod close_outage;
 pub mod coordinator_failover;
 pub mod lost_commits;
+pub mod mixed_protocols;
 pub mod network_partition;
 pub mod rebalance_storm;
 pub mod rolling_restart;
