@@ -286,6 +286,22 @@ impl Cluster {
                     tracing::warn!(?error, %topic, "delete-topic fault: no such topic");
                 }
             }
+            Fault::CreateTopic { topic, partitions } => {
+                let created = self
+                    .controller
+                    .update(|s| s.create_topic(topic, *partitions, 1, None));
+                if let Err(error) = created {
+                    tracing::warn!(?error, %topic, "create-topic fault refused");
+                }
+            }
+            Fault::CreatePartitions { topic, count } => {
+                let grown = self
+                    .controller
+                    .update(|s| s.create_partitions(topic, *count, None));
+                if let Err(error) = grown {
+                    tracing::warn!(?error, %topic, count, "create-partitions fault refused");
+                }
+            }
         }
     }
 

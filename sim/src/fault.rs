@@ -167,6 +167,22 @@ pub enum Fault {
         /// Topic name.
         topic: String,
     },
+    /// Creates a topic, as CreateTopics does (replication factor 1): what a pattern
+    /// subscription picks up on its next metadata refresh.
+    CreateTopic {
+        /// Topic name.
+        topic: String,
+        /// Its partition count.
+        partitions: i32,
+    },
+    /// Grows a topic to `count` partitions, as CreatePartitions does: the group must take in
+    /// the new partitions (the assignment changes with no member joining or leaving).
+    CreatePartitions {
+        /// Topic name.
+        topic: String,
+        /// The new partition count (more than it has).
+        count: i32,
+    },
 }
 
 /// A fault plan: faults at virtual times (milliseconds since the plan started).
@@ -353,6 +369,8 @@ mod tests {
 /// move-coordinator <offsets-partition> to=<id|any>
 /// delete-records <topic> <partition> before=<offset>
 /// delete-topic <topic>
+/// create-topic <topic> partitions=<n>
+/// create-partitions <topic> count=<n>
 /// ```
 pub mod text {
     use std::fmt;
@@ -459,6 +477,12 @@ pub mod text {
                     "delete-records {topic} {partition} before={before_offset}"
                 ),
                 Fault::DeleteTopic { topic } => write!(f, "delete-topic {topic}"),
+                Fault::CreateTopic { topic, partitions } => {
+                    write!(f, "create-topic {topic} partitions={partitions}")
+                }
+                Fault::CreatePartitions { topic, count } => {
+                    write!(f, "create-partitions {topic} count={count}")
+                }
             }
         }
     }
@@ -610,6 +634,14 @@ pub mod text {
                 "delete-topic" => Fault::DeleteTopic {
                     topic: word(text, next())?.to_owned(),
                 },
+                "create-topic" => Fault::CreateTopic {
+                    topic: word(text, next())?.to_owned(),
+                    partitions: num(text, kv(text, next(), "partitions")?)?,
+                },
+                "create-partitions" => Fault::CreatePartitions {
+                    topic: word(text, next())?.to_owned(),
+                    count: num(text, kv(text, next(), "count")?)?,
+                },
                 other => return Err(err(text, &format!("unknown fault kind `{other}`"))),
             };
             if let Some(extra) = next() {
@@ -663,7 +695,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 16) {
+            match pick(rng, 18) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -721,7 +753,15 @@ pub mod text {
                     partition: n,
                     before_offset: big as i64,
                 },
-                _ => Fault::DeleteTopic { topic: name(rng) },
+                15 => Fault::DeleteTopic { topic: name(rng) },
+                16 => Fault::CreateTopic {
+                    topic: name(rng),
+                    partitions: n,
+                },
+                _ => Fault::CreatePartitions {
+                    topic: name(rng),
+                    count: n,
+                },
             }
         }
 
@@ -735,7 +775,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 16, "{kinds:?}");
+            assert_eq!(kinds.len(), 18, "{kinds:?}");
         }
 
         #[test]

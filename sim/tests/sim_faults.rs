@@ -741,6 +741,51 @@ async fn delete_records_advances_the_log_start_offset() {
 }
 
 #[madsim::test]
+async fn created_topics_and_partitions_show_in_metadata_and_take_writes() {
+    let cluster = cluster(2, 2).await;
+    let c = cluster.clone();
+    on_client("client", 1, move || async move {
+        let mut client = client(c.bootstrap_servers());
+        let partitions = |metadata: &MetadataResponse, topic: &str| {
+            metadata
+                .topics
+                .iter()
+                .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == topic))
+                .map(|t| t.partitions.len())
+        };
+        let all = MetadataRequest::default().with_topics(None);
+        let before = send(&mut client, -1, all.clone()).await;
+        assert_eq!(partitions(&before, "t"), Some(2));
+        assert_eq!(partitions(&before, "u"), None);
+        c.apply(&Fault::CreatePartitions {
+            topic: "t".into(),
+            count: 5,
+        });
+        c.apply(&Fault::CreateTopic {
+            topic: "u".into(),
+            partitions: 3,
+        });
+        // Neither shrinks a topic nor replaces one.
+        c.apply(&Fault::CreatePartitions {
+            topic: "t".into(),
+            count: 4,
+        });
+        c.apply(&Fault::CreateTopic {
+            topic: "u".into(),
+            partitions: 1,
+        });
+        let after = send(&mut client, -1, all).await;
+        assert_eq!(partitions(&after, "t"), Some(5));
+        assert_eq!(partitions(&after, "u"), Some(3));
+        for (topic, partition) in [("t", 4), ("u", 2)] {
+            let appended = c.controller().append(topic, partition, batch(&["x"]));
+            assert!(appended.is_ok(), "{topic}-{partition}: {appended:?}");
+        }
+    })
+    .await;
+}
+
+#[madsim::test]
 async fn fault_plan_applies_each_fault_at_its_virtual_time() {
     let cluster = cluster(2, 1).await;
     let plan = vec![

@@ -58,9 +58,9 @@ pub enum LegacyVersion {
     /// waits for it, but the fetcher goes on returning the partitions' records meanwhile
     /// (KAFKA-14196, fixed in 3.2.3 by marking them pending revocation).
     V3_2_1,
-    /// 3.4.0, the first of the two releases the model runs the cooperative protocol for (KIP-429's
-    /// `CooperativeStickyAssignor` alone in `partition.assignment.strategy`): the JoinGroup
-    /// subscription carries the owned partitions and the member's current generation
+    /// 3.4.0, the first of the two releases the model runs the cooperative protocol for (when
+    /// every assignor of `partition.assignment.strategy` supports it, as KIP-429's
+    /// `CooperativeStickyAssignor` does): the JoinGroup subscription carries the owned partitions and the member's current generation
     /// (ConsumerProtocol v2, KIP-792); `onJoinPrepare` revokes nothing while the generation is
     /// valid; `onJoinComplete` revokes owned − assigned first, then rejoins; a SyncGroup
     /// `REBALANCE_IN_PROGRESS` keeps the generation (KAFKA-13419's fix, KAFKA-13891 reverted);

@@ -146,16 +146,9 @@ pub async fn run_with_plan(
 
     let mut tasks = Vec::new();
     for spec in &scenario.producers {
-        let partitions = scenario
-            .cluster
-            .topics
-            .iter()
-            .find(|(t, _)| *t == spec.topic)
-            .map_or(1, |(_, n)| *n);
         tasks.push(tokio::spawn(producer::produce(
             cluster.controller().clone(),
             spec.clone(),
-            partitions,
             recorder.subject(&spec.name),
             started,
         )));

@@ -188,9 +188,7 @@ impl ObservedShard {
         );
         id
     }
-}
 
-impl ObservedShard {
     /// Records each member the coordinator just removed on its own under its client.
     fn record_expelled(&mut self) {
         let at_ms = self.now_ms();

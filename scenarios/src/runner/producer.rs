@@ -9,18 +9,24 @@ use tokio::time::{Duration, Instant};
 
 use crate::scenario::ProducerSpec;
 
-/// Writes `spec.topic`'s partitions round-robin until `spec.until_ms`; values are unique
-/// (`topic-partition-n`), as Jepsen's checkers require.
+/// Writes `spec.topic`'s partitions round-robin until `spec.until_ms`, over the partitions the
+/// topic has at each write (a topic grown by `CreatePartitions` gets writes in its new ones; a
+/// topic not there, not yet created or deleted, none); values are unique (`topic-partition-n`),
+/// as Jepsen's checkers require.
 pub(super) async fn produce(
     controller: Controller,
     spec: ProducerSpec,
-    partitions: i32,
     recorder: SubjectRecorder,
     started: Instant,
 ) {
     let mut n: u64 = 0;
     while started.elapsed() < Duration::from_millis(spec.until_ms) {
-        let partition = (n % partitions.max(1) as u64) as i32;
+        let partitions = controller
+            .read()
+            .topics
+            .get(&spec.topic)
+            .map_or(0, |t| t.partitions.len() as u64);
+        let partition = (n % partitions.max(1)) as i32;
         let value = format!("{}-{partition}-{n}", spec.topic);
         let mut builder = RecordBatchBuilder::new(0);
         let built = builder
