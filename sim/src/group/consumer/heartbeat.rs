@@ -173,8 +173,10 @@ impl ConsumerGroupCoordinator {
             }
         }
         group.update_member(updated.clone());
-        let mut bump_group_epoch = subscription_changed;
-        if subscription_changed || group.metadata_refresh_requested {
+        // A newly created group moves away from epoch 0 whatever its first member subscribes
+        // to (an empty subscription changes nothing else; Kafka 4.1's `consumerGroupHeartbeat`).
+        let mut bump_group_epoch = subscription_changed || group.group_epoch == 0;
+        if bump_group_epoch || group.metadata_refresh_requested {
             let metadata = group.compute_subscription_metadata(&self.topics);
             if metadata != group.subscription_metadata {
                 group.subscription_metadata = metadata;

@@ -57,17 +57,12 @@ pub fn validate_heartbeat(
                 "TopicPartitions must be empty when (re-)joining.",
             ));
         }
-        let has_names = request
-            .subscribed_topic_names
-            .as_ref()
-            .is_some_and(|n| !n.is_empty());
-        let has_regex = request
-            .subscribed_topic_regex
-            .as_ref()
-            .is_some_and(|r| !r.is_empty());
-        if !has_names && !has_regex {
+        // KAFKA-18095 (4.0): an empty list or regex is a member subscribed to nothing yet — a
+        // client-side pattern that matches no topic so far must still be able to join.
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
             return Err(GroupError::invalid_request(
-                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when \
+                 (re-)joining.",
             ));
         }
     } else if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {

@@ -37,9 +37,10 @@ fn invalid_requests_carry_kafkas_messages() {
             "TopicPartitions must be empty when (re-)joining.",
         ),
         (
-            join("a", &[]),
+            join("a", &[]).with_subscribed_topic_names(None),
             1,
-            "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when \
+             (re-)joining.",
         ),
         (
             heartbeat("a", -2, &parts(&[])),
@@ -66,6 +67,18 @@ fn invalid_requests_carry_kafkas_messages() {
         assert_eq!(invalid(&mut c, &request, version).as_deref(), Some(message));
     }
     assert!(c.group(GROUP).is_none(), "refused joins create no group");
+}
+
+/// KAFKA-18095: a client-side pattern that matches nothing yet joins with an empty list.
+#[test]
+fn a_member_may_join_subscribed_to_nothing_yet() {
+    let mut c = coordinator();
+    let r = send(&mut c, &join("a", &[]), 0);
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    // The new group still moves away from epoch 0.
+    assert_eq!(r.member_epoch, 1);
+    assert_eq!(assignment_of(&r), Some(parts(&[])));
+    assert!(c.group(GROUP).unwrap().members.contains_key("a"));
 }
 
 #[test]
