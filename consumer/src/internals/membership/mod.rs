@@ -315,6 +315,25 @@ impl ListenerCalls {
     }
 }
 
+/// Java's `updatePatternSubscription`: a `subscribe_pattern` subscription is matched again
+/// against every topic of the latest metadata, whatever the group protocol — a classic member
+/// rejoins when the matched set changed, a KIP-848 member sends the new names with its next
+/// heartbeat. A change asks for metadata of the newly matched topics.
+pub(crate) fn match_pattern_subscription(ctx: &mut ManagerContext<'_>) {
+    if !ctx.subscriptions.needs_all_topics_metadata() {
+        return;
+    }
+    let topics: Vec<&str> = ctx
+        .metadata
+        .topics()
+        .filter(|t| !(t.is_internal && ctx.settings.exclude_internal_topics))
+        .map(|t| t.name.as_str())
+        .collect();
+    if ctx.subscriptions.match_pattern(topics) {
+        ctx.request_metadata_refresh();
+    }
+}
+
 /// Stops fetching `partitions` and drops their buffered and in-flight data, ahead of a
 /// revoked or lost callback.
 pub(crate) fn stop_fetching(ctx: &mut ManagerContext<'_>, partitions: &BTreeSet<TopicPartition>) {

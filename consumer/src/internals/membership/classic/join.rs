@@ -39,17 +39,7 @@ impl ClassicMembershipManager {
     /// since joining; the leader saw partition counts of the group's topics change; a pattern
     /// matches other topics now.
     pub(super) fn check_rejoin_conditions(&mut self, ctx: &mut ManagerContext<'_>) {
-        if ctx.subscriptions.needs_all_topics_metadata() {
-            let topics: Vec<&str> = ctx
-                .metadata
-                .topics()
-                .filter(|t| !(t.is_internal && ctx.settings.exclude_internal_topics))
-                .map(|t| t.name.as_str())
-                .collect();
-            if ctx.subscriptions.match_pattern(topics) {
-                ctx.request_metadata_refresh();
-            }
-        }
+        super::super::match_pattern_subscription(ctx);
         if self.state != MemberState::Stable || !matches!(self.step, Step::Idle) {
             return;
         }

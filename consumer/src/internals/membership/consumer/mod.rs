@@ -573,6 +573,7 @@ impl ConsumerMembershipManager {
             self.poll_leave(ctx, &mut result);
         }
         if self.fatal.is_none() {
+            super::match_pattern_subscription(ctx);
             self.maybe_reconcile(ctx, commit, &mut result);
             self.poll_heartbeat(ctx, &mut result);
         }

@@ -390,6 +390,28 @@ fn a_joining_member_sends_its_regex_and_empty_topic_names() {
     assert_eq!(hb.subscribed_topic_names, Some(vec![]));
 }
 
+/// A client-side pattern is matched again on every round: a topic that appears after the
+/// member joined reaches the coordinator with the next heartbeat (Java's
+/// `updatePatternSubscription`, which the classic path had and this one lacked).
+#[test]
+fn a_pattern_picks_up_a_topic_created_after_joining() {
+    let mut h = Harness::new();
+    let cluster = std::mem::take(&mut h.p.metadata);
+    h.p.subscriptions.unsubscribe();
+    h.p.subscriptions
+        .subscribe_pattern(crate::internals::subscription_state::TopicPattern::new("t.*").unwrap());
+    assert!(
+        h.p.subscriptions.subscribed_topics().is_empty(),
+        "nothing matches yet"
+    );
+    h.join_stable(1, &[]);
+    h.p.metadata = cluster;
+    h.p.advance_ms(1_000);
+    let (_, hb) = h.heartbeat();
+    assert_eq!(hb.subscribed_topic_names, Some(vec![topic_name("t")]));
+    assert!(h.p.effects.metadata_refresh, "metadata for the new match");
+}
+
 #[test]
 fn network_errors_clear_the_heartbeat_in_flight() {
     let mut h = Harness::new();
