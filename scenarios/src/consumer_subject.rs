@@ -250,6 +250,27 @@ impl Subject for ConsumerSubject {
         }
     }
 
+    async fn subscribe_pattern(&mut self, pattern: String, listener: ListenerBehaviour) {
+        self.ctx.record(Event::Subscribe { topics: Vec::new() });
+        self.ctx.record(Event::Note {
+            text: format!("subscribe pattern {pattern}"),
+        });
+        let listener = RecordingListener {
+            ctx: self.ctx.clone(),
+            behaviour: listener,
+            calls: AtomicU32::new(0),
+        };
+        if let Err(error) = self
+            .consumer
+            .subscribe_pattern_with_listener(&pattern, listener)
+            .await
+        {
+            self.ctx.record(Event::Note {
+                text: format!("subscribe failed: {error}"),
+            });
+        }
+    }
+
     async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
         match self.consumer.poll(timeout).await {
             Ok(records) => Ok(records

@@ -163,6 +163,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::mixed_protocols::NAME,
             build: families::mixed_protocols::scenario,
         },
+        ScenarioInfo {
+            name: families::pattern_topics::NAME,
+            build: families::pattern_topics::scenario,
+        },
     ]
 }
 

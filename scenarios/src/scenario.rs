@@ -35,6 +35,9 @@ pub struct SubjectSpec {
     pub assign: Vec<Tp>,
     /// Topics handed to `subscribe()`; empty for manual assignment.
     pub subscribe: Vec<String>,
+    /// A pattern handed to `subscribe(Pattern)` instead (Java's regex semantics, matched
+    /// against every topic's whole name as metadata comes in).
+    pub subscribe_pattern: Option<String>,
     /// The rebalance listener, in subscribe mode.
     pub listener: ListenerBehaviour,
     /// Virtual time at which the application starts (a member joining later).
@@ -265,6 +268,7 @@ impl ScenarioBuilder {
                 .collect(),
             assign,
             subscribe: Vec::new(),
+            subscribe_pattern: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,
@@ -290,6 +294,7 @@ impl ScenarioBuilder {
                 .collect(),
             assign: Vec::new(),
             subscribe: topics.iter().map(|t| (*t).to_owned()).collect(),
+            subscribe_pattern: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,

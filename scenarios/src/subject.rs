@@ -144,6 +144,13 @@ pub trait Subject: Send {
         topics: Vec<String>,
         listener: ListenerBehaviour,
     ) -> impl Future<Output = ()> + Send;
+    /// `subscribe(Pattern, listener)`: group management over every topic whose whole name
+    /// matches `pattern`, re-evaluated as metadata changes; records `Subscribe` with no topics.
+    fn subscribe_pattern(
+        &mut self,
+        pattern: String,
+        listener: ListenerBehaviour,
+    ) -> impl Future<Output = ()> + Send;
     /// `poll(timeout)`: the records of one poll.
     fn poll(
         &mut self,

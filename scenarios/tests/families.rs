@@ -399,3 +399,39 @@ fn mixed_protocols() {
         );
     }
 }
+
+#[test]
+fn pattern_topics() {
+    use families::pattern_topics::{draw, scenario, TopicChanges};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|c: &TopicChanges| c.group.protocol == Protocol::Classic,
+            &|c: &TopicChanges| c.group.protocol == Protocol::Consumer,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let h = &r.history;
+        let delivered_from = |topic: &str, partition: Option<i32>| {
+            count(h, None, |e| {
+                matches!(e, Event::Delivered { tp, .. }
+                    if tp.topic == topic && partition.is_none_or(|p| tp.partition == p))
+            })
+        };
+        // The pattern picked up the created topic and the grown partitions, never the other.
+        assert!(delivered_from("t-c", None) > 0, "{}", r.repro());
+        assert!(delivered_from("t-a", Some(5)) > 0, "{}", r.repro());
+        assert_eq!(delivered_from("x", None), 0, "{}", r.repro());
+        // The deleted topic's partitions were given up.
+        assert!(
+            count(
+                h,
+                None,
+                |e| matches!(e, Event::Assignment { revoked, lost, .. }
+                if revoked.iter().chain(lost).any(|tp| tp.topic == "t-b"))
+            ) > 0,
+            "{}",
+            r.repro()
+        );
+    }
+}

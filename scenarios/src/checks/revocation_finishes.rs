@@ -22,26 +22,13 @@ pub struct RevocationFinishes {
     pub within_ms: u64,
 }
 
-/// `DeleteTopic { topic: "u" }` → `u`.
-fn deleted_topic(kind: &str) -> Option<&str> {
-    kind.strip_prefix("DeleteTopic { topic: \"")?
-        .strip_suffix("\" }")
-}
-
 impl Checker for RevocationFinishes {
     fn name(&self) -> &'static str {
         "revocation-finishes"
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
-        let deletions: Vec<(u64, String)> = history
-            .entries()
-            .iter()
-            .filter_map(|e| match &e.event {
-                Event::Fault { kind } => deleted_topic(kind).map(|t| (e.at_ms, t.to_owned())),
-                _ => None,
-            })
-            .collect();
+        let deletions = history.topic_deletions();
         let end_ms = history.end_ms();
         let mut out = Vec::new();
         for subject in history.subjects() {
@@ -162,6 +149,5 @@ mod tests {
             (2_000, "faults", Event::Healed),
         ])
         .is_empty());
-        assert_eq!(deleted_topic("DeleteTopic { topic: \"u\" }"), Some("u"));
     }
 }

@@ -23,6 +23,7 @@ pub mod coordinator_failover;
 pub mod lost_commits;
 pub mod mixed_protocols;
 pub mod network_partition;
+pub mod pattern_topics;
 pub mod rebalance_storm;
 pub mod rolling_restart;
 pub mod static_members;

@@ -178,6 +178,17 @@ impl Subject for LegacyConsumer {
         self.app = Some(app);
     }
 
+    /// The model has no pattern subscription (no scenario of the old design needs one): the
+    /// member records the call and never joins.
+    async fn subscribe_pattern(&mut self, pattern: String, _listener: ListenerBehaviour) {
+        self.ctx.record(Event::Subscribe { topics: Vec::new() });
+        self.ctx.record(Event::Note {
+            text: format!(
+                "subscribe pattern {pattern}: the legacy model has no pattern subscription"
+            ),
+        });
+    }
+
     async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
         match &self.app {
             Some(app) => app.poll(timeout).await,

@@ -54,7 +54,11 @@ pub(super) async fn drive<S: Subject>(
     count_wakeups: bool,
 ) {
     let app: AppBehaviour = spec.app;
-    if spec.subscribe.is_empty() {
+    if let Some(pattern) = &spec.subscribe_pattern {
+        subject
+            .subscribe_pattern(pattern.clone(), spec.listener)
+            .await;
+    } else if spec.subscribe.is_empty() {
         subject.assign(spec.assign.clone()).await;
     } else {
         subject

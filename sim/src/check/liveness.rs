@@ -141,6 +141,13 @@ impl Checker for Liveness {
         let healed = self.healed_at_ms.or(history.healed_at_ms()).unwrap_or(0);
         let end = history.end_ms();
         let acks = history.produce_acks();
+        let deletions = history.topic_deletions();
+        // A record whose topic was deleted after it was acked is gone: nobody can consume it.
+        let deleted_after = |tp: &Tp, acked_ms: u64| {
+            deletions
+                .iter()
+                .any(|(at_ms, topic)| *topic == tp.topic && *at_ms >= acked_ms)
+        };
         let mut out = Vec::new();
         for (group, view) in Self::views(history) {
             if self.groups.as_ref().is_some_and(|g| !g.contains(&group)) {
@@ -164,7 +171,10 @@ impl Checker for Liveness {
                 misses.entry((kind, tp.clone())).or_insert((v, 0)).1 += 1;
             };
             for ack in &acks {
-                if !view.topics.contains(&ack.tp.topic) || self.gaps.covers(&ack.tp, ack.offset) {
+                if !view.topics.contains(&ack.tp.topic)
+                    || self.gaps.covers(&ack.tp, ack.offset)
+                    || deleted_after(&ack.tp, ack.at_ms)
+                {
                     continue;
                 }
                 let deadline = ack.at_ms.max(healed).saturating_add(self.within_ms);
@@ -269,6 +279,16 @@ mod tests {
     }
 
     fn run(consume_at: u64, assignment_changes: &[u64], end: u64) -> History {
+        run_with(consume_at, assignment_changes, end, Vec::new())
+    }
+
+    /// [`run`] with `extra` entries added in time order.
+    fn run_with(
+        consume_at: u64,
+        assignment_changes: &[u64],
+        end: u64,
+        extra: Vec<(u64, &'static str, Event)>,
+    ) -> History {
         let mut h = vec![
             (0, "c0", start()),
             (
@@ -297,6 +317,8 @@ mod tests {
         h.push((consume_at + 1, "c0", commit(1, 0, 2)));
         h.push((consume_at + 2, "c0", commit_ok(1)));
         h.push((end, "faults", Event::Note { text: "end".into() }));
+        h.extend(extra);
+        h.sort_by_key(|(at, ..)| *at);
         history(h)
     }
 
@@ -304,6 +326,22 @@ mod tests {
     fn catching_up_after_heal_passes() {
         let v = config().check(&run(2_500, &[2_100], 4_000));
         assert!(v.is_ok(), "{v}");
+    }
+
+    /// A record acked and then deleted with its topic cannot be consumed; one acked after the
+    /// deletion (a topic recreated) still must be.
+    #[test]
+    fn records_of_a_deleted_topic_are_not_owed() {
+        let deleted_at = |at_ms: u64| {
+            let deletion = Event::Fault {
+                kind: "DeleteTopic { topic: \"t\" }".into(),
+            };
+            run_with(3_500, &[2_100], 4_000, vec![(at_ms, "faults", deletion)])
+        };
+        let v = config().check(&deleted_at(50));
+        assert!(v.is_ok(), "{v}");
+        let v = config().check(&deleted_at(0));
+        assert!(v.has(ViolationKind::NotAllConsumed), "{v}");
     }
 
     #[test]

@@ -371,6 +371,20 @@ impl History {
             .collect()
     }
 
+    /// Topic deletions by a `DeleteTopic` fault, as `(at_ms, topic)` in order (the fault is
+    /// recorded in its `Debug` form, `DeleteTopic { topic: "u" }`).
+    pub fn topic_deletions(&self) -> Vec<(u64, &str)> {
+        self.faults()
+            .into_iter()
+            .filter_map(|(at_ms, kind)| {
+                let topic = kind
+                    .strip_prefix("DeleteTopic { topic: \"")?
+                    .strip_suffix("\" }")?;
+                Some((at_ms, topic))
+            })
+            .collect()
+    }
+
     /// The time of the last `Healed` event.
     pub fn healed_at_ms(&self) -> Option<u64> {
         self.entries
