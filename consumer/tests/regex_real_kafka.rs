@@ -1,7 +1,9 @@
 //! `subscribe_regex` (KIP-848's broker-side RE2J subscription) against a real Apache Kafka 4.x
 //! broker: the broker resolves the regex, also for topics created after the member joined;
 //! a regex the broker cannot compile fails `poll` with INVALID_REGULAR_EXPRESSION; the classic
-//! protocol refuses it up front, and it excludes the other subscription kinds as in Java.
+//! protocol refuses it up front, and it excludes the other subscription kinds as in Java. And
+//! `subscribe_pattern` (the client-side pattern) under the same protocol: the member joins
+//! before any topic matches and picks topics up as they are created.
 //!
 //! Needs `KAFKA_BOOTSTRAP` (see `support::real_broker`) plus java; compiled out under madsim.
 #![cfg(not(madsim))]
@@ -124,6 +126,51 @@ async fn the_broker_resolves_the_regex_including_topics_created_later() {
         "every partition of the new topic is assigned: {:?}",
         consumer.assignment()
     );
+    consumer.close(Duration::from_secs(30)).await.unwrap();
+}
+
+/// The member joins with nothing matching yet (Kafka 4.x accepts an empty subscription,
+/// KAFKA-18095), then matches the pattern again on every metadata refresh and sends the new
+/// topic names with its next heartbeat.
+#[tokio::test]
+async fn a_client_side_pattern_under_the_consumer_protocol_picks_up_topics_created_later() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let prefix = unique("pattern");
+    let (a, b) = (format!("{prefix}-a"), format!("{prefix}-b"));
+    let mut consumer = Consumer::new(
+        ConsumerConfig::builder()
+            .bootstrap_servers([bootstrap.as_str()])
+            .group_id(unique("pattern-group"))
+            .auto_offset_reset(AutoOffsetReset::Earliest)
+            .set("group.protocol", "consumer")
+            .set("metadata.max.age.ms", "1000")
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    consumer
+        .subscribe_pattern(&format!("{prefix}-.*"))
+        .await
+        .unwrap();
+    let empty = consumer.poll(Duration::from_secs(2)).await.unwrap();
+    assert!(empty.is_empty(), "no topic matches yet");
+    for (topic, name, count) in [(&a, "a", 120), (&b, "b", 80)] {
+        create_topic(&mut admin, topic, 2).await;
+        produce_with_java(&bootstrap, topic, "none", &values(name, count));
+        consume_until(
+            &mut consumer,
+            &(0..count).map(|i| format!("{name}-{i}")).collect(),
+            Duration::from_secs(60),
+        )
+        .await;
+    }
+    let topics: BTreeSet<String> = consumer
+        .assignment()
+        .iter()
+        .map(|tp| tp.topic.to_string())
+        .collect();
+    assert_eq!(topics, [a, b].into_iter().collect());
     consumer.close(Duration::from_secs(30)).await.unwrap();
 }
 
