@@ -27,11 +27,9 @@
 //! `UNKNOWN_MEMBER_ID`), a consumer member ordinary heartbeats — and both only acknowledge an
 //! assignment after the revocation callback and the commit before it finished.
 
-use sim::fault::Fault;
-
 use super::{
     between, coin, draw_listener, draw_listener_panic, family_scenario, full_checks, knob_rng,
-    Family, GroupKnobs, Protocol, LEAVE_GRACE_MS,
+    latency_until, Family, GroupKnobs, Protocol, LEAVE_GRACE_MS,
 };
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -142,25 +140,7 @@ fn vary(scenario: &mut Scenario, seed: u64) {
 
 fn plan(seed: u64) -> PlannedFaults {
     let rollout = draw(seed);
-    PlannedFaults {
-        plan: vec![
-            (
-                0,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: rollout.latency_max_ms,
-                },
-            ),
-            (
-                rollout.healed_at_ms,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: 10,
-                },
-            ),
-        ],
-        healed_at_ms: rollout.healed_at_ms,
-    }
+    latency_until(rollout.latency_max_ms, rollout.healed_at_ms)
 }
 
 fn checks() -> sim::check::CheckerSet {

@@ -36,6 +36,8 @@ use sim::check::{
 };
 use sim::history::{Event, History};
 
+use sim::fault::Fault;
+
 use crate::app::{AppBehaviour, CommitPolicy};
 use crate::checks::{
     AsyncCommitsBeforeClose, ListenerErrorsSurface, UntilFinalClose, ZombieCommitsRefused,
@@ -260,6 +262,16 @@ pub fn draw_listener_panic(seed: u64, salt: u64, members: usize) -> Option<(usiz
     let member = usize::try_from(rng.below_inclusive(members.saturating_sub(1) as u64)).ok()?;
     let call = u32::try_from(rng.below_inclusive(3)).ok()?;
     coin(&mut rng).then_some((member, call))
+}
+
+/// A plan of network latency alone: each message takes 1–`max_ms` ms until `healed_at_ms`,
+/// then 1–10 ms, the heal.
+pub fn latency_until(max_ms: u64, healed_at_ms: u64) -> PlannedFaults {
+    let latency = |max_ms| Fault::Latency { min_ms: 1, max_ms };
+    PlannedFaults {
+        plan: vec![(0, latency(max_ms)), (healed_at_ms, latency(10))],
+        healed_at_ms,
+    }
 }
 
 /// The node name of broker `id`.

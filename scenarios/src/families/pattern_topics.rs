@@ -28,8 +28,8 @@
 use sim::fault::Fault;
 
 use super::{
-    between, coin, draw_listener, draw_listener_panic, full_checks, knob_rng, GroupKnobs, BROKERS,
-    GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS,
+    between, coin, draw_listener, draw_listener_panic, full_checks, knob_rng, latency_until,
+    GroupKnobs, BROKERS, GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS,
 };
 use crate::app::AppBehaviour;
 use crate::checks::{PatternCoverage, RevocationFinishes};
@@ -122,14 +122,8 @@ fn vary(scenario: &mut Scenario, seed: u64) {
 
 fn plan(seed: u64) -> PlannedFaults {
     let changes = draw(seed);
-    let mut plan = vec![
-        (
-            0,
-            Fault::Latency {
-                min_ms: 1,
-                max_ms: changes.latency_max_ms,
-            },
-        ),
+    let mut planned = latency_until(changes.latency_max_ms, changes.healed_at_ms);
+    planned.plan.extend([
         (
             changes.grow_ms,
             Fault::CreatePartitions {
@@ -150,19 +144,9 @@ fn plan(seed: u64) -> PlannedFaults {
                 topic: DOOMED.to_owned(),
             },
         ),
-        (
-            changes.healed_at_ms,
-            Fault::Latency {
-                min_ms: 1,
-                max_ms: 10,
-            },
-        ),
-    ];
-    plan.sort_by_key(|(at_ms, _)| *at_ms);
-    PlannedFaults {
-        plan,
-        healed_at_ms: changes.healed_at_ms,
-    }
+    ]);
+    planned.plan.sort_by_key(|(at_ms, _)| *at_ms);
+    planned
 }
 
 fn checks() -> sim::check::CheckerSet {

@@ -27,11 +27,9 @@
 //! partition being given up reaches the application; a member that learns it was fenced runs
 //! `onPartitionsLost` and its commits carry the stale generation/epoch the coordinator refuses.
 
-use sim::fault::Fault;
-
 use super::{
     between, coin, draw_listener, draw_listener_panic, family_scenario, full_checks, knob_rng,
-    Family, GroupKnobs, LEAVE_GRACE_MS,
+    latency_until, Family, GroupKnobs, LEAVE_GRACE_MS,
 };
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -117,25 +115,7 @@ fn vary(scenario: &mut Scenario, seed: u64) {
 
 fn plan(seed: u64) -> PlannedFaults {
     let storm = draw(seed);
-    PlannedFaults {
-        plan: vec![
-            (
-                0,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: storm.latency_max_ms,
-                },
-            ),
-            (
-                storm.healed_at_ms,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: 10,
-                },
-            ),
-        ],
-        healed_at_ms: storm.healed_at_ms,
-    }
+    latency_until(storm.latency_max_ms, storm.healed_at_ms)
 }
 
 fn checks() -> sim::check::CheckerSet {

@@ -30,9 +30,9 @@
 //! left on poll-timer expiry reports its partitions lost on the next `poll` before rejoining
 //! (`membership/`, the KAFKA-16258 rule).
 
-use sim::fault::Fault;
-
-use super::{between, family_scenario, full_checks_with_pauses, knob_rng, Family, GroupKnobs};
+use super::{
+    between, family_scenario, full_checks_with_pauses, knob_rng, latency_until, Family, GroupKnobs,
+};
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario, Stall};
 
 pub const NAME: &str = "family-zombie";
@@ -98,25 +98,7 @@ fn vary(scenario: &mut Scenario, seed: u64) {
 
 fn plan(seed: u64) -> PlannedFaults {
     let z = draw(seed);
-    PlannedFaults {
-        plan: vec![
-            (
-                0,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: z.latency_max_ms,
-                },
-            ),
-            (
-                z.healed_at_ms,
-                Fault::Latency {
-                    min_ms: 1,
-                    max_ms: 10,
-                },
-            ),
-        ],
-        healed_at_ms: z.healed_at_ms,
-    }
+    latency_until(z.latency_max_ms, z.healed_at_ms)
 }
 
 fn checks() -> sim::check::CheckerSet {
