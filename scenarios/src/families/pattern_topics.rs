@@ -19,11 +19,12 @@
 //! ([`PatternCoverage`]); the deleted topic's partitions are given up within 15 s
 //! ([`RevocationFinishes`]).
 //!
-//! **Why our design should hold.** The subscription state re-matches the pattern on every
-//! metadata update in the background task (`internals/subscription_state.rs`) and requests a
-//! rejoin (classic) or sends the new topics with the next heartbeat (KIP-848) when the set
-//! changes; the classic leader tracks the partition counts of the topics it assigned and
-//! rejoins when one changes, as Java's `ConsumerCoordinator` does.
+//! **Why our design should hold.** Both membership managers match the pattern again against
+//! the latest metadata on every round of the background task
+//! (`internals/membership/mod.rs`, `match_pattern_subscription`; the KIP-848 one did not
+//! before this family found it) and rejoin (classic) or send the new topics with the next
+//! heartbeat (KIP-848) when the set changes; the classic leader tracks the partition counts of
+//! the topics it assigned and rejoins when one changes, as Java's `ConsumerCoordinator` does.
 
 use sim::fault::Fault;
 
