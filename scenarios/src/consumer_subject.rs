@@ -39,6 +39,24 @@ impl ConsumerSubject {
             completed: Arc::default(),
         })
     }
+
+    /// The listener `subscribe` hands the consumer: it records every call.
+    fn recording(&self, behaviour: ListenerBehaviour) -> RecordingListener {
+        RecordingListener {
+            ctx: self.ctx.clone(),
+            behaviour,
+            calls: AtomicU32::new(0),
+        }
+    }
+
+    /// A refused subscription is noted; the application goes on polling, as it would.
+    fn note_subscribe_failure(&self, subscribed: kafka_consumer::Result<()>) {
+        if let Err(error) = subscribed {
+            self.ctx.record(Event::Note {
+                text: format!("subscribe failed: {error}"),
+            });
+        }
+    }
 }
 
 /// Kafka's name for what went wrong, as the checkers compare them (`NOT_COORDINATOR`, ...).
@@ -234,20 +252,12 @@ impl Subject for ConsumerSubject {
         self.ctx.record(Event::Subscribe {
             topics: topics.clone(),
         });
-        let listener = RecordingListener {
-            ctx: self.ctx.clone(),
-            behaviour: listener,
-            calls: AtomicU32::new(0),
-        };
-        if let Err(error) = self
+        let listener = self.recording(listener);
+        let subscribed = self
             .consumer
             .subscribe_with_listener(topics, listener)
-            .await
-        {
-            self.ctx.record(Event::Note {
-                text: format!("subscribe failed: {error}"),
-            });
-        }
+            .await;
+        self.note_subscribe_failure(subscribed);
     }
 
     async fn subscribe_pattern(&mut self, pattern: String, listener: ListenerBehaviour) {
@@ -255,20 +265,12 @@ impl Subject for ConsumerSubject {
         self.ctx.record(Event::Note {
             text: format!("subscribe pattern {pattern}"),
         });
-        let listener = RecordingListener {
-            ctx: self.ctx.clone(),
-            behaviour: listener,
-            calls: AtomicU32::new(0),
-        };
-        if let Err(error) = self
+        let listener = self.recording(listener);
+        let subscribed = self
             .consumer
             .subscribe_pattern_with_listener(&pattern, listener)
-            .await
-        {
-            self.ctx.record(Event::Note {
-                text: format!("subscribe failed: {error}"),
-            });
-        }
+            .await;
+        self.note_subscribe_failure(subscribed);
     }
 
     async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
