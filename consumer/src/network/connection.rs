@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::ApiVersionsRequest;
 use kafka_protocol::protocol::{Message, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::in_flight::InFlightRequests;
+use super::read_buffer::ReadBuffer;
 use super::request::{Command, PendingRequest};
 use super::{CloseReason, NetworkError};
 use crate::protocol::frame::FrameDecoder;
@@ -65,7 +66,7 @@ pub(crate) struct Connection {
     writing: Option<WriteFuture>,
     /// Frames waiting for the current write to finish.
     outbox: Vec<Bytes>,
-    read_buf: BytesMut,
+    read_buf: ReadBuffer,
     frames: FrameDecoder,
     in_flight: InFlightRequests<Sent>,
 }
@@ -82,7 +83,7 @@ impl Connection {
             writer: Some(writer),
             writing: None,
             outbox: Vec::new(),
-            read_buf: BytesMut::new(),
+            read_buf: ReadBuffer::default(),
             frames,
             in_flight: InFlightRequests::default(),
         }
@@ -169,14 +170,14 @@ impl Connection {
         loop {
             if let Some(frame) = self
                 .frames
-                .decode(&mut self.read_buf)
+                .decode(self.read_buf.bytes_mut())
                 .map_err(CloseReason::Protocol)?
             {
                 return Ok(frame);
             }
             self.read_buf
-                .reserve(self.frames.read_reservation(&self.read_buf));
-            match self.reader.read_buf(&mut self.read_buf).await {
+                .reserve(self.frames.read_reservation(self.read_buf.bytes()));
+            match self.reader.read_buf(self.read_buf.bytes_mut()).await {
                 Ok(0) => return Err(self.eof_reason()),
                 Ok(_) => {}
                 Err(e) => return Err(CloseReason::io(&e)),
@@ -202,7 +203,7 @@ impl Connection {
             }
             self.start_write();
             self.read_buf
-                .reserve(self.frames.read_reservation(&self.read_buf));
+                .reserve(self.frames.read_reservation(self.read_buf.bytes()));
             let deadline = self.in_flight.earliest_deadline();
             let accepting = commands_open && self.in_flight.len() < self.settings.max_in_flight;
             let step = tokio::select! {
@@ -212,7 +213,7 @@ impl Connection {
                     self.writer = Some(writer);
                     result.map_err(|e| CloseReason::io(&e))
                 }
-                read = self.reader.read_buf(&mut self.read_buf) => match read {
+                read = self.reader.read_buf(self.read_buf.bytes_mut()) => match read {
                     Ok(0) => Err(self.eof_reason()),
                     Ok(_) => self.complete_responses(),
                     Err(e) => Err(CloseReason::io(&e)),
@@ -294,7 +295,7 @@ impl Connection {
     fn complete_responses(&mut self) -> Result<(), CloseReason> {
         while let Some(frame) = self
             .frames
-            .decode(&mut self.read_buf)
+            .decode(self.read_buf.bytes_mut())
             .map_err(CloseReason::Protocol)?
         {
             let correlation_id =
@@ -333,7 +334,7 @@ impl Connection {
 
     /// Why the stream ended: cleanly between frames, or inside one.
     fn eof_reason(&self) -> CloseReason {
-        match self.frames.check_clean_eof(&self.read_buf) {
+        match self.frames.check_clean_eof(self.read_buf.bytes()) {
             Ok(()) => CloseReason::PeerClosed,
             Err(error) => CloseReason::Protocol(error),
         }

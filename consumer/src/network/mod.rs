@@ -9,6 +9,7 @@ mod error;
 pub mod in_flight;
 pub mod metadata;
 mod node;
+mod read_buffer;
 mod request;
 
 pub use client::{NetworkClient, RequestOptions, Target};
