@@ -5,7 +5,7 @@
 //
 //   java -cp <kafka classpath>:<dir of this class> BenchConsumer --bootstrap H:P --topic T
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
-//        --window-ms MS --expected N [--leave-after-ms MS]
+//        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
 
 import java.time.Duration;
 import java.time.Instant;
@@ -21,11 +21,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public final class BenchConsumer {
     private static final long FIRST_RECORD_TIMEOUT_NS = 90_000_000_000L;
+    // A rate-limited application waits only when at least this far ahead (as the Rust
+    // clients' Stats::pace).
+    private static final long SHORTEST_PACE_NS = 1_000_000L;
 
     public static void main(String[] argv) {
         String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
         int partitions = 0;
-        long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1;
+        long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
         for (int i = 0; i + 1 < argv.length; i += 2) {
             String v = argv[i + 1];
             switch (argv[i]) {
@@ -38,6 +41,7 @@ public final class BenchConsumer {
                 case "--window-ms": windowMs = Long.parseLong(v); break;
                 case "--expected": expected = Long.parseLong(v); break;
                 case "--leave-after-ms": leaveAfterMs = Long.parseLong(v); break;
+                case "--rate-per-s": ratePerS = Math.max(1, Long.parseLong(v)); break;
                 default: fail("unknown argument " + argv[i]);
             }
         }
@@ -89,6 +93,14 @@ public final class BenchConsumer {
                     bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
                 }
                 records += n;
+                if (ratePerS > 0) {
+                    // Hold the application's rate since the first record, as if it spent the
+                    // time processing what it got.
+                    long wait = first + records * 1_000_000_000L / ratePerS - System.nanoTime();
+                    if (wait >= SHORTEST_PACE_NS) {
+                        sleepNs(wait);
+                    }
+                }
             }
             if (first < 0) {
                 if (System.nanoTime() - start > FIRST_RECORD_TIMEOUT_NS) {
@@ -106,6 +118,14 @@ public final class BenchConsumer {
             + " first_ns=" + (base + (first - start))
             + " last_ns=" + (base + (last - start))
             + " max_gap_ns=" + maxGap);
+    }
+
+    private static void sleepNs(long ns) {
+        try {
+            Thread.sleep(ns / 1_000_000L, (int) (ns % 1_000_000L));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static void fail(String message) {

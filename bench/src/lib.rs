@@ -52,11 +52,16 @@ pub struct ClientArgs {
     pub leave_after: Option<Duration>,
     /// krafka only: its `max_buffered_records` (default 500; 0 = no cap).
     pub max_buffered_records: Option<i32>,
+    /// The rebalance workload: the application takes at most this many records a second (it
+    /// waits between polls, see [`Stats::pace`]), so a member never reaches the end of its
+    /// partitions and every pause in its deliveries is the rebalance's.
+    pub rate_per_s: Option<u64>,
 }
 
 impl ClientArgs {
     /// Parses `--bootstrap H:P --topic T --partitions N --mode assign|subscribe --group G
-    /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]`.
+    /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]
+    /// [--max-buffered-records N] [--rate-per-s N]`.
     pub fn parse() -> Result<Self, String> {
         let mut args = ClientArgs {
             bootstrap: String::new(),
@@ -69,6 +74,7 @@ impl ClientArgs {
             expected: u64::MAX,
             leave_after: None,
             max_buffered_records: None,
+            rate_per_s: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(flag) = it.next() {
@@ -104,6 +110,7 @@ impl ClientArgs {
                     args.max_buffered_records =
                         Some(value.parse().map_err(|e| format!("{flag}: {e}"))?)
                 }
+                "--rate-per-s" => args.rate_per_s = Some(number(&value)?.max(1)),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
@@ -120,6 +127,11 @@ impl ClientArgs {
 /// How long a client waits for its first record before giving up.
 pub const FIRST_RECORD_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// A rate-limited application waits only when it is at least this far ahead of its rate: a
+/// shorter wait costs more in sleeping than it holds back (librdkafka's clients deliver one
+/// record per poll).
+const SHORTEST_PACE: Duration = Duration::from_millis(1);
+
 /// Counts what a client hands to the application, and decides when it stops.
 #[derive(Debug)]
 pub struct Stats {
@@ -132,6 +144,7 @@ pub struct Stats {
     max_gap: Duration,
     window: Duration,
     expected: u64,
+    rate_per_s: Option<u64>,
 }
 
 impl Stats {
@@ -147,6 +160,7 @@ impl Stats {
             max_gap: Duration::ZERO,
             window: args.leave_after.unwrap_or(args.window).min(args.window),
             expected: args.expected,
+            rate_per_s: args.rate_per_s,
         }
     }
 
@@ -166,6 +180,16 @@ impl Stats {
         self.last = Some(now);
         self.records += records;
         self.bytes += bytes;
+    }
+
+    /// How long a rate-limited application waits before its next poll to hold its
+    /// `--rate-per-s` since the first record (as if it spent that long processing what it got);
+    /// `None` for an unlimited one, or when the wait would be shorter than [`SHORTEST_PACE`].
+    pub fn pace(&self) -> Option<Duration> {
+        let (rate, first) = (self.rate_per_s?, self.first?);
+        let due = first + Duration::from_secs_f64(self.records as f64 / rate as f64);
+        let wait = due.saturating_duration_since(Instant::now());
+        (wait >= SHORTEST_PACE).then_some(wait)
     }
 
     /// Whether the client should stop: its window since the first record is over, or it has
@@ -223,4 +247,54 @@ where
 /// The length of an optional byte slice.
 pub fn len(bytes: Option<&[u8]>) -> u64 {
     bytes.map_or(0, |b| b.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(rate_per_s: Option<u64>) -> ClientArgs {
+        ClientArgs {
+            bootstrap: "b:9092".to_owned(),
+            topic: "t".to_owned(),
+            partitions: 1,
+            mode: Mode::Subscribe,
+            group: "g".to_owned(),
+            protocol: Protocol::Classic,
+            window: Duration::from_secs(10),
+            expected: u64::MAX,
+            leave_after: None,
+            max_buffered_records: None,
+            rate_per_s,
+        }
+    }
+
+    #[test]
+    fn an_unlimited_application_never_waits() {
+        let mut stats = Stats::start(&args(None));
+        stats.delivered(1_000_000, 100_000_000);
+        assert_eq!(stats.pace(), None);
+    }
+
+    #[test]
+    fn a_rate_limited_application_waits_for_what_it_took_ahead_of_its_rate() {
+        let mut stats = Stats::start(&args(Some(20_000)));
+        assert_eq!(stats.pace(), None, "nothing delivered yet");
+        stats.delivered(500, 50_000);
+        let wait = stats.pace().expect("500 records at 20,000/s are 25 ms of work");
+        assert!(wait <= Duration::from_millis(25), "{wait:?}");
+        assert!(wait > Duration::from_millis(15), "{wait:?}");
+        stats.delivered(1, 100);
+        let wait = stats.pace().expect("still ahead");
+        assert!(wait > Duration::from_millis(15), "{wait:?}");
+    }
+
+    #[test]
+    fn a_rate_limited_application_behind_its_rate_does_not_wait() {
+        let mut stats = Stats::start(&args(Some(1_000_000)));
+        stats.delivered(1, 100);
+        std::thread::sleep(Duration::from_millis(5));
+        stats.delivered(1, 100);
+        assert_eq!(stats.pace(), None);
+    }
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! kafka-bench all|fill|run|report [--sizes 100,1024] [--codecs none,lz4,zstd]
-//!     [--codecs-groups none] [--modes assign,subscribe,group] [--clients ours,rdkafka,...] [--reps 3]
+//!     [--codecs-groups none] [--modes assign,subscribe,group,rebalance] [--clients ours,rdkafka,...] [--reps 3]
 //!     [--window-ms 5000] [--records-100 N] [--records-1024 N]
 //! ```
 //!
@@ -60,6 +60,12 @@ pub enum WorkloadMode {
     /// Three members of a fresh group; the third leaves after `LEAVE_AFTER_MS` of fetching,
     /// forcing a rebalance of the other two.
     Group,
+    /// The group workload with a rate-limited application (`REBALANCE_RATE_PER_S` records a
+    /// second per member, for `REBALANCE_WINDOW_MS`): no member ever reaches the end of its
+    /// partitions, so the longest pause in a staying member's deliveries is the rebalance's.
+    /// Measured at the smallest record size, uncompressed only: a pause at a fixed rate does
+    /// not depend on how the records are encoded.
+    Rebalance,
 }
 
 impl WorkloadMode {
@@ -68,7 +74,13 @@ impl WorkloadMode {
             WorkloadMode::Assign => "assign",
             WorkloadMode::Subscribe => "subscribe",
             WorkloadMode::Group => "group",
+            WorkloadMode::Rebalance => "rebalance",
         }
+    }
+
+    /// Whether the workload runs [`runner::GROUP_MEMBERS`] members, one of which leaves.
+    pub fn is_group(self) -> bool {
+        matches!(self, WorkloadMode::Group | WorkloadMode::Rebalance)
     }
 
     fn parse(s: &str) -> Result<Self, String> {
@@ -76,6 +88,7 @@ impl WorkloadMode {
             "assign" => Ok(WorkloadMode::Assign),
             "subscribe" => Ok(WorkloadMode::Subscribe),
             "group" => Ok(WorkloadMode::Group),
+            "rebalance" => Ok(WorkloadMode::Rebalance),
             other => Err(format!("unknown mode {other}")),
         }
     }
@@ -237,6 +250,16 @@ impl Options {
     pub fn workloads(&self) -> Vec<Workload> {
         let mut all = Vec::new();
         for &mode in &self.modes {
+            if mode == WorkloadMode::Rebalance {
+                if let Some(&size) = self.sizes.iter().min() {
+                    all.push(Workload {
+                        size,
+                        codec: Codec::None,
+                        mode,
+                    });
+                }
+                continue;
+            }
             let codecs = match (mode, &self.codecs_groups) {
                 (WorkloadMode::Subscribe | WorkloadMode::Group, Some(codecs)) => codecs,
                 _ => &self.codecs,
@@ -266,6 +289,7 @@ fn parse_options() -> Result<Options, String> {
             WorkloadMode::Assign,
             WorkloadMode::Subscribe,
             WorkloadMode::Group,
+            WorkloadMode::Rebalance,
         ],
         clients: CLIENTS.to_vec(),
         reps: 3,

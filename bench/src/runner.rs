@@ -19,6 +19,15 @@ use crate::{
 pub const LEAVE_AFTER_MS: u64 = 2_000;
 /// Members of the group workload.
 pub const GROUP_MEMBERS: usize = 3;
+/// In the rebalance workload, what each member's application takes a second: a sixth of what
+/// the slowest client (krafka, ~120 k records/s at 100 B) reads alone, so every client keeps
+/// up; over the window a member takes 200 k records, a small part of the millions its
+/// partitions hold, so none runs out.
+pub const REBALANCE_RATE_PER_S: u64 = 20_000;
+/// In the rebalance workload, how long the members that stay read after their first record:
+/// the leave, the slowest protocol's notice of it (KIP-848's 5 s heartbeat interval) and the
+/// resumed deliveries fit inside it.
+pub const REBALANCE_WINDOW_MS: u64 = 10_000;
 
 /// What one child process did.
 #[derive(Debug, Default)]
@@ -292,17 +301,25 @@ fn run_one(
             "--protocol".to_owned(),
             client.protocol.name().to_owned(),
             "--window-ms".to_owned(),
-            options.window_ms.to_string(),
+            if workload.mode == WorkloadMode::Rebalance {
+                REBALANCE_WINDOW_MS
+            } else {
+                options.window_ms
+            }
+            .to_string(),
             "--expected".to_owned(),
             records.to_string(),
         ];
         args.extend(client.extra.iter().map(|s| (*s).to_owned()));
+        if workload.mode == WorkloadMode::Rebalance {
+            args.extend(["--rate-per-s".to_owned(), REBALANCE_RATE_PER_S.to_string()]);
+        }
         if let Some(ms) = leave {
             args.extend(["--leave-after-ms".to_owned(), ms.to_string()]);
         }
         args
     };
-    let commands: Vec<Command> = if workload.mode == WorkloadMode::Group {
+    let commands: Vec<Command> = if workload.mode.is_group() {
         (0..GROUP_MEMBERS)
             .map(|member| {
                 let leave = (member == GROUP_MEMBERS - 1).then_some(LEAVE_AFTER_MS);
@@ -312,7 +329,8 @@ fn run_one(
     } else {
         vec![launcher.command(client, &base(None))]
     };
-    let deadline = Duration::from_millis(options.window_ms) + Duration::from_secs(150);
+    let deadline = Duration::from_millis(options.window_ms.max(REBALANCE_WINDOW_MS))
+        + Duration::from_secs(150);
     let outcomes = run_children(commands, deadline)?;
 
     let mut row = Row {
@@ -357,7 +375,7 @@ fn run_one(
         row.first_ms = row
             .first_ms
             .max(get("first_ns").saturating_sub(get("start_ns")) as f64 / 1e6);
-        let stayed = workload.mode != WorkloadMode::Group || member < GROUP_MEMBERS - 1;
+        let stayed = !workload.mode.is_group() || member < GROUP_MEMBERS - 1;
         if stayed {
             row.max_gap_ms = row.max_gap_ms.max(get("max_gap_ns") as f64 / 1e6);
         }

@@ -1,9 +1,10 @@
 //! The chart: one panel per workload, one bar per client (median records/s, a whisker from the
-//! slowest to the fastest repetition), each panel on its own scale. Plain SVG, no dependencies.
+//! slowest to the fastest repetition; for the rebalance workload the longest pause in ms), each
+//! panel on its own scale. Plain SVG, no dependencies.
 
 use std::fmt::Write as _;
 
-use crate::report::{Outcome, Results};
+use crate::report::{Cell, Outcome, Results, Spread};
 use crate::CLIENTS;
 
 const COLUMNS: usize = 3;
@@ -30,6 +31,21 @@ fn short(v: f64) -> String {
     }
 }
 
+/// Which figure of a cell a panel draws.
+type Value = fn(&Cell) -> Spread;
+/// How a panel writes a value.
+type Label = fn(f64) -> String;
+
+/// What a panel draws for a cell, and how its value is written: records/s, or for the
+/// rebalance workload the longest pause.
+fn figure(workload: &str) -> (Value, Label) {
+    if workload.ends_with("/rebalance") {
+        (|c| c.gap_ms, |v| format!("{v:.0} ms"))
+    } else {
+        (|c| c.rate, short)
+    }
+}
+
 pub fn chart(results: &Results) -> String {
     let panel_h = TITLE_H + CLIENTS.len() as f64 * (BAR_H + BAR_GAP) + 10.0;
     let rows = results.len().div_ceil(COLUMNS);
@@ -42,15 +58,16 @@ pub fn chart(results: &Results) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Records/s per client (median; whisker: min–max over repetitions; each panel its own scale)</text>"#
+        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Records/s per client (median; whisker: min–max over repetitions; each panel its own scale; rebalance: longest pause, lower is better)</text>"#
     );
     for (i, (workload, clients)) in results.iter().enumerate() {
         let x0 = 10.0 + (i % COLUMNS) as f64 * PANEL_W;
         let y0 = 40.0 + (i / COLUMNS) as f64 * panel_h;
+        let (value, label) = figure(workload);
         let max = clients
             .iter()
             .filter_map(|(_, o)| match o {
-                Outcome::Measured(c) => Some(c.rate.max),
+                Outcome::Measured(c) => Some(value(c).max),
                 Outcome::Failed(_) => None,
             })
             .fold(0.0, f64::max)
@@ -77,10 +94,11 @@ pub fn chart(results: &Results) -> String {
                 .map(|(_, o)| o);
             match outcome {
                 Some(Outcome::Measured(c)) => {
-                    let w = c.rate.median / max * bar_w;
+                    let v = value(c);
+                    let w = v.median / max * bar_w;
                     let (lo, hi) = (
-                        x0 + LABEL_W + c.rate.min / max * bar_w,
-                        x0 + LABEL_W + c.rate.max / max * bar_w,
+                        x0 + LABEL_W + v.min / max * bar_w,
+                        x0 + LABEL_W + v.max / max * bar_w,
                     );
                     let mid = y + BAR_H / 2.0;
                     let _ = writeln!(
@@ -94,7 +112,7 @@ pub fn chart(results: &Results) -> String {
                         y + BAR_H - 3.0,
                         hi + 4.0,
                         y + BAR_H - 3.0,
-                        short(c.rate.median)
+                        label(v.median)
                     );
                 }
                 Some(Outcome::Failed(_)) => {

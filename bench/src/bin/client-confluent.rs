@@ -58,6 +58,9 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             bytes += len(record.key().map(|k| &k[..])) + len(record.value().map(|v| &v[..]));
         }
         stats.delivered(records.count() as u64, bytes);
+        if let Some(wait) = stats.pace() {
+            tokio::time::sleep(wait).await;
+        }
         if stats.done()? {
             break;
         }

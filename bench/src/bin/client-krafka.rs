@@ -59,6 +59,9 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             bytes += len(record.key.as_deref()) + len(record.value.as_deref());
         }
         stats.delivered(records.len() as u64, bytes);
+        if let Some(wait) = stats.pace() {
+            tokio::time::sleep(wait).await;
+        }
         if stats.done()? {
             break;
         }

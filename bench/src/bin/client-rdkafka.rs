@@ -54,6 +54,9 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
             Some(Err(error)) => return Err(error.to_string()),
             None => {}
         }
+        if let Some(wait) = stats.pace() {
+            std::thread::sleep(wait);
+        }
         if stats.done()? {
             break;
         }
