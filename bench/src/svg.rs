@@ -58,7 +58,7 @@ pub fn chart(results: &Results) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Records/s per client (median; whisker: min–max over repetitions; each panel its own scale; rebalance: longest pause, lower is better)</text>"#
+        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Median records/s per client (whisker: min–max; each panel its own scale); rebalance: longest pause, ms</text>"#
     );
     for (i, (workload, clients)) in results.iter().enumerate() {
         let x0 = 10.0 + (i % COLUMNS) as f64 * PANEL_W;
