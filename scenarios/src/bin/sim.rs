@@ -1,4 +1,4 @@
-//! `cargo sim list | run | explore | replay | shrink`: the scenarios CLI. It runs in simulation mode only (the
+//! `cargo sim list | run | explore | overshoot | replay | shrink`: the scenarios CLI. It runs in simulation mode only (the
 //! `cargo sim` alias builds with `--cfg madsim`).
 
 use std::process::ExitCode;
@@ -45,6 +45,7 @@ mod cli {
   cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
+  cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
     /// `--name value` options and bare flags after the positional arguments.
@@ -108,6 +109,7 @@ mod cli {
             }
             Some("run") => run(&options),
             Some("explore") => explore(&options),
+            Some("overshoot") => overshoot(&options),
             Some("replay") => replay(&options),
             Some("shrink") => shrink(&options),
             Some(other) => Err(format!("unknown command `{other}`")),
@@ -154,6 +156,9 @@ mod cli {
             print!("{}", scenarios::golden::domain_trace(&result.history));
         }
         print!("{}", result.report);
+        if options.flag("overshoot") {
+            println!("{}", overshoot_line(&result.history));
+        }
         if let Some(path) = options.value::<String>("trace")? {
             let title = format!("{} seed {seed} subject {subject}", info.name);
             let page = scenarios::timeline::render(&title, &result.history, &result.report);
@@ -513,37 +518,32 @@ mod cli {
         }
     }
 
-    /// Runs `seeds` of `scenario` in child processes, `jobs` at a time, with a progress bar.
-    fn explore_scenario(
-        scenario: &'static str,
+    /// Runs `run` for every seed, `jobs` at a time (each call waits for its own child
+    /// process), with a progress bar counting the results `failed` marks; returns the results
+    /// in seed order and the minutes it took.
+    fn run_seeds<T: Send>(
         seeds: &[u64],
-        subject: SubjectKind,
         jobs: usize,
-        known: &BTreeSet<String>,
-    ) -> Explored {
+        run: impl Fn(u64) -> T + Sync,
+        failed: impl Fn(&T) -> bool + Sync,
+    ) -> (Vec<(u64, T)>, f64) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Mutex;
 
         #[allow(clippy::disallowed_methods)] // wall-clock throughput of the explorer itself
         let began = std::time::Instant::now();
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(u64, Outcome)>> = Mutex::new(Vec::new());
+        let results: Mutex<Vec<(u64, T)>> = Mutex::new(Vec::new());
         let worker = || {
             while let Some(&seed) = seeds.get(next.fetch_add(1, Ordering::SeqCst)) {
-                let outcome = match run_seed_in_child(scenario, seed, subject) {
-                    Ok(outcome) => outcome,
-                    Err(e) => Outcome::Fail(format!("error: {e}"), Vec::new()),
-                };
+                let result = run(seed);
                 let mut results = results.lock().unwrap_or_else(|e| e.into_inner());
-                results.push((seed, outcome));
-                let failed = results
-                    .iter()
-                    .filter(|(_, o)| matches!(o, Outcome::Fail(..)))
-                    .count();
+                results.push((seed, result));
+                let failures = results.iter().filter(|(_, r)| failed(r)).count();
                 progress(
                     results.len() as u64,
                     seeds.len() as u64,
-                    failed,
+                    failures,
                     began.elapsed(),
                 );
             }
@@ -559,6 +559,26 @@ mod cli {
         }
         let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
         results.sort_by_key(|(seed, _)| *seed);
+        (results, began.elapsed().as_secs_f64() / 60.0)
+    }
+
+    /// Runs `seeds` of `scenario` in child processes, `jobs` at a time, with a progress bar.
+    fn explore_scenario(
+        scenario: &'static str,
+        seeds: &[u64],
+        subject: SubjectKind,
+        jobs: usize,
+        known: &BTreeSet<String>,
+    ) -> Explored {
+        let (results, minutes) = run_seeds(
+            seeds,
+            jobs,
+            |seed| match run_seed_in_child(scenario, seed, subject) {
+                Ok(outcome) => outcome,
+                Err(e) => Outcome::Fail(format!("error: {e}"), Vec::new()),
+            },
+            |outcome| matches!(outcome, Outcome::Fail(..)),
+        );
         Explored {
             scenario,
             runs: results.len() as u64,
@@ -573,19 +593,166 @@ mod cli {
                     Outcome::Pass => None,
                 })
                 .collect(),
-            minutes: began.elapsed().as_secs_f64() / 60.0,
+            minutes,
         }
+    }
+
+    /// The scenarios a command names: one, or every one with `--all`.
+    fn chosen_scenarios(
+        options: &Options<'_>,
+    ) -> Result<Vec<&'static scenarios::ScenarioInfo>, String> {
+        Ok(if options.flag("all") {
+            scenarios::registry().iter().collect()
+        } else {
+            vec![scenario(options)?]
+        })
+    }
+
+    /// `run --overshoot`: every completed or hung `poll` of the run and, of those that overran
+    /// their timeout plus their callbacks' time, by how much (ms), for `overshoot` to gather.
+    /// Time the member's whole process was paused (a family's GC-pause fault) does not count:
+    /// no consumer returns from a frozen process.
+    fn overshoot_line(history: &sim::history::History) -> String {
+        let end_ms = history.end_ms();
+        let pauses = scenarios::families::process_pauses(history);
+        let polls: Vec<u64> = sim::check::blocking_calls(history)
+            .iter()
+            .filter(|c| c.call == "poll")
+            .map(|c| {
+                let end = c.end_ms.unwrap_or(end_ms);
+                let paused_ms: u64 = pauses
+                    .iter()
+                    .filter(|(subject, _, _)| subject == c.subject)
+                    .map(|(_, from, to)| (*to).min(end).saturating_sub((*from).max(c.start_ms)))
+                    .sum();
+                c.overshoot_ms(end_ms).saturating_sub(paused_ms)
+            })
+            .collect();
+        let late: Vec<String> = polls
+            .iter()
+            .filter(|&&ms| ms > 0)
+            .map(u64::to_string)
+            .collect();
+        format!(
+            "poll-overshoot: polls={} ms={}",
+            polls.len(),
+            late.join(",")
+        )
+    }
+
+    /// One seed's polls: how many, and the overshoots above zero.
+    fn overshoots_in_child(
+        scenario: &str,
+        seed: u64,
+        subject: SubjectKind,
+    ) -> Result<(u64, Vec<u64>), String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let output = std::process::Command::new(exe)
+            .args(["run", scenario, "--seed", &seed.to_string(), "--overshoot"])
+            .args(["--subject", subject.name()])
+            .output()
+            .map_err(|e| e.to_string())?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let parsed = stdout.lines().find_map(|line| {
+            let rest = line.strip_prefix("poll-overshoot: polls=")?;
+            let (polls, ms) = rest.split_once(" ms=")?;
+            let late = ms
+                .split(',')
+                .filter(|v| !v.is_empty())
+                .map(str::parse)
+                .collect::<Result<Vec<u64>, _>>()
+                .ok()?;
+            Some((polls.parse().ok()?, late))
+        });
+        parsed.ok_or_else(|| {
+            format!(
+                "seed {seed}: no poll-overshoot line ({})",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )
+        })
+    }
+
+    /// `overshoot SCENARIO|--all --seeds N`: how far `poll(d)` returned after its timeout
+    /// (beyond the time its rebalance callbacks ran, on virtual time), the legacy model of the
+    /// old two-thread consumer beside ours on the same seeds — the issue's "poll() overshoot
+    /// during rebalances" figure. Every run in its own child process, as `explore`.
+    fn overshoot(options: &Options<'_>) -> Result<ExitCode, String> {
+        let infos = chosen_scenarios(options)?;
+        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
+        let start: u64 = options.value("start")?.unwrap_or(0);
+        let jobs: usize = options.value("jobs")?.unwrap_or(1).max(1);
+        let seeds: Vec<u64> = (start..start + seeds).collect();
+        let tolerance_ms = sim::check::BlockingBounds::default().tolerance_ms;
+        let mut rows = Vec::new();
+        let mut errors = Vec::new();
+        for info in infos {
+            for subject in [SubjectKind::Legacy, SubjectKind::Consumer] {
+                eprintln!("{} ({} seeds, subject {subject})", info.name, seeds.len());
+                let (results, _) = run_seeds(
+                    &seeds,
+                    jobs,
+                    |seed| overshoots_in_child(info.name, seed, subject),
+                    Result::is_err,
+                );
+                let mut polls = 0u64;
+                let mut late: Vec<(u64, u64)> = Vec::new();
+                for (seed, result) in results {
+                    match result {
+                        Ok((n, ms)) => {
+                            polls += n;
+                            late.extend(ms.into_iter().map(|ms| (ms, seed)));
+                        }
+                        Err(e) => errors.push(format!("{} {subject}: {e}", info.name)),
+                    }
+                }
+                late.sort_unstable();
+                // The 99th percentile over every poll, the ones on time counting as zero.
+                let rank = (polls * 99).div_ceil(100);
+                let on_time = polls - late.len() as u64;
+                let p99_ms = rank
+                    .checked_sub(on_time + 1)
+                    .and_then(|i| late.get(i as usize))
+                    .map_or(0, |(ms, _)| *ms);
+                let over = late.iter().filter(|(ms, _)| *ms > tolerance_ms).count();
+                let max = late
+                    .last()
+                    .map_or("0".to_owned(), |(ms, seed)| format!("{ms} (seed {seed})"));
+                rows.push(format!(
+                    "{:<28} {:>8} {:>6} {polls:>8} {over:>10} {p99_ms:>7} {max:>16}",
+                    info.name,
+                    subject.name(),
+                    seeds.len(),
+                ));
+            }
+        }
+        println!(
+            "{:<28} {:>8} {:>6} {:>8} {:>10} {:>7} {:>16}",
+            "scenario",
+            "subject",
+            "seeds",
+            "polls",
+            format!(">{tolerance_ms}ms late"),
+            "p99 ms",
+            "max ms"
+        );
+        for row in rows {
+            println!("{row}");
+        }
+        for e in &errors {
+            println!("error: {e}");
+        }
+        Ok(if errors.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
     }
 
     /// `explore SCENARIO|--all --seeds N`: every seed in its own child process; one summary
     /// row per scenario, then each failure with the line that reproduces it. The subject is
     /// our consumer unless `--subject legacy` (exploring looks for violations in it).
     fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
-        let infos: Vec<&'static scenarios::ScenarioInfo> = if options.flag("all") {
-            scenarios::registry().iter().collect()
-        } else {
-            vec![scenario(options)?]
-        };
+        let infos = chosen_scenarios(options)?;
         let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
         let start: u64 = options.value("start")?.unwrap_or(0);
         let subject = options

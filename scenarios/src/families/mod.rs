@@ -326,6 +326,26 @@ pub fn full_checks_with_pauses(within_ms: u64) -> CheckerSet {
     family_extras(set, within_ms)
 }
 
+/// Every pause of a member's whole process in `history` (the runner's `process paused <ms>ms`
+/// note): the subject, and from when to when (ms).
+pub fn process_pauses(history: &History) -> Vec<(String, u64, u64)> {
+    history
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Note { text } => {
+                let ms = text.strip_prefix("process paused ")?.strip_suffix("ms")?;
+                Some((
+                    e.subject.clone(),
+                    e.at_ms,
+                    e.at_ms + ms.parse::<u64>().ok()?,
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Drops a wrapped checker's `PollOvershoot`, `CloseOvershoot` and `LeaveInPoll` violations of
 /// a subject that fall inside a pause of its process (the runner's `process paused <ms>ms`
 /// note) or within [`ExcusePauses::SLACK_MS`] after it.
@@ -344,21 +364,7 @@ impl<C: Checker> Checker for ExcusePauses<C> {
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
-        let pauses: Vec<(String, u64, u64)> = history
-            .entries()
-            .iter()
-            .filter_map(|e| match &e.event {
-                Event::Note { text } => {
-                    let ms = text.strip_prefix("process paused ")?.strip_suffix("ms")?;
-                    Some((
-                        e.subject.clone(),
-                        e.at_ms,
-                        e.at_ms + ms.parse::<u64>().ok()?,
-                    ))
-                }
-                _ => None,
-            })
-            .collect();
+        let pauses = process_pauses(history);
         self.inner
             .violations(history)
             .into_iter()

@@ -44,7 +44,7 @@ pub use leave_in_poll::NoLeaveInPoll;
 pub use liveness::Liveness;
 pub use lost::LostWrites;
 pub use ownership::{ExclusiveOwnership, OwnershipMode};
-pub use poll_bound::BlockingBounds;
+pub use poll_bound::{blocking_calls, BlockingBounds, BlockingCall};
 pub use revoke::RevokeBeforeReassign;
 
 /// What kind of invariant broke.

@@ -29,55 +29,134 @@ impl Default for BlockingBounds {
     }
 }
 
-/// An open blocking call.
-#[derive(Clone, Debug)]
-struct Open {
-    start_ms: u64,
-    timeout_ms: u64,
-    callbacks_ms: u64,
-    callback_since: Option<u64>,
+/// One `poll(d)` or `close(d)` call of a subject, as the history shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockingCall<'h> {
+    pub subject: &'h str,
+    /// `"poll"` or `"close"`.
+    pub call: &'static str,
+    pub start_ms: u64,
+    pub timeout_ms: u64,
+    /// How long the subject's rebalance callbacks ran inside the call (the consumer cannot
+    /// interrupt them, so they extend what the call may take).
+    pub callbacks_ms: u64,
+    /// When it returned; `None` when it had not by the end of the history (a callback still
+    /// running then counts until the end).
+    pub end_ms: Option<u64>,
+}
+
+impl BlockingCall<'_> {
+    /// How long the call took beyond its timeout and its callbacks (zero when it kept its
+    /// promise); a call that had not returned counts until `history_end_ms`.
+    pub fn overshoot_ms(&self, history_end_ms: u64) -> u64 {
+        self.end_ms
+            .unwrap_or(history_end_ms)
+            .saturating_sub(self.start_ms)
+            .saturating_sub(self.timeout_ms)
+            .saturating_sub(self.callbacks_ms)
+    }
+}
+
+/// Every `poll` and `close` call in `history`, in the order they started. A call cut short by
+/// its member's crash or restart is left out: it never returned to an application.
+pub fn blocking_calls(history: &History) -> Vec<BlockingCall<'_>> {
+    let mut done = Vec::new();
+    // (subject, call) → the open call and when its running callback started.
+    let mut open: BTreeMap<(&str, &'static str), (BlockingCall<'_>, Option<u64>)> = BTreeMap::new();
+    for e in history.entries() {
+        let subject = e.subject.as_str();
+        match &e.event {
+            Event::PollStart { timeout_ms } | Event::CloseStart { timeout_ms } => {
+                let call = if matches!(e.event, Event::PollStart { .. }) {
+                    "poll"
+                } else {
+                    "close"
+                };
+                let started = BlockingCall {
+                    subject,
+                    call,
+                    start_ms: e.at_ms,
+                    timeout_ms: *timeout_ms,
+                    callbacks_ms: 0,
+                    end_ms: None,
+                };
+                open.insert((subject, call), (started, None));
+            }
+            Event::PollEnd { .. } | Event::CloseEnd { .. } => {
+                let call = if matches!(e.event, Event::PollEnd { .. }) {
+                    "poll"
+                } else {
+                    "close"
+                };
+                if let Some((mut c, _)) = open.remove(&(subject, call)) {
+                    c.end_ms = Some(e.at_ms);
+                    done.push(c);
+                }
+            }
+            Event::CallbackStart { .. } => {
+                for ((s, _), (_, since)) in open.iter_mut() {
+                    if *s == subject {
+                        *since = Some(e.at_ms);
+                    }
+                }
+            }
+            Event::CallbackEnd { .. } => {
+                for ((s, _), (c, since)) in open.iter_mut() {
+                    if *s == subject {
+                        if let Some(since) = since.take() {
+                            c.callbacks_ms += e.at_ms.saturating_sub(since);
+                        }
+                    }
+                }
+            }
+            Event::MemberStart { .. } | Event::MemberCrash | Event::MemberRestart => {
+                open.retain(|(s, _), _| *s != subject);
+            }
+            _ => {}
+        }
+    }
+    let end_ms = history.end_ms();
+    for (_, (mut c, since)) in open {
+        if let Some(since) = since {
+            c.callbacks_ms += end_ms.saturating_sub(since);
+        }
+        done.push(c);
+    }
+    done.sort_by_key(|c| c.start_ms);
+    done
 }
 
 impl BlockingBounds {
-    fn violation(
-        &self,
-        subject: &str,
-        call: &str,
-        open: &Open,
-        ended: Option<u64>,
-    ) -> Option<Violation> {
-        let allowed = open
-            .timeout_ms
-            .saturating_add(open.callbacks_ms)
+    fn violation(&self, c: &BlockingCall<'_>, end_ms: u64) -> Option<Violation> {
+        if c.overshoot_ms(end_ms) <= self.tolerance_ms {
+            return None;
+        }
+        let deadline = c
+            .start_ms
+            .saturating_add(c.timeout_ms)
+            .saturating_add(c.callbacks_ms)
             .saturating_add(self.tolerance_ms);
-        let deadline = open.start_ms.saturating_add(allowed);
-        let took = match ended {
-            Some(end) if end > deadline => format!("returned at {end}ms"),
-            Some(_) => return None,
+        let took = match c.end_ms {
+            Some(end) => format!("returned at {end}ms"),
             None => "had not returned when the history ended".to_string(),
         };
-        let kind = if call == "poll" {
-            ViolationKind::PollOvershoot
+        let (kind, cite) = if c.call == "poll" {
+            (ViolationKind::PollOvershoot, "KAFKA-13310, KAFKA-16243")
         } else {
-            ViolationKind::CloseOvershoot
-        };
-        let cite = if call == "poll" {
-            "KAFKA-13310, KAFKA-16243"
-        } else {
-            "KAFKA-19357"
+            (ViolationKind::CloseOvershoot, "KAFKA-19357")
         };
         Some(
             Violation::new(
                 kind,
                 deadline,
                 format!(
-                    "{subject}'s {call}(timeout={}ms) started at {}ms {took}: expected it back by \
+                    "{}'s {}(timeout={}ms) started at {}ms {took}: expected it back by \
                      {deadline}ms (timeout + {}ms in rebalance callbacks + {}ms tolerance) \
                      ({cite}).",
-                    open.timeout_ms, open.start_ms, open.callbacks_ms, self.tolerance_ms
+                    c.subject, c.call, c.timeout_ms, c.start_ms, c.callbacks_ms, self.tolerance_ms
                 ),
             )
-            .subject(subject),
+            .subject(c.subject),
         )
     }
 }
@@ -88,73 +167,12 @@ impl Checker for BlockingBounds {
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
-        let mut out = Vec::new();
-        // (subject, "poll" | "close") → open call.
-        let mut open: BTreeMap<(&str, &str), Open> = BTreeMap::new();
         let end_ms = history.end_ms();
-        for e in history.entries() {
-            let subject = e.subject.as_str();
-            let started = |timeout_ms: u64| Open {
-                start_ms: e.at_ms,
-                timeout_ms,
-                callbacks_ms: 0,
-                callback_since: None,
-            };
-            match &e.event {
-                Event::PollStart { timeout_ms } => {
-                    open.insert((subject, "poll"), started(*timeout_ms));
-                }
-                Event::CloseStart { timeout_ms } if self.check_close => {
-                    open.insert((subject, "close"), started(*timeout_ms));
-                }
-                Event::PollEnd { .. } => {
-                    if let Some(o) = open.remove(&(subject, "poll")) {
-                        out.extend(self.violation(subject, "poll", &o, Some(e.at_ms)));
-                    }
-                }
-                Event::CloseEnd { .. } => {
-                    if let Some(o) = open.remove(&(subject, "close")) {
-                        out.extend(self.violation(subject, "close", &o, Some(e.at_ms)));
-                    }
-                }
-                Event::CallbackStart { .. } => {
-                    for ((s, _), o) in open.iter_mut() {
-                        if *s == subject {
-                            o.callback_since = Some(e.at_ms);
-                        }
-                    }
-                }
-                Event::CallbackEnd { .. } => {
-                    for ((s, _), o) in open.iter_mut() {
-                        if *s == subject {
-                            if let Some(since) = o.callback_since.take() {
-                                let ran = e.at_ms.saturating_sub(since);
-                                o.callbacks_ms = o.callbacks_ms.saturating_add(ran);
-                            }
-                        }
-                    }
-                }
-                Event::MemberStart { .. } | Event::MemberCrash | Event::MemberRestart => {
-                    open.retain(|(s, _), _| *s != subject);
-                }
-                _ => {}
-            }
-        }
-        for ((subject, call), mut o) in open {
-            // A callback still running at the end counts until the end.
-            if let Some(since) = o.callback_since.take() {
-                o.callbacks_ms = o.callbacks_ms.saturating_add(end_ms.saturating_sub(since));
-            }
-            let allowed_end = o
-                .start_ms
-                .saturating_add(o.timeout_ms)
-                .saturating_add(o.callbacks_ms)
-                .saturating_add(self.tolerance_ms);
-            if end_ms > allowed_end {
-                out.extend(self.violation(subject, call, &o, None));
-            }
-        }
-        out
+        blocking_calls(history)
+            .iter()
+            .filter(|c| self.check_close || c.call == "poll")
+            .filter_map(|c| self.violation(c, end_ms))
+            .collect()
     }
 }
 
@@ -185,6 +203,28 @@ mod tests {
         ]);
         let v = BlockingBounds::default().check(&h);
         assert!(v.is_ok(), "{v}");
+    }
+
+    #[test]
+    fn blocking_calls_measure_the_overshoot_beyond_timeout_and_callbacks() {
+        let h = history(vec![
+            (0, "c0", poll(100)),
+            (10, "c0", cb_start(Revoked, &[0])),
+            (510, "c0", cb_end(Revoked, &[0])),
+            (700, "c0", poll_end()),
+            (700, "c1", poll(100)),
+            (750, "c1", poll_end()),
+            (800, "c1", poll(100)),
+            (1000, "faults", Event::Healed),
+        ]);
+        let calls = blocking_calls(&h);
+        let overshoots: Vec<(&str, u64)> = calls
+            .iter()
+            .map(|c| (c.subject, c.overshoot_ms(h.end_ms())))
+            .collect();
+        assert_eq!(overshoots, [("c0", 100), ("c1", 0), ("c1", 100)]);
+        assert_eq!(calls[0].callbacks_ms, 500);
+        assert_eq!(calls[2].end_ms, None, "still open when the history ended");
     }
 
     #[test]
