@@ -6,6 +6,15 @@ use kafka_bench::{client_main, len, ClientArgs, Mode, Stats};
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
 
 fn main() {
+    // `BENCH_LOG=kafka_consumer=info`: the consumer's own log on stderr, timestamped, to see
+    // where a run's time goes (the driver keeps stderr only for errors).
+    if let Ok(filter) = std::env::var("BENCH_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     client_main("client-ours", |args| {
         let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
         runtime.block_on(run(args))
