@@ -1,6 +1,6 @@
 //! The `sim` CLI end to end (simulation mode): `shrink` finds the two faults KAFKA-13563
 //! needs, `replay` reproduces a saved regression, `explore` ends with its summary table and a
-//! repro line per failure.
+//! repro line per failure, `overshoot` tabulates both subjects' polls.
 #![cfg(madsim)]
 
 use std::process::Command;
@@ -105,4 +105,29 @@ fn explore_prints_progress_summary_and_repro_lines() {
         "{out}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `overshoot` measures the legacy model's KAFKA-13310 block (its `poll(100ms)` held ~15 s by
+/// the synchronous commit retried in `onJoinPrepare`) and our consumer's bounded polls, on the
+/// same seed.
+#[test]
+fn overshoot_puts_the_legacy_block_beside_our_bounded_polls() {
+    let dir = scratch("overshoot");
+    let (code, out) = sim(&["overshoot", "kafka-13310", "--seeds", "1"], &dir);
+    assert_eq!(code, 0, "{out}");
+    let row = |subject: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.starts_with("kafka-13310") && l.split_whitespace().nth(1) == Some(subject))
+            .unwrap_or_else(|| panic!("no {subject} row in {out}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let (legacy, ours) = (row("legacy"), row("consumer"));
+    let late = |r: &[String]| r[4].parse::<u64>().unwrap();
+    let max_ms = |r: &[String]| r[6].parse::<u64>().unwrap();
+    assert!(late(&legacy) >= 1, "{out}");
+    assert!(max_ms(&legacy) > 10_000, "{out}");
+    assert_eq!(late(&ours), 0, "{out}");
+    assert!(max_ms(&ours) <= 50, "{out}");
 }

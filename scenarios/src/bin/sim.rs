@@ -42,7 +42,7 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
   cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J]
