@@ -281,7 +281,9 @@ mod tests {
         let mut stats = Stats::start(&args(Some(20_000)));
         assert_eq!(stats.pace(), None, "nothing delivered yet");
         stats.delivered(500, 50_000);
-        let wait = stats.pace().expect("500 records at 20,000/s are 25 ms of work");
+        let wait = stats
+            .pace()
+            .expect("500 records at 20,000/s are 25 ms of work");
         assert!(wait <= Duration::from_millis(25), "{wait:?}");
         assert!(wait > Duration::from_millis(15), "{wait:?}");
         stats.delivered(1, 100);

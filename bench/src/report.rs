@@ -285,7 +285,7 @@ pub fn report() -> Result<(), String> {
     let _ = writeln!(out, "{BEGIN}\n");
     let _ = writeln!(
         out,
-        "- Command: `{}`\n- Commit: `{}`; run {} – {}\n- Machine: {}; load average {} at the start, {} at the end (the cores are shared with other engineers' builds)\n- Toolchains: {}; {}\n- Per run: ≥ {} ms of fetching after the first record (or the whole topic); {} repetitions per client, clients alternating (the order rotates each round); topics of {} × 100 B and {} × 1 KiB records, 12 partitions\n",
+        "- Command: `{}`\n- Commit: `{}`; run {} – {}\n- Machine: {}; load average {} at the start, {} at the end (anything else running on the machine shows here)\n- Toolchains: {}; {}\n- Per run: ≥ {} ms of fetching after the first record (or the whole topic); {} repetitions per client, clients alternating (the order rotates each round); topics of {} × 100 B and {} × 1 KiB records, 12 partitions\n",
         m("command"),
         m("commit"),
         m("started"),
