@@ -6,7 +6,7 @@
 //! the next response is being read into another one. Left to the allocator, these alternating
 //! allocations of ~12 MiB (12 partitions × `max.partition.fetch.bytes`), each a slightly
 //! different size, fragmented glibc's arena of the network thread: a consumer reading 1 KiB
-//! records held 43–55 MiB of RSS for a peak heap of 25 MiB (heaptrack; with
+//! records held 42–54 MiB of RSS for a peak heap of 25 MB (heaptrack; with
 //! `MALLOC_MMAP_THRESHOLD_` fixed at 1 MiB the same run stayed at 30 MiB, at the price of fresh
 //! pages, and their faults, for every response). Keeping the allocation the previous response
 //! left behind and reading the next large response into it, once the application has released
