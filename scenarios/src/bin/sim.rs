@@ -45,7 +45,7 @@ mod cli {
   cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
-  cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J]
+  cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
     /// `--name value` options and bare flags after the positional arguments.
@@ -422,6 +422,22 @@ mod cli {
         Ok(ExitCode::SUCCESS)
     }
 
+    /// `--seeds N [--start S] [--shard I/N]` and `--jobs J`: this shard's seeds of `S..S+N`, and
+    /// how many run at once.
+    fn seeds_and_jobs(options: &Options<'_>) -> Result<(Vec<u64>, usize), String> {
+        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
+        let start: u64 = options.value("start")?.unwrap_or(0);
+        let jobs: usize = options.value("jobs")?.unwrap_or(1);
+        if jobs == 0 {
+            return Err("--jobs must be at least 1".to_owned());
+        }
+        let (index, count) = shard(options)?;
+        let mine = (start..start + seeds)
+            .filter(|s| s % count == index)
+            .collect();
+        Ok((mine, jobs))
+    }
+
     /// `--shard I/N`: this shard takes the seeds with `seed % N == I`.
     fn shard(options: &Options<'_>) -> Result<(u64, u64), String> {
         let Some(text) = options.value::<String>("shard")? else {
@@ -678,10 +694,7 @@ mod cli {
     /// during rebalances" figure. Every run in its own child process, as `explore`.
     fn overshoot(options: &Options<'_>) -> Result<ExitCode, String> {
         let infos = chosen_scenarios(options)?;
-        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
-        let start: u64 = options.value("start")?.unwrap_or(0);
-        let jobs: usize = options.value("jobs")?.unwrap_or(1).max(1);
-        let seeds: Vec<u64> = (start..start + seeds).collect();
+        let (seeds, jobs) = seeds_and_jobs(options)?;
         let tolerance_ms = sim::check::BlockingBounds::default().tolerance_ms;
         let mut rows = Vec::new();
         let mut errors = Vec::new();
@@ -753,19 +766,10 @@ mod cli {
     /// our consumer unless `--subject legacy` (exploring looks for violations in it).
     fn explore(options: &Options<'_>) -> Result<ExitCode, String> {
         let infos = chosen_scenarios(options)?;
-        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
-        let start: u64 = options.value("start")?.unwrap_or(0);
         let subject = options
             .value::<SubjectKind>("subject")?
             .unwrap_or(SubjectKind::Consumer);
-        let jobs: usize = options.value("jobs")?.unwrap_or(1);
-        if jobs == 0 {
-            return Err("--jobs must be at least 1".to_owned());
-        }
-        let (index, count) = shard(options)?;
-        let mine: Vec<u64> = (start..start + seeds)
-            .filter(|s| s % count == index)
-            .collect();
+        let (mine, jobs) = seeds_and_jobs(options)?;
         // Failures of our consumer a saved regression already records are counted apart:
         // they are known bugs, and the run fails only on new ones.
         let known = match subject {
