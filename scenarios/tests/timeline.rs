@@ -2,6 +2,8 @@
 //! headless Chromium renders from it (SKIPPED loudly when Debian's `chromium` is missing).
 #![cfg(madsim)]
 
+use std::io::Write;
+
 use scenarios::jira::kafka_13563;
 use scenarios::runner::run_in_runtime;
 use scenarios::subject::SubjectKind;
@@ -40,7 +42,10 @@ fn timeline_shows_lanes_faults_commits_and_the_violation() {
             std::env::var("REQUIRE_CHROMIUM").as_deref() != Ok("1"),
             "REQUIRE_CHROMIUM=1 but `chromium` is not installed: the timeline check cannot run"
         );
-        eprintln!(
+        // Written to the stderr handle, not with `eprintln!`, which libtest captures and hides
+        // for passing tests: a skip must be seen.
+        let _ = writeln!(
+            std::io::stderr(),
             "\n*** SKIPPED: headless Chromium check of the timeline: `chromium` is not installed \
              (apt-get install chromium) ***\n"
         );

@@ -14,5 +14,15 @@ fn madsim_check_determinism_passes() {
     let outcome = madsim::runtime::Runtime::check_determinism(3, madsim::Config::default(), || {
         workload::run(workload::faulty_load())
     });
-    assert!(outcome.produced > 0);
+    assert!(
+        outcome.produced > 0 && outcome.fetched > 0,
+        "the workload ran: {} produced, {} fetched",
+        outcome.produced,
+        outcome.fetched
+    );
+    assert!(outcome.errors > 0, "the faulty load's faults were felt");
+    assert!(
+        !outcome.trace.is_empty(),
+        "the run left its per-client summaries"
+    );
 }
