@@ -472,6 +472,7 @@ mod tests {
         p.subscriptions.unsubscribe();
         p.subscriptions
             .subscribe(["t".to_owned()].into_iter().collect());
+        m.request_refresh(); // as the background task does on every subscription change
         p.advance_ms(100);
         assert!(refresh(&mut m, &mut p, &[("t", ResponseError::LeaderNotAvailable)]).is_empty());
     }
