@@ -67,7 +67,15 @@ mod tests {
     #[test]
     fn legal_names() {
         let longest = "a".repeat(MAX_TOPIC_NAME_LENGTH);
-        for name in ["orders", "a", "A.b_c-9", "...", "._-", "__consumer_offsets", &longest] {
+        for name in [
+            "orders",
+            "a",
+            "A.b_c-9",
+            "...",
+            "._-",
+            "__consumer_offsets",
+            &longest,
+        ] {
             assert!(is_valid_topic_name(name), "{name:?}");
             assert!(validate_topic_name(name).is_ok(), "{name:?}");
         }
@@ -98,7 +106,15 @@ mod tests {
             };
             assert_eq!((topics, r), (vec![name.to_owned()], reason));
         }
-        for name in ["with space", "tab\t", "slash/", "colon:", "é", "ü-topic", "a\0"] {
+        for name in [
+            "with space",
+            "tab\t",
+            "slash/",
+            "colon:",
+            "é",
+            "ü-topic",
+            "a\0",
+        ] {
             assert!(!is_valid_topic_name(name), "{name:?}");
         }
     }

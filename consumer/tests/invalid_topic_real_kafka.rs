@@ -47,10 +47,7 @@ async fn refuse_then_recover(bootstrap: &str, protocol: &str) {
     let mut consumer = Consumer::new(config).unwrap();
 
     refused_naming(consumer.subscribe([ILLEGAL]).await, ILLEGAL);
-    refused_naming(
-        consumer.subscribe([topic.as_str(), ILLEGAL]).await,
-        ILLEGAL,
-    );
+    refused_naming(consumer.subscribe([topic.as_str(), ILLEGAL]).await, ILLEGAL);
     let long = "a".repeat(250);
     refused_naming(consumer.subscribe([long.as_str()]).await, &long);
     refused_naming(
@@ -95,12 +92,19 @@ async fn refuse_then_recover(bootstrap: &str, protocol: &str) {
         }
     }
     let extra = consumer.poll(Duration::from_millis(500)).await.unwrap();
-    assert_eq!(extra.count(), 0, "{protocol}: nothing beyond what was produced");
+    assert_eq!(
+        extra.count(),
+        0,
+        "{protocol}: nothing beyond what was produced"
+    );
     let mut values = Vec::new();
     for (partition, records) in &seen {
         let offsets: Vec<i64> = records.iter().map(|(o, _)| *o).collect();
         let expected: Vec<i64> = (0..offsets.len() as i64).collect();
-        assert_eq!(offsets, expected, "{protocol}: partition {partition} in order, once");
+        assert_eq!(
+            offsets, expected,
+            "{protocol}: partition {partition} in order, once"
+        );
         values.extend(records.iter().map(|(_, v)| v.clone()));
     }
     values.sort();

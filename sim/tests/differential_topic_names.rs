@@ -214,7 +214,11 @@ async fn create_partitions(client: &mut NetworkClient, s: &mut Side) {
         .with_topics(
             s.names
                 .iter()
-                .map(|n| CreatePartitionsTopic::default().with_name(name(n)).with_count(2))
+                .map(|n| {
+                    CreatePartitionsTopic::default()
+                        .with_name(name(n))
+                        .with_count(2)
+                })
                 .collect(),
         )
         .with_timeout_ms(15_000);
@@ -226,7 +230,13 @@ async fn create_partitions(client: &mut NetworkClient, s: &mut Side) {
     let lines = r
         .results
         .iter()
-        .map(|t| (t.name.0.to_string(), t.error_code, message(&t.error_message)))
+        .map(|t| {
+            (
+                t.name.0.to_string(),
+                t.error_code,
+                message(&t.error_message),
+            )
+        })
         .collect();
     s.record("create partitions", lines);
 }
@@ -360,7 +370,10 @@ async fn fetch(client: &mut NetworkClient, s: &mut Side, node: i32) {
         .flat_map(|t| {
             t.partitions.iter().map(move |p| {
                 (
-                    format!("{}-{} hw={}", t.topic.0, p.partition_index, p.high_watermark),
+                    format!(
+                        "{}-{} hw={}",
+                        t.topic.0, p.partition_index, p.high_watermark
+                    ),
                     p.error_code,
                     None,
                 )
@@ -436,18 +449,19 @@ async fn offset_commit_and_fetch(client: &mut NetworkClient, s: &mut Side) {
         })
         .collect();
     s.record("offset commit", lines);
-    let request = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
-        .with_group_id(group_id(&s.group))
-        .with_topics(Some(
-            s.names
-                .iter()
-                .map(|n| {
-                    OffsetFetchRequestTopics::default()
-                        .with_name(name(n))
-                        .with_partition_indexes(vec![0])
-                })
-                .collect(),
-        ))]);
+    let request =
+        OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+            .with_group_id(group_id(&s.group))
+            .with_topics(Some(
+                s.names
+                    .iter()
+                    .map(|n| {
+                        OffsetFetchRequestTopics::default()
+                            .with_name(name(n))
+                            .with_partition_indexes(vec![0])
+                    })
+                    .collect(),
+            ))]);
     let r = send(client, coordinator, request).await;
     let mut lines = Vec::new();
     for group in &r.groups {
@@ -455,7 +469,10 @@ async fn offset_commit_and_fetch(client: &mut NetworkClient, s: &mut Side) {
         for t in &group.topics {
             for p in &t.partitions {
                 lines.push((
-                    format!("{}-{} offset={}", t.name.0, p.partition_index, p.committed_offset),
+                    format!(
+                        "{}-{} offset={}",
+                        t.name.0, p.partition_index, p.committed_offset
+                    ),
                     p.error_code,
                     None,
                 ));

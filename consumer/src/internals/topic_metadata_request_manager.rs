@@ -243,10 +243,7 @@ impl TopicMetadataRequestManager {
 /// `Metadata.recoverableException`): TOPIC_AUTHORIZATION_FAILED wins over
 /// INVALID_TOPIC_EXCEPTION, as there; `None` when there are neither. `needed` is Java's
 /// `ConsumerMetadata.retainTopic`: other topics of an all-topics answer are not ours to report.
-fn unusable_topics_error(
-    body: &MetadataResponse,
-    needed: impl Fn(&str) -> bool,
-) -> Option<Error> {
+fn unusable_topics_error(body: &MetadataResponse, needed: impl Fn(&str) -> bool) -> Option<Error> {
     let mut unauthorized = BTreeSet::new();
     let mut invalid = BTreeSet::new();
     for topic in &body.topics {
@@ -520,6 +517,9 @@ mod tests {
             panic!("expected InvalidTopic, got {result:?}");
         };
         assert_eq!(topics, ["bad!topic"]);
-        assert!(p.effects.errors.is_empty(), "partitions_for answers its caller only");
+        assert!(
+            p.effects.errors.is_empty(),
+            "partitions_for answers its caller only"
+        );
     }
 }

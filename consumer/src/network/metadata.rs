@@ -447,7 +447,10 @@ mod tests {
                 MetadataScope::ListedTopics,
             );
         }
-        assert_eq!(md.topics().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            md.topics().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["a"]
+        );
     }
 
     #[test]

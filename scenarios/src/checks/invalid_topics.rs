@@ -139,7 +139,10 @@ mod tests {
             vec![subscribe("bad!topic"), subscribe("t")],
             vec![subscribe("bad!topic")],
             // An error that does not name the topic does not tell the application.
-            vec![subscribe("bad!topic"), poll_error("illegal state: not subscribed")],
+            vec![
+                subscribe("bad!topic"),
+                poll_error("illegal state: not subscribed"),
+            ],
         ] {
             let v = checker.violations(&history(&events));
             assert_eq!(v.len(), 1, "{events:?}");

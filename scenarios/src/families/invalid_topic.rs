@@ -26,8 +26,8 @@
 //! from `poll` once per metadata refresh (`topic_metadata_request_manager.rs`).
 
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, latency_until, pick, GroupKnobs,
-    BROKERS, GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, full_checks, knob_rng, latency_until, pick, GroupKnobs, BROKERS,
+    GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
 };
 use crate::app::AppBehaviour;
 use crate::checks::InvalidTopicsSurface;
@@ -71,7 +71,11 @@ pub fn draw(seed: u64) -> Knobs {
     let names = illegal_names();
     let mut members = Vec::new();
     for i in 0..MEMBERS {
-        let start = if i == 0 { 0 } else { between(&mut rng, 0, 4_000) };
+        let start = if i == 0 {
+            0
+        } else {
+            between(&mut rng, 0, 4_000)
+        };
         // The first member always tries an illegal name; the second in half the seeds.
         let first = (i == 0 || coin(&mut rng)).then(|| {
             let illegal = names[pick(&mut rng, &[0, 1, 2, 3, 4])].clone();
@@ -148,8 +152,11 @@ mod tests {
         let mut both = 0;
         for seed in 0..100 {
             let k = draw(seed);
-            let firsts: Vec<&Vec<String>> =
-                k.members.iter().filter_map(|(_, f, _)| f.as_ref()).collect();
+            let firsts: Vec<&Vec<String>> = k
+                .members
+                .iter()
+                .filter_map(|(_, f, _)| f.as_ref())
+                .collect();
             assert!(!firsts.is_empty(), "seed {seed}");
             for first in &firsts {
                 assert!(first.iter().any(|t| !is_valid_topic_name(t)), "seed {seed}");

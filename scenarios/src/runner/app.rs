@@ -67,7 +67,9 @@ pub(super) async fn drive<S: Subject>(
             ctx.record(Event::PollStart {
                 timeout_ms: app.poll_timeout_ms,
             });
-            let polled = subject.poll(Duration::from_millis(app.poll_timeout_ms)).await;
+            let polled = subject
+                .poll(Duration::from_millis(app.poll_timeout_ms))
+                .await;
             let failed = polled.is_err();
             ctx.record(Event::PollEnd {
                 records: polled.as_ref().map_or(0, |r| r.len() as u64),

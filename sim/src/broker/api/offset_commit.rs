@@ -55,9 +55,7 @@ fn take_unknown_partitions(
                             .map(|p| {
                                 OffsetCommitResponsePartition::default()
                                     .with_partition_index(p.partition_index)
-                                    .with_error_code(
-                                        ResponseError::UnknownTopicOrPartition.code(),
-                                    )
+                                    .with_error_code(ResponseError::UnknownTopicOrPartition.code())
                             })
                             .collect(),
                     ),
