@@ -40,8 +40,12 @@ const SALT: u64 = 0x0069_6e76_616c;
 const PARTITIONS: i32 = 3;
 const MEMBERS: usize = 2;
 const WITHIN_MS: u64 = 15_000;
-const PRODUCE_UNTIL_MS: u64 = 10_000;
-const RUN_MS: u64 = 30_000;
+/// Production goes on well past the last join's rebalances (a cooperative second round waits
+/// up to a heartbeat interval): an application that commits after each poll with records
+/// commits its final positions only if records still arrive once the group is stable — commits
+/// during a classic rebalance fail with REBALANCE_IN_PROGRESS, as in Kafka.
+const PRODUCE_UNTIL_MS: u64 = 20_000;
+const RUN_MS: u64 = 40_000;
 
 /// Names Kafka refuses, one per rule of `Topic.validate`.
 fn illegal_names() -> [String; 5] {
