@@ -30,6 +30,7 @@ use crate::rebalance::{
     ListenerSlot,
 };
 use crate::rt::{Duration, Instant};
+use crate::topic_name::validate_topic_name;
 use crate::types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
     PartitionInfo, TopicPartition,
@@ -540,7 +541,8 @@ impl Consumer {
 
     // ----- assignment and subscription -----
 
-    /// Manually assigns exactly these partitions (an empty set unassigns everything). With
+    /// Manually assigns exactly these partitions (an empty set unassigns everything); a topic
+    /// name Kafka does not allow is refused with [`Error::InvalidTopic`]. With
     /// auto-commit, the positions consumed so far are committed first. Not allowed while
     /// subscribed (the modes exclude each other, as in Java).
     pub async fn assign(
@@ -555,10 +557,10 @@ impl Consumer {
             ));
         }
         let partitions: BTreeSet<TopicPartition> = partitions.into_iter().collect();
-        if let Some(tp) = partitions
-            .iter()
-            .find(|tp| tp.topic.trim().is_empty() || tp.partition < 0)
-        {
+        for tp in &partitions {
+            validate_topic_name(&tp.topic)?;
+        }
+        if let Some(tp) = partitions.iter().find(|tp| tp.partition < 0) {
             return Err(Error::InvalidArgument(format!("invalid partition {tp:?}")));
         }
         self.run_commit_callbacks();
@@ -583,7 +585,10 @@ impl Consumer {
     }
 
     /// Subscribes to `topics`: the group (`group.id`) assigns their partitions, joining on the
-    /// next `poll`. Replaces an earlier topic subscription; an empty list unsubscribes.
+    /// next `poll`. Replaces an earlier topic subscription; an empty list unsubscribes. A name
+    /// Kafka does not allow is refused with [`Error::InvalidTopic`]; a topic the broker refuses
+    /// later (INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED) fails `poll`, once per
+    /// metadata refresh that reports it.
     pub async fn subscribe<S: Into<String>>(
         &mut self,
         topics: impl IntoIterator<Item = S>,
@@ -592,10 +597,9 @@ impl Consumer {
         if topics.is_empty() {
             return self.unsubscribe().await;
         }
-        if let Some(topic) = topics.iter().find(|t| t.trim().is_empty()) {
-            return Err(Error::InvalidArgument(format!(
-                "topic names must not be empty, got {topic:?}"
-            )));
+        // A name no broker can serve fails here, naming it, instead of polling forever.
+        for topic in &topics {
+            validate_topic_name(topic)?;
         }
         self.start_subscription(SubscriptionRequest::Topics(topics.clone()))
             .await?;

@@ -84,6 +84,16 @@ pub enum Error {
         /// The callback's error, or its panic message.
         message: String,
     },
+    /// Topic names Kafka does not allow (Java's `InvalidTopicException`): refused when the
+    /// application names them (`subscribe`, `assign`), or reported by a broker's Metadata
+    /// (INVALID_TOPIC_EXCEPTION) for topics the consumer needs or `partitions_for` asked about.
+    #[error("invalid topics [{}]: {reason}", .topics.join(", "))]
+    InvalidTopic {
+        /// The topics, as the application or the broker named them.
+        topics: Vec<String>,
+        /// What is wrong with them.
+        reason: String,
+    },
     /// An argument is invalid (negative offset, empty topic name, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -144,6 +154,7 @@ impl Error {
             | Self::Fenced { code, .. }
             | Self::CommitFailed { code, .. } => *code,
             Self::Authorization { code, .. } => Some(*code),
+            Self::InvalidTopic { .. } => Some(ResponseError::InvalidTopicException),
             _ => None,
         }
     }

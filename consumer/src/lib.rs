@@ -14,6 +14,7 @@
 //!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
 //! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
 //! - [`internals`]: the background task, request managers, events and the fetch buffer.
+//! - [`topic_name`]: Kafka's topic-name rules (`Topic.validate`).
 //! - [`consumer`]: the application-facing [`Consumer`].
 
 pub mod assignor;
@@ -29,6 +30,7 @@ pub mod protocol;
 pub mod rebalance;
 pub mod records;
 pub mod rt;
+pub mod topic_name;
 pub mod types;
 
 pub use close_options::{CloseOptions, GroupMembershipOperation};

@@ -260,6 +260,17 @@ impl Subject for ConsumerSubject {
         self.note_subscribe_failure(subscribed);
     }
 
+    async fn unsubscribe(&mut self) {
+        self.ctx.record(Event::Note {
+            text: "unsubscribe".to_owned(),
+        });
+        if let Err(error) = self.consumer.unsubscribe().await {
+            self.ctx.record(Event::Note {
+                text: format!("unsubscribe failed: {error}"),
+            });
+        }
+    }
+
     async fn subscribe_pattern(&mut self, pattern: String, listener: ListenerBehaviour) {
         self.ctx.record(Event::Subscribe { topics: Vec::new() });
         self.ctx.record(Event::Note {

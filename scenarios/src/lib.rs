@@ -167,6 +167,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::pattern_topics::NAME,
             build: families::pattern_topics::scenario,
         },
+        ScenarioInfo {
+            name: families::invalid_topic::NAME,
+            build: families::invalid_topic::scenario,
+        },
     ]
 }
 

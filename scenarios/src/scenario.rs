@@ -38,6 +38,10 @@ pub struct SubjectSpec {
     /// A pattern handed to `subscribe(Pattern)` instead (Java's regex semantics, matched
     /// against every topic's whole name as metadata comes in).
     pub subscribe_pattern: Option<String>,
+    /// Topics handed to `subscribe()` first, before `subscribe`/`subscribe_pattern`: the
+    /// application then calls `unsubscribe()` and goes on with its real subscription (a
+    /// subscription that failed, e.g. to an illegal topic name, and the recovery from it).
+    pub subscribe_before: Option<Vec<String>>,
     /// The rebalance listener, in subscribe mode.
     pub listener: ListenerBehaviour,
     /// Virtual time at which the application starts (a member joining later).
@@ -269,6 +273,7 @@ impl ScenarioBuilder {
             assign,
             subscribe: Vec::new(),
             subscribe_pattern: None,
+            subscribe_before: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,
@@ -295,6 +300,7 @@ impl ScenarioBuilder {
             assign: Vec::new(),
             subscribe: topics.iter().map(|t| (*t).to_owned()).collect(),
             subscribe_pattern: None,
+            subscribe_before: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
             app,

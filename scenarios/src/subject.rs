@@ -151,6 +151,12 @@ pub trait Subject: Send {
         pattern: String,
         listener: ListenerBehaviour,
     ) -> impl Future<Output = ()> + Send;
+    /// `unsubscribe()`: leaves the group (or drops a subscription that never joined). The
+    /// default, for a model without it, only notes the call: its next `subscribe` replaces the
+    /// subscription, as Java's does.
+    fn unsubscribe(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
     /// `poll(timeout)`: the records of one poll.
     fn poll(
         &mut self,

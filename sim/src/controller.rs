@@ -342,14 +342,13 @@ fn elect(state: &mut PartitionState, leader: i32) {
     state.log.become_leader(state.leader_epoch);
 }
 
-fn validate_topic_name(name: &str) -> Result<(), TopicError> {
-    let legal = name
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'_' || c == b'-');
-    if name.is_empty() || name == "." || name == ".." || name.len() > 249 || !legal {
-        return Err(TopicError::InvalidName);
+/// Kafka's `Topic.validate`, the same rule the consumer applies.
+pub(crate) fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    if kafka_consumer::topic_name::is_valid_topic_name(name) {
+        Ok(())
+    } else {
+        Err(TopicError::InvalidName)
     }
-    Ok(())
 }
 
 /// The shared handle: state behind a mutex plus a change counter that wakes long-polling

@@ -189,6 +189,16 @@ impl SubscriptionState {
         topics
     }
 
+    /// Whether the consumer needs `topic`'s metadata, so a broker's error for it is the
+    /// application's business (Java's `ConsumerMetadata.retainTopic`): a subscribed, group
+    /// or assigned topic, or one a `subscribe_pattern` pattern matches.
+    pub fn retains_metadata_of(&self, topic: &str) -> bool {
+        self.subscribed_topics.contains(topic)
+            || self.group_subscription.contains(topic)
+            || self.assignment.keys().any(|tp| &*tp.topic == topic)
+            || matches!(&self.subscription_type, SubscriptionType::AutoPattern(p) if p.matches(topic))
+    }
+
     /// Whether metadata must cover every topic: a pattern is matched against all of them, and
     /// a broker-side regex assigns topics by id that only metadata can name. (Java asks for the
     /// assigned topic ids there; Metadata by topic id is not served by every broker we talk

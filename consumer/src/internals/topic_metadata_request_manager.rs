@@ -192,10 +192,19 @@ impl TopicMetadataRequestManager {
                 return false;
             };
             return match body {
-                Ok(_) => {
+                Ok(body) => {
                     self.state.on_success();
                     self.last_refresh_at = Some(ctx.now);
                     self.covered_topics = topics;
+                    // Java's `Metadata.maybeThrowAnyException` after each network poll: what
+                    // this update reports is raised once, then cleared; the next refresh (new
+                    // topics, `metadata.max.age.ms`) reports it again if it still holds.
+                    if let Some(error) = unusable_topics_error(&body, |topic| {
+                        ctx.subscriptions.retains_metadata_of(topic)
+                    }) {
+                        tracing::warn!(%error, "metadata refresh reports unusable topics");
+                        ctx.report(error);
+                    }
                     true
                 }
                 Err(error) => {
@@ -230,8 +239,43 @@ impl TopicMetadataRequestManager {
     }
 }
 
+/// The error a refresh raises for the topics the consumer needs that the broker refuses (Java's
+/// `Metadata.recoverableException`): TOPIC_AUTHORIZATION_FAILED wins over
+/// INVALID_TOPIC_EXCEPTION, as there; `None` when there are neither. `needed` is Java's
+/// `ConsumerMetadata.retainTopic`: other topics of an all-topics answer are not ours to report.
+fn unusable_topics_error(body: &MetadataResponse, needed: impl Fn(&str) -> bool) -> Option<Error> {
+    let mut unauthorized = BTreeSet::new();
+    let mut invalid = BTreeSet::new();
+    for topic in &body.topics {
+        let Some(name) = topic.name.as_ref().map(|n| n.0.as_str()) else {
+            continue;
+        };
+        match ResponseError::try_from_code(topic.error_code) {
+            Some(ResponseError::TopicAuthorizationFailed) if needed(name) => {
+                unauthorized.insert(name.to_owned());
+            }
+            Some(ResponseError::InvalidTopicException) if needed(name) => {
+                invalid.insert(name.to_owned());
+            }
+            _ => {}
+        }
+    }
+    if !unauthorized.is_empty() {
+        let topics: Vec<String> = unauthorized.into_iter().collect();
+        return Some(Error::from_code(
+            ResponseError::TopicAuthorizationFailed,
+            format!("not authorized to access topics: [{}]", topics.join(", ")),
+        ));
+    }
+    (!invalid.is_empty()).then(|| Error::InvalidTopic {
+        topics: invalid.into_iter().collect(),
+        reason: "the broker answered Metadata with INVALID_TOPIC_EXCEPTION".to_owned(),
+    })
+}
+
 /// The partitions of each topic in a response; `Ok(None)` when it must be asked again (a topic
-/// without a leader yet). Unknown topics are left out, like Java's `partitionsFor`.
+/// without a leader yet). Unknown topics are left out, like Java's `partitionsFor`; an invalid
+/// or unauthorized topic fails the call, as Java's `TopicMetadataFetcher` does.
 fn partitions_by_topic(
     body: &MetadataResponse,
     asked: Option<&[String]>,
@@ -243,8 +287,12 @@ fn partitions_by_topic(
         };
         match ResponseError::try_from_code(topic.error_code) {
             None => {}
-            Some(ResponseError::UnknownTopicOrPartition | ResponseError::InvalidTopicException) => {
-                continue
+            Some(ResponseError::UnknownTopicOrPartition) => continue,
+            Some(ResponseError::InvalidTopicException) => {
+                return Err(Error::InvalidTopic {
+                    topics: vec![name],
+                    reason: "the broker answered Metadata with INVALID_TOPIC_EXCEPTION".to_owned(),
+                })
             }
             Some(ResponseError::LeaderNotAvailable) => return Ok(None),
             Some(code) => return Err(Error::from_code(code, format!("metadata of topic {name}"))),
@@ -346,5 +394,132 @@ mod tests {
         let answer = rx.borrow().clone().unwrap().unwrap();
         let leaders: Vec<_> = answer["t"].iter().map(|p| p.leader).collect();
         assert_eq!(leaders, [Some(1), Some(2)]);
+    }
+    /// A response naming `topics` with their error codes (0: a one-partition topic).
+    fn answer(topics: &[(&str, ResponseError)]) -> Result<(ResponseBody, i16), NetworkError> {
+        let mut body = metadata_response(&[]);
+        body.topics = topics
+            .iter()
+            .map(|(name, code)| {
+                kafka_protocol::messages::metadata_response::MetadataResponseTopic::default()
+                    .with_name(Some(kafka_protocol::messages::TopicName(
+                        kafka_protocol::protocol::StrBytes::from_string((*name).to_owned()),
+                    )))
+                    .with_error_code(code.code())
+            })
+            .collect();
+        Ok((ResponseBody::Metadata(body), 12))
+    }
+
+    /// Refreshes once: the startup refresh (nothing subscribed) is answered empty first.
+    fn refresh(
+        m: &mut TopicMetadataRequestManager,
+        p: &mut Parts,
+        topics: &[(&str, ResponseError)],
+    ) -> Vec<Error> {
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "one refresh");
+        assert!(m.on_response(&mut p.ctx(), r.requests[0].token, answer(topics)));
+        std::mem::take(&mut p.effects.errors)
+    }
+
+    #[test]
+    fn a_refused_subscribed_topic_fails_poll_once_per_refresh() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        assert!(refresh(&mut m, &mut p, &[]).is_empty());
+        p.subscriptions
+            .subscribe(["bad".to_owned(), "t".to_owned()].into_iter().collect());
+        p.advance_ms(100);
+        let errors = refresh(
+            &mut m,
+            &mut p,
+            &[
+                ("bad", ResponseError::InvalidTopicException),
+                ("t", ResponseError::UnknownTopicOrPartition),
+                // Not needed by this consumer: not its business.
+                ("other", ResponseError::InvalidTopicException),
+            ],
+        );
+        let [Error::InvalidTopic { topics, .. }] = errors.as_slice() else {
+            panic!("one InvalidTopic error, got {errors:?}");
+        };
+        assert_eq!(topics, &["bad"]);
+        // Reported, then cleared: no request storm and no repeat until the next refresh.
+        for _ in 0..3 {
+            p.advance_ms(1_000);
+            assert!(m.poll(&mut p.ctx()).requests.is_empty());
+        }
+        assert!(p.effects.errors.is_empty());
+        p.advance_ms(10_000);
+        let errors = refresh(
+            &mut m,
+            &mut p,
+            &[
+                ("bad", ResponseError::InvalidTopicException),
+                ("t", ResponseError::TopicAuthorizationFailed),
+            ],
+        );
+        // Java's order: an authorization failure is raised ahead of invalid topics.
+        let [Error::Authorization { code, message }] = errors.as_slice() else {
+            panic!("one authorization error, got {errors:?}");
+        };
+        assert_eq!(*code, ResponseError::TopicAuthorizationFailed);
+        assert!(message.contains("[t]"), "{message}");
+        p.subscriptions.unsubscribe();
+        p.subscriptions
+            .subscribe(["t".to_owned()].into_iter().collect());
+        m.request_refresh(); // as the background task does on every subscription change
+        p.advance_ms(100);
+        assert!(refresh(&mut m, &mut p, &[("t", ResponseError::LeaderNotAvailable)]).is_empty());
+    }
+
+    #[test]
+    fn a_pattern_reports_only_the_refused_topics_it_matches() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        assert!(refresh(&mut m, &mut p, &[]).is_empty());
+        p.subscriptions.subscribe_pattern(
+            crate::internals::subscription_state::TopicPattern::new("orders-.*").unwrap(),
+        );
+        p.advance_ms(10_000);
+        let errors = refresh(
+            &mut m,
+            &mut p,
+            &[
+                ("orders-eu", ResponseError::TopicAuthorizationFailed),
+                ("payments", ResponseError::TopicAuthorizationFailed),
+            ],
+        );
+        let [Error::Authorization { message, .. }] = errors.as_slice() else {
+            panic!("one authorization error, got {errors:?}");
+        };
+        assert!(message.contains("[orders-eu]"), "{message}");
+    }
+
+    #[test]
+    fn partitions_for_an_invalid_topic_fails_naming_it() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        m.poll(&mut p.ctx());
+        let (c, rx) = Completion::new(
+            "partitions_for",
+            Some(p.now + Duration::from_secs(1)),
+            1_000,
+        );
+        m.topic_metadata(Some(vec!["bad!topic".into()]), c);
+        let r = m.poll(&mut p.ctx());
+        let token = r.requests[0].token;
+        let answer = answer(&[("bad!topic", ResponseError::InvalidTopicException)]);
+        assert!(!m.on_response(&mut p.ctx(), token, answer));
+        let result = rx.borrow().clone().expect("completed");
+        let Err(Error::InvalidTopic { topics, .. }) = result else {
+            panic!("expected InvalidTopic, got {result:?}");
+        };
+        assert_eq!(topics, ["bad!topic"]);
+        assert!(
+            p.effects.errors.is_empty(),
+            "partitions_for answers its caller only"
+        );
     }
 }

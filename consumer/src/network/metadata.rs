@@ -108,9 +108,19 @@ impl Metadata {
                 continue; // only possible in a by-id request for an unknown id
             };
             let error = ResponseError::try_from_code(topic.error_code);
+            // A topic the broker does not have, will never have (an illegal name) or will not
+            // show us (no Describe permission) has no state worth keeping: caching it would
+            // offer it to pattern matching and `list_topics` as if it existed. (Java keeps
+            // only its name in `invalidTopics`/`unauthorizedTopics`; the metadata manager
+            // raises those from the response itself.)
             if matches!(
                 error,
-                Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
+                Some(
+                    ResponseError::UnknownTopicOrPartition
+                        | ResponseError::UnknownTopicId
+                        | ResponseError::InvalidTopicException
+                        | ResponseError::TopicAuthorizationFailed
+                )
             ) {
                 self.remove_topic(&name);
                 continue;
@@ -412,6 +422,35 @@ mod tests {
             topic("a", 1, vec![]).with_error_code(ResponseError::UnknownTopicOrPartition.code());
         md.update(&response(vec![unknown]), MetadataScope::ListedTopics);
         assert!(md.topic("a").is_none());
+    }
+
+    #[test]
+    fn invalid_and_unauthorized_topics_are_not_cached() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic("a", 1, vec![partition(0, 1, 1)])]),
+            MetadataScope::AllTopics,
+        );
+        for code in [
+            ResponseError::InvalidTopicException,
+            ResponseError::TopicAuthorizationFailed,
+        ] {
+            let refused = topic("bad!topic", 0, vec![]).with_error_code(code.code());
+            md.update(&response(vec![refused]), MetadataScope::ListedTopics);
+            assert!(md.topic("bad!topic").is_none(), "{code}");
+            let lost = topic("a", 1, vec![]).with_error_code(code.code());
+            md.update(&response(vec![lost]), MetadataScope::ListedTopics);
+            assert!(md.topic("a").is_none(), "{code}");
+            assert_eq!(md.topic_name(Uuid::from_u128(1)), None);
+            md.update(
+                &response(vec![topic("a", 1, vec![partition(0, 1, 1)])]),
+                MetadataScope::ListedTopics,
+            );
+        }
+        assert_eq!(
+            md.topics().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["a"]
+        );
     }
 
     #[test]

@@ -39,6 +39,10 @@ fn spun(at_once: &mut (u64, u32), ctx: &SubjectContext) -> bool {
     at_once.1 >= MAX_POLLS_AT_ONCE
 }
 
+/// How long the application polls a [`SubjectSpec::subscribe_before`] subscription for an
+/// error before it gives up on it (virtual ms).
+const SUBSCRIBE_BEFORE_POLLS_MS: u64 = 5_000;
+
 /// Loop counters are sampled at most this often (virtual ms).
 const SAMPLE_EVERY_MS: u64 = 1_000;
 
@@ -54,6 +58,29 @@ pub(super) async fn drive<S: Subject>(
     count_wakeups: bool,
 ) {
     let app: AppBehaviour = spec.app;
+    if let Some(topics) = &spec.subscribe_before {
+        subject.subscribe(topics.clone(), spec.listener).await;
+        // The application polls until a poll fails (at once when `subscribe` already
+        // refused, since there is then no subscription) or it gives up, then unsubscribes.
+        let give_up = Instant::now() + Duration::from_millis(SUBSCRIBE_BEFORE_POLLS_MS);
+        while Instant::now() < give_up {
+            ctx.record(Event::PollStart {
+                timeout_ms: app.poll_timeout_ms,
+            });
+            let polled = subject
+                .poll(Duration::from_millis(app.poll_timeout_ms))
+                .await;
+            let failed = polled.is_err();
+            ctx.record(Event::PollEnd {
+                records: polled.as_ref().map_or(0, |r| r.len() as u64),
+                error: polled.err().map(|e| e.0),
+            });
+            if failed {
+                break;
+            }
+        }
+        subject.unsubscribe().await;
+    }
     if let Some(pattern) = &spec.subscribe_pattern {
         subject
             .subscribe_pattern(pattern.clone(), spec.listener)

@@ -113,6 +113,9 @@ pub enum ViolationKind {
     /// A member's commit of a partition succeeded after another member had taken the partition
     /// over (a zombie's stale commit accepted over the new owner's progress).
     StaleCommitAccepted,
+    /// A subscription to a topic name Kafka does not allow went through without the
+    /// application being told: neither `subscribe` nor a `poll` after it failed naming it.
+    InvalidTopicAccepted,
 }
 
 /// One broken invariant, located in virtual time.

@@ -37,6 +37,10 @@ pub(crate) async fn handle(
                 let out = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
                 match result {
                     Ok(()) => out,
+                    // Kafka's controller gives a missing topic no message.
+                    Err(TopicError::UnknownTopic) => {
+                        out.with_error_code(topic_error_code(TopicError::UnknownTopic).code())
+                    }
                     Err(error) => {
                         let error = topic_error_code(error);
                         out.with_error_code(error.code())

@@ -8,7 +8,8 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use crate::broker::dispatch::RequestCtx;
-use crate::controller::TopicError;
+use crate::controller::{validate_topic_name, TopicError};
+use kafka_consumer::topic_name::invalid_topic_reason;
 
 pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
     match error {
@@ -22,6 +23,10 @@ pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
         TopicError::InvalidConfig => ResponseError::InvalidConfig,
     }
 }
+
+/// Kafka's `Errors.UNKNOWN_TOPIC_OR_PARTITION.message()`, the message of a DeleteTopics answer
+/// for a topic that does not exist (whatever its name).
+pub(crate) const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
 
 /// The one topic config we model, `message.timestamp.type`: whether it is `LogAppendTime`.
 /// Other configs are accepted and ignored; an unknown timestamp type is INVALID_CONFIG.
@@ -66,7 +71,9 @@ pub(crate) async fn handle(
                         .collect()
                 });
                 let name = topic.name.0.as_str();
-                let result = match log_append_time(topic) {
+                // The name first, with or without `validate_only` (Kafka's controller runs
+                // `Topic.validate` before anything else).
+                let result = match validate_topic_name(name).and_then(|()| log_append_time(topic)) {
                     Err(error) => Err(error),
                     Ok(_) if request.validate_only => {
                         if state.topics.contains_key(name) {
@@ -103,11 +110,17 @@ pub(crate) async fn handle(
                         }
                     }
                     Err(error) => {
+                        let message = match invalid_topic_reason(name) {
+                            // Kafka's message names the rule the name breaks.
+                            Some(reason) if error == TopicError::InvalidName => {
+                                format!("Topic name is invalid: {reason}")
+                            }
+                            _ => topic_error_code(error).to_string(),
+                        };
                         let error = topic_error_code(error);
                         out = out.with_error_code(error.code());
                         if version >= 1 {
-                            out = out
-                                .with_error_message(Some(StrBytes::from_string(error.to_string())));
+                            out = out.with_error_message(Some(StrBytes::from_string(message)));
                         }
                         if version >= 5 {
                             out = out

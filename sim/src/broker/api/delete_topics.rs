@@ -6,7 +6,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use super::create_topics::topic_error_code;
+use super::create_topics::{topic_error_code, UNKNOWN_TOPIC_MESSAGE};
 use crate::broker::dispatch::RequestCtx;
 
 /// (name, id) of each topic the request names.
@@ -62,8 +62,12 @@ pub(crate) async fn handle(
                             out = out.with_topic_id(topic_id);
                         }
                         if version >= 5 {
-                            out = out
-                                .with_error_message(Some(StrBytes::from_string(error.to_string())));
+                            let message = if error == ResponseError::UnknownTopicOrPartition {
+                                UNKNOWN_TOPIC_MESSAGE.to_owned()
+                            } else {
+                                error.to_string()
+                            };
+                            out = out.with_error_message(Some(StrBytes::from_string(message)));
                         }
                     }
                 }

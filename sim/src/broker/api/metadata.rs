@@ -1,6 +1,7 @@
 //! Metadata (3): brokers, controller, cluster id and, per topic, its id and partitions with
 //! leader, leader epoch, replicas, ISR and offline replicas.
 
+use kafka_consumer::topic_name::is_valid_topic_name;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
@@ -97,28 +98,27 @@ fn describe_requested(
             return describe(&state, topic, version);
         }
     }
-    let create = auto_create && controller.read().config.auto_create_topics_enable;
-    if create {
-        let created = controller.update(|state| {
+    // A name no topic can have: INVALID_TOPIC_EXCEPTION whether or not auto-creation is on
+    // (KafkaApis `getTopicMetadata` validates the names it cannot find; with auto-creation
+    // `AutoTopicCreationManager.filterCreatableTopics` refuses them with the same code).
+    if !is_valid_topic_name(name.0.as_str()) {
+        return error_topic(
+            Some(name),
+            Uuid::nil(),
+            ResponseError::InvalidTopicException.code(),
+            version,
+        );
+    }
+    if auto_create && controller.read().config.auto_create_topics_enable {
+        // KRaft brokers forward the creation to the controller and answer the creating request
+        // with UNKNOWN_TOPIC_OR_PARTITION (`sendCreateTopicRequest`; LEADER_NOT_AVAILABLE was
+        // the ZooKeeper-mode answer); a later request sees the topic. A creation the
+        // controller refuses (e.g. too few brokers) looks the same to this client.
+        let _ = controller.update(|state| {
             let partitions = state.config.num_partitions;
             let rf = state.config.default_replication_factor(state.brokers.len());
             state.create_topic(name.0.as_str(), partitions, rf, None)
         });
-        // Kafka answers the creating request with LEADER_NOT_AVAILABLE; the next one sees it.
-        return match created {
-            Ok(_) => error_topic(
-                Some(name),
-                Uuid::nil(),
-                ResponseError::LeaderNotAvailable.code(),
-                version,
-            ),
-            Err(_) => error_topic(
-                Some(name),
-                Uuid::nil(),
-                ResponseError::InvalidTopicException.code(),
-                version,
-            ),
-        };
     }
     error_topic(
         Some(name),
