@@ -1,6 +1,8 @@
 //! The data path against a real Apache Kafka broker (issue #27): a subscribed topic created
 //! after the classic group formed is consumed with every assignor; pausing a partition while
-//! `recv` / `stream` hold its records loses none of them.
+//! `recv` / `stream` hold its records loses none of them; with `auto.offset.reset=none`,
+//! DeleteRecords past the position keeps the position and raises OffsetOutOfRange on every
+//! poll until the application seeks.
 //!
 //! Needs `KAFKA_BOOTSTRAP` (see `support::real_broker`) plus java; compiled out under madsim.
 #![cfg(not(madsim))]
@@ -11,8 +13,17 @@ use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 use kafka_consumer::config::{Assignor, ConsumerConfigBuilder};
+use kafka_consumer::network::{NetworkClient, Target};
+use kafka_consumer::protocol::ResponseError;
 use kafka_consumer::rt::SeededRng;
-use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, TopicPartition};
+use kafka_consumer::{
+    AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, Error, TopicPartition,
+};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use rand::RngCore;
 use support::real_broker::{bootstrap, client, create_topic, delete_topic, produce_with_java};
 use tokio::time::{timeout, Duration, Instant};
@@ -207,4 +218,82 @@ async fn pause_keeps_records_held_for_recv() {
 #[tokio::test]
 async fn pause_keeps_records_held_for_stream() {
     pause_keeps_records_held_for_one_by_one(OneByOne::Stream).await;
+}
+
+/// DeleteRecords: moves the log start offset of `topic`'s partition 0 to `offset` (the test
+/// broker is a single node, so any node is the leader).
+async fn delete_records(client: &mut NetworkClient, topic: &str, offset: i64) {
+    let request = DeleteRecordsRequest::default()
+        .with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+            .with_partitions(vec![DeleteRecordsPartition::default()
+                .with_partition_index(0)
+                .with_offset(offset)])])
+        .with_timeout_ms(15_000);
+    let response = client.send(Target::LeastLoaded, request).await.unwrap();
+    let partition = &response.body.topics[0].partitions[0];
+    assert_eq!(
+        ResponseError::try_from_code(partition.error_code),
+        None,
+        "DeleteRecords on {topic}"
+    );
+    assert_eq!(partition.low_watermark, offset);
+}
+
+/// Issue #27 bug 3: DeleteRecords moves the log start past the position with
+/// `auto.offset.reset=none`. Every poll reports OffsetOutOfRange with the position (Java
+/// raises it again after each round trip), never "no offset for partition"; `position()`
+/// still answers the old position; a seek to the new log start resumes consumption.
+#[tokio::test]
+async fn delete_records_past_the_position_with_reset_none_keeps_the_position() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let topic = unique("reset-none");
+    create_topic(&mut admin, &topic, 1).await;
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..20));
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    let mut consumer = Consumer::new(
+        config(&bootstrap)
+            .auto_offset_reset(AutoOffsetReset::None)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    consumer.assign([tp.clone()]).await.unwrap();
+    consumer.seek(&tp, 5).await.unwrap();
+    delete_records(&mut admin, &topic, 15).await;
+
+    for round in 0..3 {
+        let deadline = Instant::now() + TIMEOUT;
+        let error = loop {
+            assert!(Instant::now() < deadline, "round {round}: no error");
+            match consumer.poll(Duration::from_secs(1)).await {
+                Err(error) => break error,
+                Ok(records) => assert!(records.is_empty(), "{records:?}"),
+            }
+        };
+        let Error::OffsetOutOfRange { offsets } = error else {
+            panic!("round {round}: expected OffsetOutOfRange, got {error:?}")
+        };
+        assert_eq!(offsets, vec![(tp.clone(), 5)], "round {round}");
+        assert_eq!(
+            consumer.position(&tp, TIMEOUT).await.unwrap(),
+            5,
+            "round {round}: the position is kept"
+        );
+    }
+
+    consumer.seek(&tp, 15).await.unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    let mut records = Vec::new();
+    while records.len() < 5 {
+        assert!(Instant::now() < deadline, "only {} of 5", records.len());
+        records.extend(consumer.poll(Duration::from_millis(500)).await.unwrap());
+    }
+    assert_eq!(
+        records.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        (15..20).collect::<Vec<_>>()
+    );
+    consumer.close(TIMEOUT).await.unwrap();
+    delete_topic(&mut admin, &topic).await;
 }

@@ -55,6 +55,12 @@ pub(crate) struct FetchRequestManager {
     busy_nodes: BTreeSet<i32>,
     node_backoff: BTreeMap<i32, Instant>,
     next_token: u64,
+    /// Partitions whose fetch hit OFFSET_OUT_OF_RANGE with `auto.offset.reset=none`, with the
+    /// position and generation it was reported for: not fetched again until the application
+    /// has polled past the error (one fetch, one error per poll, as in Java, where the error
+    /// is raised when the application collects the failed fetch), nor while the position is
+    /// unchanged since (a seek moves it on and lifts the hold).
+    out_of_range_reported: BTreeMap<TopicPartition, (i64, u64)>,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
 }
@@ -69,6 +75,7 @@ impl FetchRequestManager {
             busy_nodes: BTreeSet::new(),
             node_backoff: BTreeMap::new(),
             next_token: 0,
+            out_of_range_reported: BTreeMap::new(),
             responses_received: 0,
         }
     }
@@ -92,6 +99,12 @@ impl FetchRequestManager {
             let Some((position, generation)) = ctx.buffer.position(&tp) else {
                 continue;
             };
+            if let Some(&reported) = self.out_of_range_reported.get(&tp) {
+                if reported == (position.offset, generation) {
+                    continue;
+                }
+                self.out_of_range_reported.remove(&tp);
+            }
             let Some((leader, epoch)) = ctx.leader(&tp.topic, tp.partition) else {
                 ctx.request_metadata_refresh();
                 continue;
@@ -160,6 +173,12 @@ impl FetchRequestManager {
             });
         }
         result
+    }
+
+    /// The application polled: partitions whose out-of-range error it has been given may be
+    /// fetched again (and report the error again if the position is still out of range).
+    pub fn on_poll(&mut self) {
+        self.out_of_range_reported.clear();
     }
 
     /// Close: ask every broker with a session to close it (best effort; responses ignored).
@@ -328,9 +347,15 @@ impl FetchRequestManager {
         let policy = ctx.settings.auto_offset_reset;
         tracing::info!(partition = %tp, fetch_offset, ?policy, "fetch offset out of range");
         if policy == AutoOffsetReset::None {
+            // Java's `FetchCollector.handleInitializeErrors`: without a reset policy the
+            // position stays where it is and the application gets OffsetOutOfRange, again on
+            // each poll while it is still out of range, so it can read `position()` and seek.
             ctx.report(Error::OffsetOutOfRange {
                 offsets: vec![(tp.clone(), fetch_offset)],
             });
+            self.out_of_range_reported
+                .insert(tp.clone(), (fetch_offset, generation));
+            return;
         }
         ctx.subscriptions
             .set_fetch_state(tp, FetchState::AwaitingReset(policy));

@@ -199,6 +199,88 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
     ));
 }
 
+/// Issue #27 bug 3: with `auto.offset.reset=none` an out-of-range position is kept (Java's
+/// `handleInitializeErrors` leaves the state alone and throws OffsetOutOfRangeException), the
+/// partition is fetched again only after the application polled, and the error comes again
+/// while the position is still out of range; a seek lifts the hold.
+#[test]
+fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_poll() {
+    let code = ResponseError::OffsetOutOfRange.code();
+    let mut p = parts(AutoOffsetReset::None);
+    p.buffer.set_position(&tp(0), FetchPosition::new(7));
+    let mut m = FetchRequestManager::new(100);
+    let fetched_p0 = |r: &PollResult| {
+        r.requests
+            .iter()
+            .flat_map(|r| sent(r).2)
+            .filter(|(_, partition, _)| *partition == 0)
+            .map(|(_, _, offset)| offset)
+            .collect::<Vec<_>>()
+    };
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![7]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    let offsets_of = |errors: &[Error]| -> Vec<Vec<(TopicPartition, i64)>> {
+        errors
+            .iter()
+            .map(|e| match e {
+                Error::OffsetOutOfRange { offsets } => offsets.clone(),
+                other => panic!("unexpected error {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        offsets_of(&std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 7)]]
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching),
+        "the position is kept, not sent to a reset"
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(7)
+    );
+
+    let r = m.poll(&mut p.ctx());
+    assert!(
+        fetched_p0(&r).is_empty(),
+        "no refetch before the application polled past the error"
+    );
+    for request in &r.requests {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+
+    m.on_poll();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![7], "fetched again after the poll");
+    let token = r
+        .requests
+        .iter()
+        .find(|r| r.target == Target::Node(1))
+        .expect("a fetch to broker 1")
+        .token;
+    m.on_response(&mut p.ctx(), token, response(0, vec![(0, code, None)]));
+    assert_eq!(
+        offsets_of(&std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 7)]],
+        "still out of range: the same error again"
+    );
+    for request in r.requests.iter().filter(|r| r.token != token) {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+
+    // The application seeks: the new position is fetched without waiting for a poll.
+    p.buffer.set_position(&tp(0), FetchPosition::new(9));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![9]);
+}
+
 #[test]
 fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
     let mut p = parts(AutoOffsetReset::Earliest);
