@@ -340,3 +340,100 @@ fn failed_fetch_backs_off_and_restarts_the_session() {
     let close = m.poll_on_close(&mut p.ctx());
     assert!(close.requests.iter().all(|u| sent(u).1 == FINAL_EPOCH));
 }
+
+fn diverging(
+    partition: i32,
+    epoch: i32,
+    end_offset: i64,
+) -> Result<(ResponseBody, i16), NetworkError> {
+    use kafka_protocol::messages::fetch_response::EpochEndOffset;
+    let body = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+        .with_topic_id(Uuid::from_u128(1))
+        .with_partitions(vec![WirePartition::default()
+            .with_partition_index(partition)
+            .with_high_watermark(10)
+            .with_diverging_epoch(
+                EpochEndOffset::default()
+                    .with_epoch(epoch)
+                    .with_end_offset(end_offset),
+            )])]);
+    Ok((ResponseBody::Fetch(body), 17))
+}
+
+fn position_with_epoch(p: &mut Parts, offset: i64, offset_epoch: i32) {
+    p.buffer.set_position(
+        &tp(0),
+        FetchPosition {
+            offset,
+            offset_epoch: Some(offset_epoch),
+            current_leader_epoch: Some(5),
+        },
+    );
+}
+
+/// Issue #27 bug 4: Fetch v12+ carries the epoch of the last consumed record as
+/// `last_fetched_epoch` (-1 when unknown), so the leader can answer a diverging epoch.
+#[test]
+fn fetch_sends_the_last_fetched_epoch() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    let RequestBody::Fetch(f) = &r.requests[0].body else {
+        panic!()
+    };
+    let epochs: Vec<(i32, i32)> = f.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.last_fetched_epoch))
+        .collect();
+    assert_eq!(epochs, vec![(0, 3), (1, -1)]);
+}
+
+/// Issue #27 bug 4: a diverging epoch below the position moves it to the divergence point
+/// (as an OffsetForLeaderEpoch answer would); one at or past it keeps the offset and takes
+/// the leader's epoch; with `auto.offset.reset=none` the truncation is reported and the
+/// position kept.
+#[test]
+fn a_diverging_epoch_is_handled_as_a_validation_answer() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (25, Some(2)));
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+    assert!(p.effects.errors.is_empty());
+
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 60));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (40, Some(2)));
+
+    let mut p = parts(AutoOffsetReset::None);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
+    assert!(
+        matches!(&p.effects.errors[..], [Error::LogTruncation { divergent_offsets }]
+            if divergent_offsets == &vec![(tp(0), 25)]),
+        "{:?}",
+        p.effects.errors
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(40)
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+}
