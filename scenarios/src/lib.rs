@@ -167,6 +167,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::pattern_topics::NAME,
             build: families::pattern_topics::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_late_topic::NAME,
+            build: families::data_path_late_topic::scenario,
+        },
     ]
 }
 
