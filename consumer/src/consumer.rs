@@ -2,6 +2,8 @@
 //! events, drains background events, runs rebalance listener and commit callbacks in order, and
 //! hands out records from the shared fetch buffer. It never does network I/O.
 
+mod held_records;
+
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -35,6 +37,7 @@ use crate::types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
     PartitionInfo, TopicPartition,
 };
+use held_records::HeldRecords;
 
 /// Offsets to commit, by partition.
 pub type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
@@ -168,7 +171,7 @@ pub struct Consumer {
     group: watch::Receiver<GroupSnapshot>,
     paused: BTreeSet<TopicPartition>,
     /// Records taken from the buffer for `recv` but not yet returned.
-    pending: VecDeque<ConsumerRecord>,
+    pending: HeldRecords,
     async_commits: VecDeque<AsyncCommit>,
     closed: bool,
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
@@ -265,7 +268,7 @@ impl Consumer {
             in_callback: Arc::new(AtomicBool::new(false)),
             group: group_rx,
             paused: BTreeSet::new(),
-            pending: VecDeque::new(),
+            pending: HeldRecords::default(),
             async_commits: VecDeque::new(),
             closed: false,
             poll_requested: false,
@@ -432,8 +435,7 @@ impl Consumer {
     /// The application's view of the assignment changes: records held for `recv` and pause
     /// marks of partitions that went away are dropped.
     fn set_assignment_view(&mut self, assignment: BTreeSet<TopicPartition>) {
-        self.pending
-            .retain(|r| assignment.contains(&r.topic_partition()));
+        self.pending.retain_assigned(&assignment);
         self.paused.retain(|tp| assignment.contains(tp));
         self.assignment = assignment;
     }
@@ -505,12 +507,7 @@ impl Consumer {
     /// positions, moved back to the first record still held for `recv`.
     fn consumed_positions(&self) -> Offsets {
         let mut positions = self.buffer.consumed_positions();
-        for record in self.pending.iter().rev() {
-            positions.insert(
-                record.topic_partition(),
-                OffsetAndMetadata::with_leader_epoch(record.offset, record.leader_epoch),
-            );
-        }
+        positions.extend(self.pending.first_positions());
         let assignment = self.assignment_view();
         positions.retain(|tp, _| assignment.contains(tp));
         positions
@@ -532,11 +529,7 @@ impl Consumer {
     }
 
     fn drop_pending(&mut self, partitions: &[TopicPartition]) {
-        self.pending.retain(|r| {
-            !partitions
-                .iter()
-                .any(|tp| *tp.topic == *r.topic && tp.partition == r.partition)
-        });
+        self.pending.drop_partitions(partitions);
     }
 
     // ----- assignment and subscription -----
@@ -790,10 +783,10 @@ impl Consumer {
             offsets_to_commit: self.consumed_positions(),
             ack: None,
         })?;
-        if !self.pending.is_empty() {
+        if self.pending.has_deliverable(&self.paused) {
             let mut records = ConsumerRecords::default();
             while records.count() < self.settings.max_poll_records {
-                let Some(record) = self.pending.pop_front() else {
+                let Some(record) = self.pending.next(&self.paused) else {
                     break;
                 };
                 records.push(record);
@@ -875,11 +868,11 @@ impl Consumer {
     /// only when returned.
     pub async fn recv(&mut self) -> Result<ConsumerRecord> {
         loop {
-            if let Some(record) = self.pending.pop_front() {
+            if let Some(record) = self.pending.next(&self.paused) {
                 return Ok(record);
             }
             let records = self.poll(Duration::from_secs(3_600)).await?;
-            self.pending.extend(records);
+            self.pending.hold(records);
         }
     }
 
@@ -1066,12 +1059,8 @@ impl Consumer {
     pub async fn position(&mut self, partition: &TopicPartition, timeout: Duration) -> Result<i64> {
         self.ensure_open()?;
         self.check_assigned([partition])?;
-        if let Some(record) = self
-            .pending
-            .iter()
-            .find(|r| *r.topic == *partition.topic && r.partition == partition.partition)
-        {
-            return Ok(record.offset);
+        if let Some(offset) = self.pending.first_offset(partition) {
+            return Ok(offset);
         }
         let (completion, receiver) = Self::completion("position", timeout);
         self.send(ApplicationEvent::Position {
@@ -1081,7 +1070,9 @@ impl Consumer {
         self.wait(receiver).await.map(|p| p.offset)
     }
 
-    /// Stops fetching from the partitions; records already buffered for them are dropped.
+    /// Stops fetching from the partitions. Records already fetched for them are not handed out
+    /// until they are resumed: the buffer's are fetched again from the position, those
+    /// `recv` already holds are kept and returned after the resume.
     pub async fn pause(
         &mut self,
         partitions: impl IntoIterator<Item = TopicPartition>,
@@ -1102,9 +1093,8 @@ impl Consumer {
     async fn set_paused(&mut self, partitions: Vec<TopicPartition>, paused: bool) -> Result<()> {
         self.ensure_open()?;
         self.check_assigned(&partitions)?;
-        if paused {
-            self.drop_pending(&partitions);
-        }
+        // Records `recv` holds for these partitions stay held (their position is past them):
+        // `recv` and `poll` skip them while paused.
         let (completion, receiver) = Self::completion("pause", self.default_timeout());
         self.send(ApplicationEvent::SetPaused {
             partitions: partitions.clone(),

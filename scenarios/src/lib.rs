@@ -171,6 +171,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::invalid_topic::NAME,
             build: families::invalid_topic::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_late_topic::NAME,
+            build: families::data_path_late_topic::scenario,
+        },
     ]
 }
 

@@ -435,3 +435,34 @@ fn pattern_topics() {
         );
     }
 }
+
+#[test]
+fn data_path_late_topic() {
+    use families::data_path_late_topic::{draw, scenario, LateTopic, LATE};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|l: &LateTopic| l.group.protocol == Protocol::Classic && l.assignor == "range",
+            &|l: &LateTopic| {
+                l.group.protocol == Protocol::Classic && l.assignor == "cooperative-sticky"
+            },
+            &|l: &LateTopic| l.group.protocol == Protocol::Consumer,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        // The late topic's records were consumed, from every one of its partitions.
+        let partitions = draw(r.seed).late_partitions;
+        for partition in 0..partitions {
+            assert!(
+                count(
+                    &r.history,
+                    None,
+                    |e| matches!(e, Event::Delivered { tp, .. }
+                    if tp.topic == LATE && tp.partition == partition)
+                ) > 0,
+                "{LATE}-{partition} never delivered: {}",
+                r.repro()
+            );
+        }
+    }
+}

@@ -20,6 +20,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchInfo};
 use super::context::ManagerContext;
+use super::fetch_buffer::FetchPosition;
 use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
 use super::requests::{
     group_runs, select_version_in, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
@@ -40,6 +41,8 @@ const RACK_ID_VERSION: i16 = 11;
 const FETCH_VERSIONS: VersionRange = VersionRange { min: 4, max: 18 };
 /// Fetch versions that name topics by name.
 const FETCH_VERSIONS_BY_NAME: VersionRange = VersionRange { min: 4, max: 12 };
+/// The first Fetch version with `last_fetched_epoch` and `diverging_epoch` (KIP-595).
+const LAST_FETCHED_EPOCH_VERSION: i16 = 12;
 
 struct InFlightFetch {
     node: i32,
@@ -55,6 +58,13 @@ pub(crate) struct FetchRequestManager {
     busy_nodes: BTreeSet<i32>,
     node_backoff: BTreeMap<i32, Instant>,
     next_token: u64,
+    /// Partitions whose fetch hit OFFSET_OUT_OF_RANGE or a diverging epoch with
+    /// `auto.offset.reset=none`, with the position and generation it was reported for: not
+    /// fetched again until the application has polled past the error (one fetch, one error per
+    /// poll, as in Java, where the error is raised when the application collects the failed
+    /// fetch), nor while the position is unchanged since (a seek moves it on and lifts the
+    /// hold).
+    out_of_range_reported: BTreeMap<TopicPartition, (i64, u64)>,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
 }
@@ -69,6 +79,7 @@ impl FetchRequestManager {
             busy_nodes: BTreeSet::new(),
             node_backoff: BTreeMap::new(),
             next_token: 0,
+            out_of_range_reported: BTreeMap::new(),
             responses_received: 0,
         }
     }
@@ -92,6 +103,12 @@ impl FetchRequestManager {
             let Some((position, generation)) = ctx.buffer.position(&tp) else {
                 continue;
             };
+            if let Some(&reported) = self.out_of_range_reported.get(&tp) {
+                if reported == (position.offset, generation) {
+                    continue;
+                }
+                self.out_of_range_reported.remove(&tp);
+            }
             let Some((leader, epoch)) = ctx.leader(&tp.topic, tp.partition) else {
                 ctx.request_metadata_refresh();
                 continue;
@@ -108,6 +125,7 @@ impl FetchRequestManager {
                 fetch_offset: position.offset,
                 current_leader_epoch: epoch,
                 max_bytes: ctx.settings.max_partition_fetch_bytes,
+                last_fetched_epoch: position.offset_epoch.unwrap_or(-1),
             };
             by_node
                 .entry(leader)
@@ -160,6 +178,12 @@ impl FetchRequestManager {
             });
         }
         result
+    }
+
+    /// The application polled: partitions whose out-of-range error it has been given may be
+    /// fetched again (and report the error again if the position is still out of range).
+    pub fn on_poll(&mut self) {
+        self.out_of_range_reported.clear();
     }
 
     /// Close: ask every broker with a session to close it (best effort; responses ignored).
@@ -258,6 +282,13 @@ impl FetchRequestManager {
                     continue;
                 };
                 match ResponseError::try_from_code(partition.error_code) {
+                    None if partition.diverging_epoch.epoch >= 0 => self.on_diverging_epoch(
+                        ctx,
+                        &tp,
+                        (fetch_offset, generation),
+                        partition.diverging_epoch.epoch,
+                        partition.diverging_epoch.end_offset,
+                    ),
                     None => {
                         let records = partition.records.unwrap_or_default();
                         if records.is_empty() {
@@ -328,12 +359,66 @@ impl FetchRequestManager {
         let policy = ctx.settings.auto_offset_reset;
         tracing::info!(partition = %tp, fetch_offset, ?policy, "fetch offset out of range");
         if policy == AutoOffsetReset::None {
+            // Java's `FetchCollector.handleInitializeErrors`: without a reset policy the
+            // position stays where it is and the application gets OffsetOutOfRange, again on
+            // each poll while it is still out of range, so it can read `position()` and seek.
             ctx.report(Error::OffsetOutOfRange {
                 offsets: vec![(tp.clone(), fetch_offset)],
             });
+            self.out_of_range_reported
+                .insert(tp.clone(), (fetch_offset, generation));
+            return;
         }
         ctx.subscriptions
             .set_fetch_state(tp, FetchState::AwaitingReset(policy));
+    }
+}
+
+impl FetchRequestManager {
+    /// The leader answered `last_fetched_epoch` with a diverging epoch: its log was truncated
+    /// below (or at) the position, and the largest epoch not above ours ends at `end_offset`.
+    /// Handled as an OffsetForLeaderEpoch answer (Java's `maybeCompleteValidation`): move to
+    /// the divergence point, or with `auto.offset.reset=none` keep the position and report
+    /// the truncation. A divergence at or past the position only means our epoch is unknown
+    /// there: the position stays and takes the leader's epoch, so the next fetch does not
+    /// diverge again.
+    fn on_diverging_epoch(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        tp: &TopicPartition,
+        (fetch_offset, generation): (i64, u64),
+        epoch: i32,
+        end_offset: i64,
+    ) {
+        let Some((current, current_generation)) = ctx.buffer.position(tp) else {
+            return;
+        };
+        if (current.offset, current_generation) != (fetch_offset, generation) {
+            return; // the position moved on meanwhile
+        }
+        let policy = ctx.settings.auto_offset_reset;
+        if end_offset < fetch_offset && policy == AutoOffsetReset::None {
+            tracing::warn!(partition = %tp, position = fetch_offset, end_offset,
+                "log truncation detected by the fetch's diverging epoch");
+            ctx.report(Error::LogTruncation {
+                divergent_offsets: vec![(tp.clone(), end_offset)],
+            });
+            self.out_of_range_reported
+                .insert(tp.clone(), (fetch_offset, generation));
+            return;
+        }
+        let offset = end_offset.min(fetch_offset);
+        tracing::info!(partition = %tp, position = fetch_offset, offset, epoch,
+            "diverging epoch: moving to the divergence point");
+        ctx.buffer.set_position(
+            tp,
+            FetchPosition {
+                offset,
+                offset_epoch: Some(epoch),
+                current_leader_epoch: current.current_leader_epoch,
+            },
+        );
+        ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
     }
 }
 
@@ -350,7 +435,12 @@ fn fetch_request(
             .with_current_leader_epoch(d.current_leader_epoch)
             .with_fetch_offset(d.fetch_offset)
             .with_log_start_offset(-1)
-            .with_partition_max_bytes(d.max_bytes);
+            .with_partition_max_bytes(d.max_bytes)
+            .with_last_fetched_epoch(if version >= LAST_FETCHED_EPOCH_VERSION {
+                d.last_fetched_epoch
+            } else {
+                -1
+            });
         ((&tp.topic, d.topic_id), partition)
     }))
     .into_iter()

@@ -31,6 +31,10 @@ pub(crate) struct PartitionData {
     pub current_leader_epoch: i32,
     /// `max.partition.fetch.bytes`.
     pub max_bytes: i32,
+    /// The leader epoch of the last record consumed before `fetch_offset` (Fetch v12+
+    /// `last_fetched_epoch`; -1 unknown): lets the leader answer a diverging epoch when its
+    /// log was truncated below the position.
+    pub last_fetched_epoch: i32,
 }
 
 /// The session part of one fetch request.
@@ -183,6 +187,7 @@ mod tests {
             fetch_offset: offset,
             current_leader_epoch: 0,
             max_bytes: 1024,
+            last_fetched_epoch: -1,
         }
     }
 

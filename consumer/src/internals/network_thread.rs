@@ -287,6 +287,7 @@ impl ConsumerNetworkThread {
                 let mut effects = Effects::default();
                 self.with_ctx(now, &mut effects, |ctx, m| {
                     m.offsets.on_poll(ctx);
+                    m.fetch.on_poll();
                     if let Some(membership) = m.membership.as_deref_mut() {
                         membership.on_poll(ctx, acknowledged);
                     }

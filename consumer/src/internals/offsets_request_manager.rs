@@ -74,6 +74,11 @@ pub(crate) struct OffsetsRequestManager {
     reset_to_latest: BTreeMap<TopicPartition, AutoOffsetReset>,
     user: Vec<UserListOffsets>,
     next_user_id: u64,
+    /// Partitions whose log truncation was reported with `auto.offset.reset=none`, with the
+    /// position it was found below: they keep that position and await validation, and are
+    /// validated (and reported) again only after the application polled past the error, as
+    /// Java's `maybeCompleteValidation` leaves them awaiting validation.
+    truncation_reported: BTreeMap<TopicPartition, i64>,
 }
 
 impl OffsetsRequestManager {
@@ -88,6 +93,7 @@ impl OffsetsRequestManager {
             reset_to_latest: BTreeMap::new(),
             user: Vec::new(),
             next_user_id: 0,
+            truncation_reported: BTreeMap::new(),
         }
     }
 
@@ -114,6 +120,7 @@ impl OffsetsRequestManager {
 
     /// A poll started: partitions that need a reset but have no policy are an error for it.
     pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
+        self.truncation_reported.clear();
         if let Some(error) = no_offset_error(ctx) {
             ctx.report(error);
         }
@@ -220,6 +227,12 @@ impl OffsetsRequestManager {
                 continue;
             }
             let position = ctx.buffer.position(&tp).map(|(p, _)| p);
+            if let Some(&offset) = self.truncation_reported.get(&tp) {
+                if position.map(|p| p.offset) == Some(offset) {
+                    continue;
+                }
+                self.truncation_reported.remove(&tp);
+            }
             let usable = select_version::<OffsetForLeaderEpochRequest>(ctx.versions).is_some();
             match position {
                 Some(position) if position.offset_epoch.is_some() && usable => {
@@ -473,8 +486,10 @@ impl OffsetsRequestManager {
                 ctx.report(Error::LogTruncation {
                     divergent_offsets: vec![(tp.clone(), answer.end_offset)],
                 });
-                ctx.subscriptions
-                    .set_fetch_state(tp, FetchState::AwaitingReset(AutoOffsetReset::None));
+                // The position is kept (still awaiting validation) so the application can
+                // decide where to seek; the error comes again after its next poll.
+                self.truncation_reported
+                    .insert(tp.clone(), validated.offset);
             } else if undefined {
                 tracing::info!(partition = %tp, "truncation detected, no common epoch: resetting");
                 ctx.subscriptions

@@ -21,6 +21,7 @@
 pub mod close_outage;
 pub mod coordinator_failover;
 pub mod invalid_topic;
+pub mod data_path_late_topic;
 pub mod lost_commits;
 pub mod mixed_protocols;
 pub mod network_partition;

@@ -14,6 +14,8 @@ pub mod classic;
 pub mod consumer;
 #[cfg(test)]
 mod delete_tests;
+#[cfg(test)]
+mod deleted_topic_tests;
 pub mod group_load;
 pub mod group_record;
 pub mod list;

@@ -12,7 +12,7 @@ use super::classic::ClassicGroupConfig;
 use super::group_record::{record_type, GroupRecordKey};
 use super::shard::GroupCoordinatorFactory;
 use crate::config::ClusterConfig;
-use crate::controller::{Controller, OFFSETS_TOPIC};
+use crate::controller::{ClusterState, Controller, OFFSETS_TOPIC};
 use crate::coordinator::{
     CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
 };
@@ -70,6 +70,11 @@ impl Fixture {
         self.controller
             .update(|state| state.move_leader(OFFSETS_TOPIC, 0, None))
             .unwrap();
+    }
+
+    /// Changes the cluster (create or delete topics) as the controller would.
+    pub(super) fn update_cluster<T>(&self, change: impl FnOnce(&mut ClusterState) -> T) -> T {
+        self.controller.update(change)
     }
 
     /// Changes the settings of the coordinators loaded from now on.

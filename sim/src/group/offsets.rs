@@ -218,6 +218,24 @@ impl OffsetStore {
             .with_topics(topics)
     }
 
+    /// Forgets every group's offsets of `topic` (the topic was deleted); returns the
+    /// `(group, partition)` of each one forgotten, in order. Groups left without offsets are
+    /// forgotten too, as [`Self::delete`] does.
+    pub fn delete_topic(&mut self, topic: &str) -> Vec<(String, i32)> {
+        let mut deleted = Vec::new();
+        for (group_id, topics) in &mut self.offsets {
+            topics.retain(|name, partitions| {
+                if name.0.as_str() != topic {
+                    return true;
+                }
+                deleted.extend(partitions.keys().map(|&p| (group_id.clone(), p)));
+                false
+            });
+        }
+        self.offsets.retain(|_, topics| !topics.is_empty());
+        deleted
+    }
+
     /// Forgets every offset of `group_id` (group deletion).
     pub fn delete_group(&mut self, group_id: &str) {
         self.offsets.remove(group_id);

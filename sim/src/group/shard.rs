@@ -27,6 +27,7 @@
 //!   ([`offset_expiry`], `offsets.retention.minutes`) write offset and group tombstones.
 
 mod delete_groups;
+mod deleted_topics;
 mod offset_expiry;
 
 use std::collections::BTreeMap;
@@ -92,6 +93,8 @@ pub struct GroupCoordinatorShard {
     session_timeout_range: (i32, i32),
     /// The topics last handed to the consumer coordinator.
     topics: Vec<(String, uuid::Uuid, i32)>,
+    /// The topics (by name and id) the shard last checked for deletions.
+    known_topics: deleted_topics::KnownTopics,
     /// Offset commits the classic coordinator has not answered yet (with when they arrived), to
     /// persist on its answer.
     pending_commits: BTreeMap<u64, (u64, OffsetCommitRequest)>,
@@ -130,6 +133,7 @@ impl GroupCoordinatorShard {
                 factory.classic.group_max_session_timeout_ms,
             ),
             topics: Vec::new(),
+            known_topics: deleted_topics::KnownTopics::new(),
             pending_commits: BTreeMap::new(),
             outbox: Vec::new(),
             persisted_consumer: BTreeMap::new(),
@@ -163,6 +167,7 @@ impl GroupCoordinatorShard {
             shard.consumer.restore_group(group);
         }
         shard.refresh_topics();
+        shard.known_topics = shard.current_topic_ids();
         shard.poll(now_ms);
         shard
     }
@@ -604,6 +609,7 @@ impl GroupShard for GroupCoordinatorShard {
                 | GroupRequest::DeleteGroups(_)
         ) || self.consumer_timer_due(now_ms)
             || self.cleanup_due(now_ms);
+        self.remove_offsets_of_deleted_topics();
         self.handle_request(now_ms, context, request);
         // A leave may have left a consumer group with classic members only.
         self.apply_downgrades(now_ms);
@@ -632,6 +638,7 @@ impl GroupShard for GroupCoordinatorShard {
             return;
         }
         let consumer_touched = self.consumer_timer_due(now_ms);
+        self.remove_offsets_of_deleted_topics();
         self.classic.poll(now_ms);
         self.consumer.poll(now_ms);
         self.apply_downgrades(now_ms);

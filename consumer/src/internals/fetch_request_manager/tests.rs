@@ -199,6 +199,88 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
     ));
 }
 
+/// Issue #27 bug 3: with `auto.offset.reset=none` an out-of-range position is kept (Java's
+/// `handleInitializeErrors` leaves the state alone and throws OffsetOutOfRangeException), the
+/// partition is fetched again only after the application polled, and the error comes again
+/// while the position is still out of range; a seek lifts the hold.
+#[test]
+fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_poll() {
+    let code = ResponseError::OffsetOutOfRange.code();
+    let mut p = parts(AutoOffsetReset::None);
+    p.buffer.set_position(&tp(0), FetchPosition::new(7));
+    let mut m = FetchRequestManager::new(100);
+    let fetched_p0 = |r: &PollResult| {
+        r.requests
+            .iter()
+            .flat_map(|r| sent(r).2)
+            .filter(|(_, partition, _)| *partition == 0)
+            .map(|(_, _, offset)| offset)
+            .collect::<Vec<_>>()
+    };
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![7]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    let offsets_of = |errors: &[Error]| -> Vec<Vec<(TopicPartition, i64)>> {
+        errors
+            .iter()
+            .map(|e| match e {
+                Error::OffsetOutOfRange { offsets } => offsets.clone(),
+                other => panic!("unexpected error {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        offsets_of(&std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 7)]]
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching),
+        "the position is kept, not sent to a reset"
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(7)
+    );
+
+    let r = m.poll(&mut p.ctx());
+    assert!(
+        fetched_p0(&r).is_empty(),
+        "no refetch before the application polled past the error"
+    );
+    for request in &r.requests {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+
+    m.on_poll();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![7], "fetched again after the poll");
+    let token = r
+        .requests
+        .iter()
+        .find(|r| r.target == Target::Node(1))
+        .expect("a fetch to broker 1")
+        .token;
+    m.on_response(&mut p.ctx(), token, response(0, vec![(0, code, None)]));
+    assert_eq!(
+        offsets_of(&std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 7)]],
+        "still out of range: the same error again"
+    );
+    for request in r.requests.iter().filter(|r| r.token != token) {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+
+    // The application seeks: the new position is fetched without waiting for a poll.
+    p.buffer.set_position(&tp(0), FetchPosition::new(9));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched_p0(&r), vec![9]);
+}
+
 #[test]
 fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
     let mut p = parts(AutoOffsetReset::Earliest);
@@ -257,4 +339,101 @@ fn failed_fetch_backs_off_and_restarts_the_session() {
     );
     let close = m.poll_on_close(&mut p.ctx());
     assert!(close.requests.iter().all(|u| sent(u).1 == FINAL_EPOCH));
+}
+
+fn diverging(
+    partition: i32,
+    epoch: i32,
+    end_offset: i64,
+) -> Result<(ResponseBody, i16), NetworkError> {
+    use kafka_protocol::messages::fetch_response::EpochEndOffset;
+    let body = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+        .with_topic_id(Uuid::from_u128(1))
+        .with_partitions(vec![WirePartition::default()
+            .with_partition_index(partition)
+            .with_high_watermark(10)
+            .with_diverging_epoch(
+                EpochEndOffset::default()
+                    .with_epoch(epoch)
+                    .with_end_offset(end_offset),
+            )])]);
+    Ok((ResponseBody::Fetch(body), 17))
+}
+
+fn position_with_epoch(p: &mut Parts, offset: i64, offset_epoch: i32) {
+    p.buffer.set_position(
+        &tp(0),
+        FetchPosition {
+            offset,
+            offset_epoch: Some(offset_epoch),
+            current_leader_epoch: Some(5),
+        },
+    );
+}
+
+/// Issue #27 bug 4: Fetch v12+ carries the epoch of the last consumed record as
+/// `last_fetched_epoch` (-1 when unknown), so the leader can answer a diverging epoch.
+#[test]
+fn fetch_sends_the_last_fetched_epoch() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    let RequestBody::Fetch(f) = &r.requests[0].body else {
+        panic!()
+    };
+    let epochs: Vec<(i32, i32)> = f.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.last_fetched_epoch))
+        .collect();
+    assert_eq!(epochs, vec![(0, 3), (1, -1)]);
+}
+
+/// Issue #27 bug 4: a diverging epoch below the position moves it to the divergence point
+/// (as an OffsetForLeaderEpoch answer would); one at or past it keeps the offset and takes
+/// the leader's epoch; with `auto.offset.reset=none` the truncation is reported and the
+/// position kept.
+#[test]
+fn a_diverging_epoch_is_handled_as_a_validation_answer() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (25, Some(2)));
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+    assert!(p.effects.errors.is_empty());
+
+    let mut p = parts(AutoOffsetReset::Earliest);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 60));
+    let (position, _) = p.buffer.position(&tp(0)).unwrap();
+    assert_eq!((position.offset, position.offset_epoch), (40, Some(2)));
+
+    let mut p = parts(AutoOffsetReset::None);
+    position_with_epoch(&mut p, 40, 3);
+    let mut m = FetchRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
+    assert!(
+        matches!(&p.effects.errors[..], [Error::LogTruncation { divergent_offsets }]
+            if divergent_offsets == &vec![(tp(0), 25)]),
+        "{:?}",
+        p.effects.errors
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(40)
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
 }

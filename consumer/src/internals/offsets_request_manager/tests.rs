@@ -299,3 +299,58 @@ fn user_lookups_complete_when_every_partition_answered() {
     assert_eq!(answer[&tp(0)].unwrap().offset, 9);
     assert_eq!(answer[&tp(1)].unwrap().offset, 4);
 }
+
+/// Issue #27 bug 3: with `auto.offset.reset=none` a detected truncation keeps the position
+/// (Java's `maybeCompleteValidation` returns the LogTruncation and leaves the partition
+/// awaiting validation), and is validated — and reported — again only after the application
+/// polled; nothing turns into "no offset for partition".
+#[test]
+fn truncation_without_a_policy_keeps_the_position_and_reports_again_after_a_poll() {
+    let mut p = parts(AutoOffsetReset::None);
+    awaiting_validation(&mut p, 100, 3);
+    let mut m = OffsetsRequestManager::new(100);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    let truncations = |errors: Vec<Error>| -> Vec<Vec<(TopicPartition, i64)>> {
+        errors
+            .into_iter()
+            .map(|e| match e {
+                Error::LogTruncation { divergent_offsets } => divergent_offsets,
+                other => panic!("unexpected error {other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        truncations(std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 80)]]
+    );
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::AwaitingValidation),
+        "the position is kept, not sent to a reset"
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(100)
+    );
+
+    p.now += Duration::from_secs(1);
+    assert!(
+        m.poll(&mut p.ctx()).requests.is_empty(),
+        "not validated again before the application polled"
+    );
+    m.on_poll(&mut p.ctx());
+    assert!(
+        p.effects.errors.is_empty(),
+        "a kept position is not 'no offset for partition': {:?}",
+        p.effects.errors
+    );
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1, "validated again after the poll");
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    assert_eq!(
+        truncations(std::mem::take(&mut p.effects.errors)),
+        vec![vec![(tp(0), 80)]],
+        "the same error again"
+    );
+}

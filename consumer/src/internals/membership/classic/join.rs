@@ -36,7 +36,8 @@ pub(super) enum Retry {
 
 impl ClassicMembershipManager {
     /// Rejoin conditions Java checks in `rejoinNeededOrPending`: the subscription changed
-    /// since joining; the leader saw partition counts of the group's topics change; a pattern
+    /// since joining; the leader's metadata snapshot of the group's topics differs from the one
+    /// it assigned from (a topic appeared, disappeared or gained partitions); a pattern
     /// matches other topics now.
     pub(super) fn check_rejoin_conditions(&mut self, ctx: &mut ManagerContext<'_>) {
         super::super::match_pattern_subscription(ctx);
@@ -47,7 +48,7 @@ impl ClassicMembershipManager {
             self.request_rejoin("the subscription changed since the member joined");
         }
         if let Some(snapshot) = &self.assignment_snapshot {
-            let now = leader::partition_counts(ctx, snapshot.keys());
+            let now = leader::metadata_snapshot(ctx);
             if now != *snapshot {
                 tracing::info!(before = ?snapshot, ?now, "partition counts changed");
                 self.request_rejoin("the partitions of the group's topics changed");
@@ -364,7 +365,7 @@ impl ClassicMembershipManager {
         if body.skip_assignment {
             // KIP-814: a static leader rejoining a stable group keeps the assignment; it only
             // needs the group's topics to notice metadata changes.
-            self.assignment_snapshot = Some(leader::partition_counts(ctx, topics.iter()));
+            self.assignment_snapshot = Some(leader::metadata_snapshot(ctx));
             return self.send_sync(ctx, Vec::new());
         }
         let missing = topics.iter().any(|t| ctx.metadata.topic(t).is_none());

@@ -1,7 +1,10 @@
 //! The group leader's share of a classic rebalance (Java's `ConsumerCoordinator.onLeaderElected`):
 //! read every member's subscription, run the assignor on the cluster metadata, encode the
 //! assignments for SyncGroup, and remember the partition counts it assigned from so a later
-//! change triggers a rebalance.
+//! change triggers a rebalance. The snapshot covers every topic the group subscribes to, also
+//! those the metadata does not have yet (Java's `MetadataSnapshot` over `metadataTopics()`): a
+//! topic created after the assignment changes the snapshot and so triggers the rebalance that
+//! assigns it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -63,7 +66,10 @@ pub(crate) fn group_topics(members: &[MemberSubscription]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The partition counts of `topics` in the current metadata (absent topics are left out).
+/// The partition counts of `topics` in the current metadata. Absent topics, and topics the
+/// metadata lists without partitions yet (a topic being created answers
+/// LEADER_NOT_AVAILABLE), are left out: both mean "nothing to assign", so a topic that goes
+/// from one to the other does not rebalance twice.
 pub(crate) fn partition_counts<'a>(
     ctx: &ManagerContext<'_>,
     topics: impl IntoIterator<Item = &'a String>,
@@ -72,9 +78,16 @@ pub(crate) fn partition_counts<'a>(
         .into_iter()
         .filter_map(|t| {
             let topic = ctx.metadata.topic(t)?;
-            Some((t.clone(), topic.partitions.len()))
+            (!topic.partitions.is_empty()).then(|| (t.clone(), topic.partitions.len()))
         })
         .collect()
+}
+
+/// Java's `MetadataSnapshot`: the partition counts of every topic this member fetches
+/// metadata for — its own subscription and, on the leader, the whole group's — so that a
+/// subscribed topic that appears, disappears or grows after the assignment is noticed.
+pub(crate) fn metadata_snapshot(ctx: &ManagerContext<'_>) -> PartitionCounts {
+    partition_counts(ctx, ctx.subscriptions.metadata_topics().iter())
 }
 
 /// The assignor's view of the cluster: partitions of the group's topics with their replicas'
@@ -100,8 +113,8 @@ fn cluster_metadata(ctx: &ManagerContext<'_>, topics: &BTreeSet<String>) -> Clus
     cluster
 }
 
-/// Runs `assignor` for the group; returns each member's encoded assignment and the partition
-/// counts it assigned from.
+/// Runs `assignor` for the group; returns each member's encoded assignment and the metadata
+/// snapshot it assigned from (taken after the group subscription was set).
 pub(crate) fn assign(
     ctx: &ManagerContext<'_>,
     assignor: &dyn ConsumerPartitionAssignor,
@@ -128,5 +141,5 @@ pub(crate) fn assign(
             })?;
         encoded.push((member_id.clone(), bytes));
     }
-    Ok((encoded, partition_counts(ctx, topics.iter())))
+    Ok((encoded, metadata_snapshot(ctx)))
 }

@@ -947,3 +947,77 @@ fn eager_join_prepare_waits_for_an_acknowledged_poll_and_stops_fetching_before_c
         "nothing fetched (or handed out) past what the commit carries"
     );
 }
+
+/// A metadata response holding topic `t` (4 partitions) and `u` (2 partitions, id 2).
+fn metadata_with_u() -> crate::network::Metadata {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::{BrokerId, TopicName};
+    let mut response = crate::internals::test_support::metadata_response(&[
+        (0, 1, 1),
+        (1, 1, 1),
+        (2, 2, 1),
+        (3, 2, 1),
+    ]);
+    let partitions = (0..2)
+        .map(|p| {
+            MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_leader_id(BrokerId(1))
+                .with_leader_epoch(1)
+        })
+        .collect();
+    response.topics.push(
+        MetadataResponseTopic::default()
+            .with_name(Some(TopicName(s("u"))))
+            .with_topic_id(uuid::Uuid::from_u128(2))
+            .with_partitions(partitions),
+    );
+    let mut md = crate::network::Metadata::default();
+    md.update(&response, crate::network::MetadataScope::AllTopics);
+    md
+}
+
+/// Issue #27 bug 1: the group subscribes to `t` and `u`; `u` does not exist when the leader
+/// assigns, so the assignment leaves it out. When `u` appears in the metadata the leader must
+/// rejoin (Java's `assignmentSnapshot` vs `metadataSnapshot` over the group's topics), or `u`
+/// is never consumed.
+#[test]
+fn leader_rejoins_when_a_subscribed_topic_appears_after_the_assignment() {
+    let mut h = Harness::eager();
+    h.p.subscriptions
+        .subscribe(["t".to_owned(), "u".to_owned()].into_iter().collect());
+    h.app_polls();
+    let (token, _) = h.one_request();
+    let subscription = encode_subscription(&Subscription::new(["t", "u"]), 3).expect("encodes");
+    let ResponseBody::JoinGroup(response) = join_response(1, "m-1", "m-1", "range") else {
+        unreachable!()
+    };
+    let members = vec![JoinGroupResponseMember::default()
+        .with_member_id(s("m-1"))
+        .with_metadata(subscription)];
+    h.respond(
+        token,
+        ResponseBody::JoinGroup(response.with_members(members)),
+    );
+    // A metadata refresh answers without `u`: the leader assigns what exists.
+    h.p.metadata_version += 1;
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::SyncGroup(_)), "{body:?}");
+    h.respond(token, sync_response(&[0, 1, 2, 3]));
+    let callbacks = h.callbacks();
+    assert_eq!(callbacks.len(), 1, "{callbacks:?}");
+    h.complete(callbacks[0].0);
+    assert_eq!(h.m.state, MemberState::Stable);
+    assert!(h.poll().requests.is_empty(), "stable: nothing to send yet");
+    assert!(h.m.rejoin_reason.is_none(), "nothing changed yet");
+
+    h.p.metadata = metadata_with_u();
+    h.p.metadata_version += 1;
+    h.poll();
+    assert!(
+        h.m.rejoin_reason.is_some(),
+        "a subscribed topic appeared after the assignment: the leader must rejoin"
+    );
+}
