@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
 
+use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::close_options::{CloseOptions, GroupMembershipOperation};
 use crate::config::ConsumerConfig;
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -207,11 +208,40 @@ impl Consumer {
     /// # }
     /// ```
     pub fn new(config: ConsumerConfig) -> Result<Self> {
-        Self::with_settings(ConsumerSettings::from_config(&config))
+        Self::with_runtime(config, BackgroundRuntime::Dedicated)
     }
 
-    /// Starts a consumer from resolved settings, checking what the internals rely on.
-    fn with_settings(settings: ConsumerSettings) -> Result<Self> {
+    /// Starts a consumer whose background task runs where `runtime` says: a thread of its own
+    /// ([`BackgroundRuntime::Dedicated`], what [`new`](Self::new) does) or a runtime shared
+    /// with other consumers and the application ([`BackgroundRuntime::Shared`]), which saves
+    /// a thread and a runtime per consumer in processes that run many.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kafka_consumer::{BackgroundRuntime, Consumer, ConsumerConfig};
+    ///
+    /// let shared = BackgroundRuntime::Shared(tokio::runtime::Handle::current());
+    /// let mut consumers = Vec::new();
+    /// for tenant in ["a", "b", "c"] {
+    ///     let config = ConsumerConfig::builder()
+    ///         .bootstrap_servers(["localhost:9092"])
+    ///         .group_id(format!("billing-{tenant}"))
+    ///         .build()?;
+    ///     consumers.push(Consumer::with_runtime(config, shared.clone())?);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_runtime(config: ConsumerConfig, runtime: BackgroundRuntime) -> Result<Self> {
+        Self::start(ConsumerSettings::from_config(&config), &runtime).map(|(consumer, _)| consumer)
+    }
+
+    /// Starts a consumer from resolved settings, checking what the internals rely on; real
+    /// mode with a dedicated runtime also returns the lease the blocking facade waits through.
+    pub(crate) fn start(
+        settings: ConsumerSettings,
+        runtime: &BackgroundRuntime,
+    ) -> Result<(Self, Option<RuntimeLease>)> {
         if settings.bootstrap_servers.is_empty() {
             return Err(Error::InvalidArgument(
                 "bootstrap.servers is empty".to_owned(),
@@ -240,7 +270,7 @@ impl Consumer {
             },
             session_lapsed: false,
         });
-        network_thread::start(
+        let lease = network_thread::start(
             settings.clone(),
             Channels {
                 app_events: app_rx,
@@ -249,8 +279,9 @@ impl Consumer {
                 metrics: Arc::clone(&metrics),
                 group: group_tx,
             },
+            runtime,
         )?;
-        Ok(Self {
+        let consumer = Self {
             settings,
             app_events: app_tx,
             background_events: bg_rx,
@@ -269,7 +300,8 @@ impl Consumer {
             closed: false,
             poll_requested: false,
             _not_sync: PhantomData,
-        })
+        };
+        Ok((consumer, lease))
     }
 
     /// A handle that interrupts this consumer's blocking calls from any thread or task.

@@ -17,6 +17,7 @@
 //! - [`consumer`]: the application-facing [`Consumer`].
 
 pub mod assignor;
+pub mod background_runtime;
 #[cfg(not(madsim))]
 pub mod blocking;
 pub mod close_options;
@@ -31,6 +32,7 @@ pub mod records;
 pub mod rt;
 pub mod types;
 
+pub use background_runtime::BackgroundRuntime;
 pub use close_options::{CloseOptions, GroupMembershipOperation};
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};

@@ -12,11 +12,11 @@
 //! selects on. Dropping such a future never touches a socket (the connection tasks own I/O), so
 //! nothing here can cancel a request mid-frame.
 //!
-//! In real mode the task runs on an OS thread of its own with a current-thread runtime, so the
-//! application's runtime (or none) never matters; under madsim it is a spawned task.
+//! Where the task runs is [`BackgroundRuntime`]'s concern: by default, in real mode, an OS
+//! thread of its own with a current-thread runtime, so the application's runtime (or none)
+//! never matters; under madsim a spawned task on the consumer's node.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -38,6 +38,7 @@ use super::requests::{
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
@@ -101,8 +102,12 @@ pub(crate) struct ConsumerNetworkThread {
     metadata_version: u64,
 }
 
-/// Starts the background task.
-pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
+/// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
+pub(crate) fn start(
+    settings: ConsumerSettings,
+    channels: Channels,
+    runtime: &BackgroundRuntime,
+) -> Result<Option<RuntimeLease>> {
     let client = NetworkClient::new(settings.network_config())?;
     let membership = Membership::new(&settings, Instant::now())?;
     // Every line the background task logs names its consumer, as Java's `[Consumer
@@ -113,30 +118,7 @@ pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()
         group_id = settings.group_id.as_deref().unwrap_or_default()
     );
     let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
-    spawn(thread.run().instrument(span))
-}
-
-#[cfg(not(madsim))]
-fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("cannot build the background runtime: {e}").into()))?;
-    // The one OS thread of real mode: the background loop must not depend on the
-    // application's runtime (it may be busy, single-threaded, or absent for a blocking facade).
-    #[allow(clippy::disallowed_methods)]
-    std::thread::Builder::new()
-        .name("kafka-consumer-network".to_owned())
-        .spawn(move || runtime.block_on(thread))
-        .map_err(|e| Error::Internal(format!("cannot start the background thread: {e}").into()))?;
-    Ok(())
-}
-
-#[cfg(madsim)]
-fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    // madsim forbids OS threads; the task runs on the simulated node that created the consumer.
-    tokio::spawn(thread);
-    Ok(())
+    runtime.spawn(thread.run().instrument(span))
 }
 
 impl ConsumerNetworkThread {
