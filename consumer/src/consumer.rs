@@ -151,6 +151,17 @@ struct AsyncCommit {
 
 /// A Kafka consumer. `Send` but not `Sync`: one task drives it at a time; use a
 /// [`WakeupHandle`] to interrupt it from elsewhere.
+///
+/// # Dropping without `close`
+///
+/// Call [`close`](Self::close) when done: it commits (with auto-commit), runs the rebalance
+/// listener and leaves the group in order. A consumer dropped unclosed logs a warning and its
+/// drop returns at once (it never blocks the dropping task); its background task then leaves
+/// the group on its own, as `close` would (a static member keeps its place, as with Java's
+/// close), within 5 s, and stops. Its partitions move to the other members promptly instead
+/// of after `session.timeout.ms`, but nothing is committed (the next owner starts from the
+/// last commit) and no listener runs. Java's consumer does not leave at all when it is
+/// garbage-collected unclosed.
 pub struct Consumer {
     settings: ConsumerSettings,
     app_events: mpsc::UnboundedSender<ApplicationEvent>,
@@ -1389,10 +1400,17 @@ impl Consumer {
 }
 
 impl Drop for Consumer {
-    /// Never blocks: dropping the event sender tells the background task to stop.
+    /// Never blocks: dropping the event sender tells the background task, which leaves the
+    /// group on its own (best effort, bounded) and stops. See the type's documentation.
     fn drop(&mut self) {
         if !self.closed {
-            tracing::debug!("consumer dropped without close: background task stops");
+            tracing::warn!(
+                client_id = %self.settings.client_id,
+                group_id = self.settings.group_id.as_deref().unwrap_or_default(),
+                "consumer dropped without close(): nothing is committed and no rebalance \
+                 listener runs; the background task leaves the group (best effort) and stops. \
+                 Call close() to commit and revoke in order."
+            );
         }
     }
 }

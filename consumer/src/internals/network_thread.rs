@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::commit_request_manager::CommitRequestManager;
-use super::completion::{CompletableEventReaper, Completion};
+use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
 use super::coordinator_request_manager::CoordinatorRequestManager;
 use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
@@ -38,6 +38,8 @@ use super::requests::{
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+
+mod leave_on_drop;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
@@ -76,6 +78,10 @@ struct Closing {
     completion: Option<Completion<()>>,
     deadline: Instant,
     session_close_tokens: BTreeSet<u64>,
+    /// The consumer was dropped without `close`: the task also waits (until the deadline)
+    /// for the leave it started on its own. Held here because a completion nobody waits for
+    /// counts as done, which would abandon the leave.
+    leave_on_drop: Option<CompletionReceiver<()>>,
 }
 
 /// The background task's state.
@@ -100,6 +106,11 @@ pub(crate) struct ConsumerNetworkThread {
     registered_coordinator: Option<i32>,
     closing: Option<Closing>,
     metadata_version: u64,
+    /// Listener calls handed to the application side and not answered yet.
+    outstanding_callbacks: BTreeSet<u64>,
+    /// The application side is gone (the consumer was dropped): nothing reads background
+    /// events any more and listener calls are answered here.
+    application_gone: bool,
 }
 
 /// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
@@ -157,6 +168,8 @@ impl ConsumerNetworkThread {
             registered_coordinator: None,
             closing: None,
             metadata_version: 0,
+            outstanding_callbacks: BTreeSet::new(),
+            application_gone: false,
         }
     }
 
@@ -185,10 +198,11 @@ impl ConsumerNetworkThread {
             let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
             let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
             tokio::select! {
-                event = self.channels.app_events.recv() => match event {
+                // A closed channel answers at once, every time: read it until it closes only.
+                event = self.channels.app_events.recv(), if !self.application_gone => match event {
                     Some(event) => self.process(event, Instant::now()),
-                    // The consumer was dropped: shut down at once.
-                    None => self.begin_close(None, Instant::now()),
+                    // The consumer was dropped: leave the group (best effort), then stop.
+                    None => self.on_application_dropped(Instant::now()),
                 },
                 Some(envelope) = self.responses_rx.recv() => self.dispatch(envelope),
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -205,16 +219,28 @@ impl ConsumerNetworkThread {
     }
 
     fn begin_close(&mut self, completion: Option<Completion<()>>, now: Instant) {
+        let deadline = completion
+            .as_ref()
+            .and_then(Completion::deadline)
+            .unwrap_or(now);
+        self.begin_close_by(completion, deadline, None);
+    }
+
+    /// Starts closing: pending commits fail once the coordinator is unknown, fetch sessions
+    /// are closed; the loop ends when that is done or at `deadline`.
+    fn begin_close_by(
+        &mut self,
+        completion: Option<Completion<()>>,
+        deadline: Instant,
+        leave_on_drop: Option<CompletionReceiver<()>>,
+    ) {
         if self.closing.is_some() {
             if let Some(c) = completion {
                 c.complete(Ok(()));
             }
             return;
         }
-        let deadline = completion
-            .as_ref()
-            .and_then(Completion::deadline)
-            .unwrap_or(now);
+        let now = Instant::now();
         tracing::debug!("closing");
         self.commit.signal_close();
         let mut tokens = BTreeSet::new();
@@ -245,6 +271,7 @@ impl ConsumerNetworkThread {
             completion,
             deadline,
             session_close_tokens: tokens,
+            leave_on_drop,
         });
     }
 
@@ -253,8 +280,12 @@ impl ConsumerNetworkThread {
         let Some(closing) = &self.closing else {
             return false;
         };
+        let leaving = closing.leave_on_drop.is_some()
+            && self.membership.as_ref().is_some_and(Membership::is_leaving);
         now >= closing.deadline
-            || (!self.commit.has_pending_commits() && closing.session_close_tokens.is_empty())
+            || (!self.commit.has_pending_commits()
+                && closing.session_close_tokens.is_empty()
+                && !leaving)
     }
 
     fn process(&mut self, event: ApplicationEvent, now: Instant) {
@@ -304,6 +335,7 @@ impl ConsumerNetworkThread {
                 }
             }
             ApplicationEvent::RebalanceCallbackCompleted { id } => {
+                self.outstanding_callbacks.remove(&id);
                 let mut effects = Effects::default();
                 self.with_ctx(now, &mut effects, |ctx, m| {
                     if let Some(membership) = m.membership.as_deref_mut() {
@@ -710,8 +742,21 @@ impl ConsumerNetworkThread {
                 .send(BackgroundEvent::Error(error));
             self.channels.buffer.wake();
         }
+        let mut unanswerable = Vec::new();
         for event in effects.background_events {
-            let _ = self.channels.background_events.send(event);
+            let callback_id = match &event {
+                BackgroundEvent::RebalanceCallbackNeeded { id, .. } => Some(*id),
+                _ => None,
+            };
+            let delivered =
+                !self.application_gone && self.channels.background_events.send(event).is_ok();
+            match callback_id {
+                Some(id) if delivered => {
+                    self.outstanding_callbacks.insert(id);
+                }
+                Some(id) => unanswerable.push(id),
+                None => {}
+            }
             self.channels.buffer.wake();
         }
         if let Some(reason) = effects.coordinator_unknown {
@@ -726,6 +771,11 @@ impl ConsumerNetworkThread {
                 .background_events
                 .send(BackgroundEvent::PollRequested);
             self.channels.buffer.wake();
+        }
+        // No application side will run these listener calls: the rebalance or leave waiting
+        // for them goes on as if they had returned.
+        for id in unanswerable {
+            self.process(ApplicationEvent::RebalanceCallbackCompleted { id }, now);
         }
     }
 
