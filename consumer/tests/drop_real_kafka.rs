@@ -6,14 +6,15 @@
 //! owns some; the test measures how long until `b` owns all four. Classic members here have a
 //! 30 s session timeout; KIP-848 members get the test broker's 6 s
 //! (`group.consumer.session.timeout.ms` in `testing/kafka/run`). Without the leave on drop `b`
-//! waits out `a`'s session.
+//! waits out `a`'s session. `b` runs its background task on the test's own runtime
+//! (`BackgroundRuntime::Shared`), `a` on a thread of its own (the default).
 //!
 //! Needs `KAFKA_BOOTSTRAP` (see `support::real_broker`); compiled out under madsim.
 #![cfg(not(madsim))]
 
 mod support;
 
-use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig};
+use kafka_consumer::{AutoOffsetReset, BackgroundRuntime, Consumer, ConsumerConfig};
 use support::group::unique;
 use support::real_broker::{bootstrap, client, create_topic};
 use tokio::time::{Duration, Instant};
@@ -51,7 +52,9 @@ async fn hand_over_after_drop(protocol: &str) -> Option<Duration> {
     create_topic(&mut client(bootstrap.clone()), &topic, PARTITIONS as i32).await;
 
     let mut a = Consumer::new(config(&bootstrap, protocol, &group)).unwrap();
-    let mut b = Consumer::new(config(&bootstrap, protocol, &group)).unwrap();
+    // `b`'s background task runs on the test's runtime (`a` has a thread of its own).
+    let shared = BackgroundRuntime::current().expect("inside the test's runtime");
+    let mut b = Consumer::with_runtime(config(&bootstrap, protocol, &group), shared).unwrap();
     a.subscribe([topic.clone()]).await.unwrap();
     b.subscribe([topic.clone()]).await.unwrap();
     let started = Instant::now();
