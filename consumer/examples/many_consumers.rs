@@ -55,9 +55,7 @@ mod real {
                 "--bootstrap" => args.bootstrap = value()?,
                 "--topic" => args.topic = value()?,
                 "--consumers" => {
-                    args.consumers = value()?
-                        .parse()
-                        .map_err(|e| format!("--consumers: {e}"))?
+                    args.consumers = value()?.parse().map_err(|e| format!("--consumers: {e}"))?
                 }
                 "--runtime" => {
                     args.shared = match value()?.as_str() {
