@@ -38,14 +38,14 @@ use super::requests::{
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
-
-mod leave_on_drop;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
+
+mod leave_on_drop;
 
 /// The longest the loop sleeps with nothing scheduled (Java's `MAX_POLL_TIMEOUT_MS`).
 const MAX_POLL_TIMEOUT: Duration = Duration::from_millis(5_000);
