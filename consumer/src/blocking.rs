@@ -1,16 +1,28 @@
 //! A blocking facade for programs without async (real runtime only): the same consumer, each
-//! call run to completion on a private current-thread runtime. The background network task
-//! still runs on its own thread, so heartbeats flow while the program is busy between polls.
+//! call run to completion on the calling thread. The background network task runs on its own
+//! thread, so heartbeats flow while the program is busy between polls.
 //!
-//! Do not call it from inside an async runtime (blocking there would stall that runtime's
-//! thread; tokio refuses it with a panic): use [`Consumer`] there.
+//! It works from any thread, whatever its runtime context: no runtime at all, inside
+//! `Runtime::block_on`, under `#[tokio::test]`, on a `spawn_blocking` thread. It never starts
+//! or drops a runtime on the caller's thread (tokio panics on both inside an async context):
+//! a call parks the calling thread while the consumer's own background thread drives the
+//! timers, and dropping it only signals that thread. Inside async code a blocking call still
+//! blocks the worker thread it runs on, as any blocking call does: use [`Consumer`] there,
+//! or `spawn_blocking`.
+//!
+//! Why not refuse construction inside an async context with an error instead: tokio offers no
+//! way to ask whether the current thread may block (a `spawn_blocking` thread has a current
+//! runtime too, and blocking there is right), and sync libraries called from async handlers
+//! and tests under `#[tokio::test]` are common; refusing would break them for no gain.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::close_options::CloseOptions;
 use crate::config::ConsumerConfig;
 use crate::consumer::{Consumer, ConsumerMetrics, Offsets, WakeupHandle};
 use crate::error::{Error, Result};
+use crate::internals::settings::ConsumerSettings;
 use crate::rebalance::ConsumerRebalanceListener;
 use crate::rt::Duration;
 use crate::types::{
@@ -40,9 +52,14 @@ use crate::types::{
 ///     }
 /// }
 /// ```
+///
+/// Dropping it without [`close`](Self::close) behaves as dropping a [`Consumer`] does: the
+/// background task leaves the group on its own (best effort, bounded) and then stops.
 pub struct BlockingConsumer {
-    runtime: tokio::runtime::Runtime,
+    // Dropped first: the background task begins its leave and ends on its own.
     consumer: Consumer,
+    // Then the lease: the background thread drops its runtime once the task is over.
+    runtime: RuntimeLease,
 }
 
 impl std::fmt::Debug for BlockingConsumer {
@@ -54,19 +71,17 @@ impl std::fmt::Debug for BlockingConsumer {
 }
 
 impl BlockingConsumer {
-    /// Starts a consumer (see [`Consumer::new`]).
+    /// Starts a consumer (see [`Consumer::new`]) with its background task on a thread of its
+    /// own, whose runtime also drives the timers of this facade's calls.
     pub fn new(config: ConsumerConfig) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Internal(format!("cannot build a runtime: {e}").into()))?;
-        // The consumer starts its background thread; entering the runtime gives its handles a
-        // timer and reactor.
-        let consumer = {
-            let _entered = runtime.enter();
-            Consumer::new(config)?
-        };
-        Ok(Self { runtime, consumer })
+        let (consumer, lease) = Consumer::start(
+            ConsumerSettings::from_config(&config),
+            &BackgroundRuntime::Dedicated,
+        )?;
+        let runtime = lease.ok_or_else(|| {
+            Error::Internal("a dedicated background runtime gave no lease".into())
+        })?;
+        Ok(Self { consumer, runtime })
     }
 
     /// A handle that interrupts a blocking call from another thread.

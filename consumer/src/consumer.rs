@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
 
+use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::close_options::{CloseOptions, GroupMembershipOperation};
 use crate::config::ConsumerConfig;
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -154,6 +155,17 @@ struct AsyncCommit {
 
 /// A Kafka consumer. `Send` but not `Sync`: one task drives it at a time; use a
 /// [`WakeupHandle`] to interrupt it from elsewhere.
+///
+/// # Dropping without `close`
+///
+/// Call [`close`](Self::close) when done: it commits (with auto-commit), runs the rebalance
+/// listener and leaves the group in order. A consumer dropped unclosed logs a warning and its
+/// drop returns at once (it never blocks the dropping task); its background task then leaves
+/// the group on its own, as `close` would (a static member keeps its place, as with Java's
+/// close), within 5 s, and stops. Its partitions move to the other members promptly instead
+/// of after `session.timeout.ms`, but nothing is committed (the next owner starts from the
+/// last commit) and no listener runs. Java's consumer does not leave at all when it is
+/// garbage-collected unclosed.
 pub struct Consumer {
     settings: ConsumerSettings,
     app_events: mpsc::UnboundedSender<ApplicationEvent>,
@@ -211,11 +223,40 @@ impl Consumer {
     /// # }
     /// ```
     pub fn new(config: ConsumerConfig) -> Result<Self> {
-        Self::with_settings(ConsumerSettings::from_config(&config))
+        Self::with_runtime(config, BackgroundRuntime::Dedicated)
     }
 
-    /// Starts a consumer from resolved settings, checking what the internals rely on.
-    fn with_settings(settings: ConsumerSettings) -> Result<Self> {
+    /// Starts a consumer whose background task runs where `runtime` says: a thread of its own
+    /// ([`BackgroundRuntime::Dedicated`], what [`new`](Self::new) does) or a runtime shared
+    /// with other consumers and the application ([`BackgroundRuntime::Shared`]), which saves
+    /// a thread and a runtime per consumer in processes that run many.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kafka_consumer::{BackgroundRuntime, Consumer, ConsumerConfig};
+    ///
+    /// let shared = BackgroundRuntime::Shared(tokio::runtime::Handle::current());
+    /// let mut consumers = Vec::new();
+    /// for tenant in ["a", "b", "c"] {
+    ///     let config = ConsumerConfig::builder()
+    ///         .bootstrap_servers(["localhost:9092"])
+    ///         .group_id(format!("billing-{tenant}"))
+    ///         .build()?;
+    ///     consumers.push(Consumer::with_runtime(config, shared.clone())?);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_runtime(config: ConsumerConfig, runtime: BackgroundRuntime) -> Result<Self> {
+        Self::start(ConsumerSettings::from_config(&config), &runtime).map(|(consumer, _)| consumer)
+    }
+
+    /// Starts a consumer from resolved settings, checking what the internals rely on; real
+    /// mode with a dedicated runtime also returns the lease the blocking facade waits through.
+    pub(crate) fn start(
+        settings: ConsumerSettings,
+        runtime: &BackgroundRuntime,
+    ) -> Result<(Self, Option<RuntimeLease>)> {
         if settings.bootstrap_servers.is_empty() {
             return Err(Error::InvalidArgument(
                 "bootstrap.servers is empty".to_owned(),
@@ -244,7 +285,7 @@ impl Consumer {
             },
             session_lapsed: false,
         });
-        network_thread::start(
+        let lease = network_thread::start(
             settings.clone(),
             Channels {
                 app_events: app_rx,
@@ -253,8 +294,9 @@ impl Consumer {
                 metrics: Arc::clone(&metrics),
                 group: group_tx,
             },
+            runtime,
         )?;
-        Ok(Self {
+        let consumer = Self {
             settings,
             app_events: app_tx,
             background_events: bg_rx,
@@ -273,7 +315,8 @@ impl Consumer {
             closed: false,
             poll_requested: false,
             _not_sync: PhantomData,
-        })
+        };
+        Ok((consumer, lease))
     }
 
     /// A handle that interrupts this consumer's blocking calls from any thread or task.
@@ -1351,10 +1394,17 @@ impl Consumer {
 }
 
 impl Drop for Consumer {
-    /// Never blocks: dropping the event sender tells the background task to stop.
+    /// Never blocks: dropping the event sender tells the background task, which leaves the
+    /// group on its own (best effort, bounded) and stops. See the type's documentation.
     fn drop(&mut self) {
         if !self.closed {
-            tracing::debug!("consumer dropped without close: background task stops");
+            tracing::warn!(
+                client_id = %self.settings.client_id,
+                group_id = self.settings.group_id.as_deref().unwrap_or_default(),
+                "consumer dropped without close(): nothing is committed and no rebalance \
+                 listener runs; the background task leaves the group (best effort) and stops. \
+                 Call close() to commit and revoke in order."
+            );
         }
     }
 }

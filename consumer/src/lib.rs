@@ -7,6 +7,7 @@
 //!
 //! Layers, bottom up:
 //! - [`rt`]: the runtime seam — virtual-time-safe clocks and the one seeded randomness source.
+//! - [`background_runtime`]: where each consumer's background task runs.
 //! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
 //! - [`protocol`]: framing, request/response encoding, API version negotiation.
 //! - [`network`]: broker connections (one task each), the network client, metadata.
@@ -16,8 +17,23 @@
 //! - [`internals`]: the background task, request managers, events and the fetch buffer.
 //! - [`topic_name`]: Kafka's topic-name rules (`Topic.validate`).
 //! - [`consumer`]: the application-facing [`Consumer`].
+//!
+//! # Using it from sync and async code
+//!
+//! - Async code uses [`Consumer`]. Its background task runs on a thread of its own by
+//!   default, so the application's runtime (busy, single-threaded) never delays a heartbeat;
+//!   [`Consumer::with_runtime`] with [`BackgroundRuntime::Shared`] puts the background tasks
+//!   of many consumers on one runtime instead (one task per consumer, no thread each).
+//! - Sync code uses `blocking::BlockingConsumer` (real mode only). It works from any thread,
+//!   inside or outside a runtime, and never panics on construction, use or drop: it never
+//!   starts or drops a runtime on the caller's thread. Its calls block the calling thread, so
+//!   inside async code prefer [`Consumer`] or `spawn_blocking`.
+//! - Call [`Consumer::close`] when done. A consumer dropped unclosed warns, returns at once,
+//!   and its background task leaves the group on its own (bounded), without committing or
+//!   running the listener (see [`Consumer`]).
 
 pub mod assignor;
+pub mod background_runtime;
 #[cfg(not(madsim))]
 pub mod blocking;
 pub mod close_options;
@@ -33,6 +49,7 @@ pub mod rt;
 pub mod topic_name;
 pub mod types;
 
+pub use background_runtime::BackgroundRuntime;
 pub use close_options::{CloseOptions, GroupMembershipOperation};
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel};
 pub use consumer::{Consumer, WakeupHandle};

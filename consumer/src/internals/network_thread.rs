@@ -12,18 +12,18 @@
 //! selects on. Dropping such a future never touches a socket (the connection tasks own I/O), so
 //! nothing here can cancel a request mid-frame.
 //!
-//! In real mode the task runs on an OS thread of its own with a current-thread runtime, so the
-//! application's runtime (or none) never matters; under madsim it is a spawned task.
+//! Where the task runs is [`BackgroundRuntime`]'s concern: by default, in real mode, an OS
+//! thread of its own with a current-thread runtime, so the application's runtime (or none)
+//! never matters; under madsim a spawned task on the consumer's node.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::commit_request_manager::CommitRequestManager;
-use super::completion::{CompletableEventReaper, Completion};
+use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
 use super::coordinator_request_manager::CoordinatorRequestManager;
 use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
@@ -38,11 +38,14 @@ use super::requests::{
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
+use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
 use crate::network::{NetworkClient, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
+
+mod leave_on_drop;
 
 /// The longest the loop sleeps with nothing scheduled (Java's `MAX_POLL_TIMEOUT_MS`).
 const MAX_POLL_TIMEOUT: Duration = Duration::from_millis(5_000);
@@ -75,6 +78,10 @@ struct Closing {
     completion: Option<Completion<()>>,
     deadline: Instant,
     session_close_tokens: BTreeSet<u64>,
+    /// The consumer was dropped without `close`: the task also waits (until the deadline)
+    /// for the leave it started on its own. Held here because a completion nobody waits for
+    /// counts as done, which would abandon the leave.
+    leave_on_drop: Option<CompletionReceiver<()>>,
 }
 
 /// The background task's state.
@@ -99,10 +106,19 @@ pub(crate) struct ConsumerNetworkThread {
     registered_coordinator: Option<i32>,
     closing: Option<Closing>,
     metadata_version: u64,
+    /// Listener calls handed to the application side and not answered yet.
+    outstanding_callbacks: BTreeSet<u64>,
+    /// The application side is gone (the consumer was dropped): nothing reads background
+    /// events any more and listener calls are answered here.
+    application_gone: bool,
 }
 
-/// Starts the background task.
-pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()> {
+/// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
+pub(crate) fn start(
+    settings: ConsumerSettings,
+    channels: Channels,
+    runtime: &BackgroundRuntime,
+) -> Result<Option<RuntimeLease>> {
     let client = NetworkClient::new(settings.network_config())?;
     let membership = Membership::new(&settings, Instant::now())?;
     // Every line the background task logs names its consumer, as Java's `[Consumer
@@ -113,30 +129,7 @@ pub(crate) fn start(settings: ConsumerSettings, channels: Channels) -> Result<()
         group_id = settings.group_id.as_deref().unwrap_or_default()
     );
     let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
-    spawn(thread.run().instrument(span))
-}
-
-#[cfg(not(madsim))]
-fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("cannot build the background runtime: {e}").into()))?;
-    // The one OS thread of real mode: the background loop must not depend on the
-    // application's runtime (it may be busy, single-threaded, or absent for a blocking facade).
-    #[allow(clippy::disallowed_methods)]
-    std::thread::Builder::new()
-        .name("kafka-consumer-network".to_owned())
-        .spawn(move || runtime.block_on(thread))
-        .map_err(|e| Error::Internal(format!("cannot start the background thread: {e}").into()))?;
-    Ok(())
-}
-
-#[cfg(madsim)]
-fn spawn(thread: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    // madsim forbids OS threads; the task runs on the simulated node that created the consumer.
-    tokio::spawn(thread);
-    Ok(())
+    runtime.spawn(thread.run().instrument(span))
 }
 
 impl ConsumerNetworkThread {
@@ -175,6 +168,8 @@ impl ConsumerNetworkThread {
             registered_coordinator: None,
             closing: None,
             metadata_version: 0,
+            outstanding_callbacks: BTreeSet::new(),
+            application_gone: false,
         }
     }
 
@@ -203,10 +198,11 @@ impl ConsumerNetworkThread {
             let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
             let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
             tokio::select! {
-                event = self.channels.app_events.recv() => match event {
+                // A closed channel answers at once, every time: read it until it closes only.
+                event = self.channels.app_events.recv(), if !self.application_gone => match event {
                     Some(event) => self.process(event, Instant::now()),
-                    // The consumer was dropped: shut down at once.
-                    None => self.begin_close(None, Instant::now()),
+                    // The consumer was dropped: leave the group (best effort), then stop.
+                    None => self.on_application_dropped(Instant::now()),
                 },
                 Some(envelope) = self.responses_rx.recv() => self.dispatch(envelope),
                 () = tokio::time::sleep_until(wake_at) => {}
@@ -223,16 +219,28 @@ impl ConsumerNetworkThread {
     }
 
     fn begin_close(&mut self, completion: Option<Completion<()>>, now: Instant) {
+        let deadline = completion
+            .as_ref()
+            .and_then(Completion::deadline)
+            .unwrap_or(now);
+        self.begin_close_by(completion, deadline, None);
+    }
+
+    /// Starts closing: pending commits fail once the coordinator is unknown, fetch sessions
+    /// are closed; the loop ends when that is done or at `deadline`.
+    fn begin_close_by(
+        &mut self,
+        completion: Option<Completion<()>>,
+        deadline: Instant,
+        leave_on_drop: Option<CompletionReceiver<()>>,
+    ) {
         if self.closing.is_some() {
             if let Some(c) = completion {
                 c.complete(Ok(()));
             }
             return;
         }
-        let deadline = completion
-            .as_ref()
-            .and_then(Completion::deadline)
-            .unwrap_or(now);
+        let now = Instant::now();
         tracing::debug!("closing");
         self.commit.signal_close();
         let mut tokens = BTreeSet::new();
@@ -263,6 +271,7 @@ impl ConsumerNetworkThread {
             completion,
             deadline,
             session_close_tokens: tokens,
+            leave_on_drop,
         });
     }
 
@@ -271,8 +280,12 @@ impl ConsumerNetworkThread {
         let Some(closing) = &self.closing else {
             return false;
         };
+        let leaving = closing.leave_on_drop.is_some()
+            && self.membership.as_ref().is_some_and(Membership::is_leaving);
         now >= closing.deadline
-            || (!self.commit.has_pending_commits() && closing.session_close_tokens.is_empty())
+            || (!self.commit.has_pending_commits()
+                && closing.session_close_tokens.is_empty()
+                && !leaving)
     }
 
     fn process(&mut self, event: ApplicationEvent, now: Instant) {
@@ -323,6 +336,7 @@ impl ConsumerNetworkThread {
                 }
             }
             ApplicationEvent::RebalanceCallbackCompleted { id } => {
+                self.outstanding_callbacks.remove(&id);
                 let mut effects = Effects::default();
                 self.with_ctx(now, &mut effects, |ctx, m| {
                     if let Some(membership) = m.membership.as_deref_mut() {
@@ -729,8 +743,21 @@ impl ConsumerNetworkThread {
                 .send(BackgroundEvent::Error(error));
             self.channels.buffer.wake();
         }
+        let mut unanswerable = Vec::new();
         for event in effects.background_events {
-            let _ = self.channels.background_events.send(event);
+            let callback_id = match &event {
+                BackgroundEvent::RebalanceCallbackNeeded { id, .. } => Some(*id),
+                _ => None,
+            };
+            let delivered =
+                !self.application_gone && self.channels.background_events.send(event).is_ok();
+            match callback_id {
+                Some(id) if delivered => {
+                    self.outstanding_callbacks.insert(id);
+                }
+                Some(id) => unanswerable.push(id),
+                None => {}
+            }
             self.channels.buffer.wake();
         }
         if let Some(reason) = effects.coordinator_unknown {
@@ -745,6 +772,11 @@ impl ConsumerNetworkThread {
                 .background_events
                 .send(BackgroundEvent::PollRequested);
             self.channels.buffer.wake();
+        }
+        // No application side will run these listener calls: the rebalance or leave waiting
+        // for them goes on as if they had returned.
+        for id in unanswerable {
+            self.process(ApplicationEvent::RebalanceCallbackCompleted { id }, now);
         }
     }
 
