@@ -25,8 +25,8 @@ use tokio::sync::mpsc;
 
 use super::in_flight::InFlightRequests;
 use super::read_buffer::ReadBuffer;
-use super::sasl::{self, SaslConfig};
 use super::request::{Command, PendingRequest};
+use super::sasl::{self, SaslConfig};
 use super::{CloseReason, NetworkError};
 use crate::protocol::frame::FrameDecoder;
 use crate::protocol::versions::{
@@ -191,7 +191,8 @@ impl Connection {
         let handshake = SaslHandshakeRequest::default()
             .with_mechanism(StrBytes::from_static_str(mechanism.as_str()));
         // v0 would switch to raw SASL tokens after the handshake; Kafka clients use v1.
-        let version = self.pinned_version::<SaslHandshakeRequest>(VersionRange { min: 1, max: 1 })?;
+        let version =
+            self.pinned_version::<SaslHandshakeRequest>(VersionRange { min: 1, max: 1 })?;
         let response = self.round_trip(&handshake, version).await?;
         if let Some(code) = ResponseError::try_from_code(response.error_code) {
             let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
@@ -205,10 +206,11 @@ impl Connection {
         let mut message = client
             .initial_response()
             .map_err(|error| failed(None, error.to_string()))?;
-        let version = self.pinned_version::<SaslAuthenticateRequest>(SaslAuthenticateRequest::VERSIONS)?;
+        let version =
+            self.pinned_version::<SaslAuthenticateRequest>(SaslAuthenticateRequest::VERSIONS)?;
         for _ in 0..MAX_SASL_ROUNDS {
-            let request =
-                SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(&message));
+            let request = SaslAuthenticateRequest::default()
+                .with_auth_bytes(Bytes::copy_from_slice(&message));
             let response = self.round_trip(&request, version).await?;
             if let Some(code) = ResponseError::try_from_code(response.error_code) {
                 let message = response
@@ -261,27 +263,25 @@ impl Connection {
             broker: self.broker.clone(),
             source,
         })?;
-        let frame = match tokio::time::timeout(
-            Duration::from_millis(timeout_ms),
-            self.exchange(frame),
-        )
-        .await
-        {
-            Ok(Ok(frame)) => frame,
-            Ok(Err(reason)) => {
-                return Err(NetworkError::ConnectionClosed {
-                    broker: self.broker.clone(),
-                    reason,
-                })
-            }
-            Err(_) => {
-                return Err(NetworkError::RequestTimedOut {
-                    api: Api(R::KEY),
-                    broker: self.broker.clone(),
-                    timeout_ms,
-                })
-            }
-        };
+        let frame =
+            match tokio::time::timeout(Duration::from_millis(timeout_ms), self.exchange(frame))
+                .await
+            {
+                Ok(Ok(frame)) => frame,
+                Ok(Err(reason)) => {
+                    return Err(NetworkError::ConnectionClosed {
+                        broker: self.broker.clone(),
+                        reason,
+                    })
+                }
+                Err(_) => {
+                    return Err(NetworkError::RequestTimedOut {
+                        api: Api(R::KEY),
+                        broker: self.broker.clone(),
+                        timeout_ms,
+                    })
+                }
+            };
         let protocol_error = |source| NetworkError::Protocol {
             broker: self.broker.clone(),
             source,

@@ -15,9 +15,9 @@ use tracing::Instrument;
 
 use super::backoff::ExponentialBackoff;
 use super::connection::{BrokerStream, Connection, ConnectionSettings};
+use super::request::Command;
 use super::sasl::SaslConfig;
 use super::tls;
-use super::request::Command;
 use super::{CloseReason, NetworkError};
 use crate::protocol::ApiVersionsTable;
 use crate::rt::{Duration, Instant, SeededRng};
@@ -168,11 +168,15 @@ impl NodeTask {
             None => Box::new(stream),
             Some(config) => {
                 let elapsed = deadline_left(started, timeout_ms);
-                self.tls_handshake(stream, config, elapsed, timeout_ms).await?
+                self.tls_handshake(stream, config, elapsed, timeout_ms)
+                    .await?
             }
         };
         let mut connection = Connection::new(stream, self.broker.clone(), self.settings.clone());
-        connection.negotiate().await.map_err(|error| self.tls_failure(error))?;
+        connection
+            .negotiate()
+            .await
+            .map_err(|error| self.tls_failure(error))?;
         if let Some(sasl) = self.security.sasl.clone() {
             connection
                 .authenticate(&sasl, &mut self.rng)

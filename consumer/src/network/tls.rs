@@ -17,7 +17,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 use super::secret::Secret;
 
@@ -181,8 +183,10 @@ pub fn client_config(config: &TlsConfig) -> Result<Arc<ClientConfig>, TlsSetupEr
     let client = match &config.client_identity {
         None => builder.with_no_client_auth(),
         Some(identity) => {
-            let chain =
-                parse_certificates("ssl.keystore.certificate.chain", &identity.certificate_chain_pem)?;
+            let chain = parse_certificates(
+                "ssl.keystore.certificate.chain",
+                &identity.certificate_chain_pem,
+            )?;
             let key = parse_private_key("ssl.keystore.key", &identity.private_key_pem)?;
             builder
                 .with_client_auth_cert(chain, key)
@@ -194,8 +198,12 @@ pub fn client_config(config: &TlsConfig) -> Result<Arc<ClientConfig>, TlsSetupEr
 
 /// The server name to verify and send as SNI: a DNS name or an IP address.
 pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsSetupError> {
-    ServerName::try_from(host.to_owned())
-        .map_err(|e| setup_error("bootstrap.servers", format!("{host:?} is not a TLS server name: {e}")))
+    ServerName::try_from(host.to_owned()).map_err(|e| {
+        setup_error(
+            "bootstrap.servers",
+            format!("{host:?} is not a TLS server name: {e}"),
+        )
+    })
 }
 
 /// Verifies the chain and signatures but accepts a certificate for another host name: Java's
@@ -278,7 +286,9 @@ mod tests {
         let key = Secret::new("secret-material-without-a-pem-header");
         let error = parse_private_key("ssl.keystore.key", &key).unwrap_err();
         assert!(!error.to_string().contains("secret-material"), "{error}");
-        let encrypted = Secret::new("-----BEGIN ENCRYPTED PRIVATE KEY-----\nx\n-----END ENCRYPTED PRIVATE KEY-----\n");
+        let encrypted = Secret::new(
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nx\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        );
         let error = parse_private_key("ssl.keystore.key", &encrypted).unwrap_err();
         assert!(error.message.contains("encrypted"), "{error}");
     }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use zeroize::Zeroizing;
 
-pub use oauthbearer::{OAuthBearerToken, TokenProvider, UnsecuredJwtProvider};
 pub(crate) use oauthbearer::OAuthBearerClient;
+pub use oauthbearer::{OAuthBearerToken, TokenProvider, UnsecuredJwtProvider};
 pub(crate) use plain::PlainClient;
 pub(crate) use scram::{ScramClient, ScramHash};
 

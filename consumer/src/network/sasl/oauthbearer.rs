@@ -138,17 +138,17 @@ impl OAuthBearerClient {
             state: State::Initial,
         }
     }
-
 }
 
 impl SaslClient for OAuthBearerClient {
     fn initial_response(&mut self) -> Result<Zeroizing<Vec<u8>>, SaslError> {
         let token = self.provider.token().map_err(SaslError::TokenProvider)?;
         for (key, value) in &token.extensions {
-            let valid_key = !key.is_empty()
-                && key != "auth"
-                && key.bytes().all(|b| b.is_ascii_alphabetic());
-            let valid_value = value.bytes().all(|b| b == b'\t' || b == b'\r' || b == b'\n' || (0x20..=0x7e).contains(&b));
+            let valid_key =
+                !key.is_empty() && key != "auth" && key.bytes().all(|b| b.is_ascii_alphabetic());
+            let valid_value = value
+                .bytes()
+                .all(|b| b == b'\t' || b == b'\r' || b == b'\n' || (0x20..=0x7e).contains(&b));
             if !valid_key || !valid_value {
                 return Err(SaslError::TokenProvider(format!(
                     "invalid SASL extension {key:?}"

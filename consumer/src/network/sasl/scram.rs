@@ -77,9 +77,13 @@ impl ScramHash {
 enum State {
     Initial,
     /// Sent client-first; holds its bare part for the auth message.
-    FirstSent { client_first_bare: String },
+    FirstSent {
+        client_first_bare: String,
+    },
     /// Sent client-final; holds the server signature we expect.
-    FinalSent { server_signature: Zeroizing<Vec<u8>> },
+    FinalSent {
+        server_signature: Zeroizing<Vec<u8>>,
+    },
     Complete,
     Failed,
 }
@@ -93,7 +97,12 @@ pub(crate) struct ScramClient {
 }
 
 impl ScramClient {
-    pub(crate) fn new(hash: ScramHash, username: &str, password: &Secret, rng: &mut SeededRng) -> Self {
+    pub(crate) fn new(
+        hash: ScramHash,
+        username: &str,
+        password: &Secret,
+        rng: &mut SeededRng,
+    ) -> Self {
         let mut bytes = [0u8; NONCE_BYTES];
         rng.fill_bytes(&mut bytes);
         Self::with_nonce(hash, username, password, BASE64.encode(bytes))
@@ -110,8 +119,13 @@ impl ScramClient {
         }
     }
 
-    fn server_first(&mut self, message: &str, client_first_bare: &str) -> Result<Vec<u8>, SaslError> {
-        let invalid = |why: &str| SaslError::InvalidServerMessage(format!("server-first-message: {why}"));
+    fn server_first(
+        &mut self,
+        message: &str,
+        client_first_bare: &str,
+    ) -> Result<Vec<u8>, SaslError> {
+        let invalid =
+            |why: &str| SaslError::InvalidServerMessage(format!("server-first-message: {why}"));
         let mut nonce = None;
         let mut salt = None;
         let mut iterations = None;
@@ -194,11 +208,14 @@ impl SaslClient for ScramClient {
                         SaslError::InvalidServerMessage("server-final-message: no verifier".into())
                     })?;
                 let received = BASE64.decode(verifier).map_err(|_| {
-                    SaslError::InvalidServerMessage("server-final-message: verifier is not base64".into())
+                    SaslError::InvalidServerMessage(
+                        "server-final-message: verifier is not base64".into(),
+                    )
                 })?;
                 if !bool::from(received.ct_eq(&server_signature)) {
                     return Err(SaslError::InvalidServerMessage(
-                        "the server signature is wrong: the server does not know the credentials".into(),
+                        "the server signature is wrong: the server does not know the credentials"
+                            .into(),
                     ));
                 }
                 self.state = State::Complete;
@@ -286,7 +303,10 @@ mod tests {
             );
             client.initial_response().unwrap();
             let error = client.evaluate(bad).unwrap_err();
-            assert!(matches!(error, SaslError::InvalidServerMessage(_)), "{error}");
+            assert!(
+                matches!(error, SaslError::InvalidServerMessage(_)),
+                "{error}"
+            );
         }
     }
 
@@ -318,6 +338,9 @@ mod tests {
         assert_eq!(&ScramHash::Sha512.hash(&client_key)[..], &stored_key[..]);
         let server_key = ScramHash::Sha512.hmac(&salted, b"Server Key");
         let verifier = BASE64.encode(&ScramHash::Sha512.hmac(&server_key, auth.as_bytes())[..]);
-        assert_eq!(client.evaluate(format!("v={verifier}").as_bytes()).unwrap(), None);
+        assert_eq!(
+            client.evaluate(format!("v={verifier}").as_bytes()).unwrap(),
+            None
+        );
     }
 }
