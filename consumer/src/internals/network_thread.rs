@@ -22,6 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::auth_failures::AuthFailures;
 use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion};
 use super::context::{Effects, ManagerContext};
@@ -99,6 +100,7 @@ pub(crate) struct ConsumerNetworkThread {
     registered_coordinator: Option<i32>,
     closing: Option<Closing>,
     metadata_version: u64,
+    auth_failures: AuthFailures,
 }
 
 /// Starts the background task.
@@ -147,7 +149,9 @@ impl ConsumerNetworkThread {
         membership: Option<Membership>,
     ) -> Self {
         let (responses_tx, responses_rx) = mpsc::unbounded_channel();
+        let auth_failures = AuthFailures::new(settings.reconnect_backoff_max_ms);
         Self {
+            auth_failures,
             coordinator: CoordinatorRequestManager::new(
                 settings.group_id.clone(),
                 settings.retry_backoff_ms,
@@ -766,6 +770,14 @@ impl ConsumerNetworkThread {
             }
         }
         let mut effects = Effects::default();
+        if let Err(error) = &result {
+            if let Some(error) = self.auth_failures.observe(error, now) {
+                // Surfaces from the next poll, and fails pending commits at once.
+                tracing::error!(%error, "authentication failed");
+                self.commit.fail_all(&error);
+                effects.errors.push(error);
+            }
+        }
         self.with_ctx(now, &mut effects, |ctx, m| match manager {
             ManagerId::Coordinator => m.coordinator.on_response(ctx, token, result),
             ManagerId::Commit => m.commit.on_response(ctx, token, result),
