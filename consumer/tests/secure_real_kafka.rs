@@ -102,7 +102,11 @@ enum Auth {
     ClientCertificate,
 }
 
-fn base(bootstrap: &str, group: Option<&str>, protocol: GroupProtocol) -> kafka_consumer::config::ConsumerConfigBuilder {
+fn base(
+    bootstrap: &str,
+    group: Option<&str>,
+    protocol: GroupProtocol,
+) -> kafka_consumer::config::ConsumerConfigBuilder {
     let mut builder = ConsumerConfig::builder()
         .bootstrap_servers([bootstrap])
         .auto_offset_reset(AutoOffsetReset::Earliest)
@@ -111,7 +115,9 @@ fn base(bootstrap: &str, group: Option<&str>, protocol: GroupProtocol) -> kafka_
     if let Some(group) = group {
         builder = builder.group_id(group).group_protocol(protocol);
         if protocol == GroupProtocol::Classic {
-            builder = builder.session_timeout_ms(10_000).heartbeat_interval_ms(500);
+            builder = builder
+                .session_timeout_ms(10_000)
+                .heartbeat_interval_ms(500);
         }
     }
     builder
@@ -157,7 +163,11 @@ async fn consume_exactly(config: ConsumerConfig, topic: String, label: String) {
     let mut seen = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(90);
     while seen.len() < RECORDS {
-        assert!(Instant::now() < deadline, "{label}: only {} of {RECORDS} records", seen.len());
+        assert!(
+            Instant::now() < deadline,
+            "{label}: only {} of {RECORDS} records",
+            seen.len()
+        );
         let records = consumer
             .poll(Duration::from_millis(500))
             .await
@@ -200,15 +210,20 @@ async fn every_listener_and_mechanism_consumes_exactly_what_was_produced() {
             cases.push((listener, bootstrap.clone(), auth));
         }
     }
-    cases.push((SecurityProtocol::Ssl, s.ssl.clone(), Auth::ClientCertificate));
+    cases.push((
+        SecurityProtocol::Ssl,
+        s.ssl.clone(),
+        Auth::ClientCertificate,
+    ));
     let mut runs = Vec::new();
     for (listener, bootstrap, auth) in cases {
         for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
             let label = format!("{listener} {auth:?} {protocol:?}");
             let group = unique("secure-group");
-            let config = secured_config(&s, &bootstrap, listener, auth, user, Some(&group), protocol)
-                .build()
-                .unwrap();
+            let config =
+                secured_config(&s, &bootstrap, listener, auth, user, Some(&group), protocol)
+                    .build()
+                    .unwrap();
             runs.push(tokio::spawn(consume_exactly(config, topic.clone(), label)));
         }
     }
@@ -255,25 +270,49 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
     let cases: Vec<(&str, ConsumerConfig, &str, Option<ResponseError>)> = vec![
         (
             "wrong SCRAM password",
-            secured_config(&s, &s.sasl_ssl, SecurityProtocol::SaslSsl, Auth::Password(SaslMechanism::ScramSha512), (user, "wrong"), None, no_group)
-                .build()
-                .unwrap(),
+            secured_config(
+                &s,
+                &s.sasl_ssl,
+                SecurityProtocol::SaslSsl,
+                Auth::Password(SaslMechanism::ScramSha512),
+                (user, "wrong"),
+                None,
+                no_group,
+            )
+            .build()
+            .unwrap(),
             "SASL/SCRAM-SHA-512",
             Some(ResponseError::SaslAuthenticationFailed),
         ),
         (
             "wrong PLAIN password",
-            secured_config(&s, &s.sasl_plaintext, SecurityProtocol::SaslPlaintext, Auth::Password(SaslMechanism::Plain), (user, "wrong"), None, no_group)
-                .build()
-                .unwrap(),
+            secured_config(
+                &s,
+                &s.sasl_plaintext,
+                SecurityProtocol::SaslPlaintext,
+                Auth::Password(SaslMechanism::Plain),
+                (user, "wrong"),
+                None,
+                no_group,
+            )
+            .build()
+            .unwrap(),
             "SASL/PLAIN",
             Some(ResponseError::SaslAuthenticationFailed),
         ),
         (
             "expired token",
-            secured_config(&s, &s.sasl_plaintext, SecurityProtocol::SaslPlaintext, Auth::Token(-600), (user, ""), None, no_group)
-                .build()
-                .unwrap(),
+            secured_config(
+                &s,
+                &s.sasl_plaintext,
+                SecurityProtocol::SaslPlaintext,
+                Auth::Token(-600),
+                (user, ""),
+                None,
+                no_group,
+            )
+            .build()
+            .unwrap(),
             "SASL/OAUTHBEARER",
             Some(ResponseError::SaslAuthenticationFailed),
         ),
@@ -290,9 +329,17 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
         ),
         (
             "wrong host name",
-            secured_config(&s, &by_ip, SecurityProtocol::SaslSsl, Auth::Password(SaslMechanism::Plain), (user, s.get("KAFKA_SASL_PASSWORD")), None, no_group)
-                .build()
-                .unwrap(),
+            secured_config(
+                &s,
+                &by_ip,
+                SecurityProtocol::SaslSsl,
+                Auth::Password(SaslMechanism::Plain),
+                (user, s.get("KAFKA_SASL_PASSWORD")),
+                None,
+                no_group,
+            )
+            .build()
+            .unwrap(),
             "SSL",
             None,
         ),

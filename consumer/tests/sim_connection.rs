@@ -9,8 +9,12 @@ mod support;
 use std::net::SocketAddr;
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
-use kafka_consumer::network::{CloseReason, NetworkClient, NetworkConfig, NetworkError, Target};
-use kafka_consumer::protocol::{Api, ProtocolError};
+use kafka_consumer::network::sasl::{SaslConfig, SaslCredentials, SaslMechanism};
+use kafka_consumer::network::{
+    CloseReason, NetworkClient, NetworkConfig, NetworkError, Secret, SecurityConfig,
+    SecurityProtocol, Target,
+};
+use kafka_consumer::protocol::{Api, ProtocolError, ResponseError};
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle};
@@ -229,5 +233,121 @@ async fn partition_fires_the_request_timeout_on_virtual_time() {
         c.fake.connections(),
         2,
         "the timed-out connection was replaced"
+    );
+}
+
+fn sasl_plain_client(password: &str) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![BROKER.to_owned()],
+        request_timeout_ms: 30_000,
+        reconnect_backoff_ms: 1_000,
+        reconnect_backoff_max_ms: 1_000,
+        security: SecurityConfig {
+            protocol: SecurityProtocol::SaslPlaintext,
+            sasl: Some(SaslConfig {
+                mechanism: SaslMechanism::Plain,
+                credentials: SaslCredentials::Password {
+                    username: "alice".to_owned(),
+                    password: Secret::new(password),
+                },
+            }),
+            ..SecurityConfig::default()
+        },
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+/// SASL runs on every connection right after ApiVersions and before any other request:
+/// SaslHandshake v1, then SaslAuthenticate.
+#[madsim::test]
+async fn sasl_authenticates_before_any_other_request() {
+    let c = cluster().await;
+    c.fake.accept_plain("alice", "s3cret");
+    let topics = c
+        .client
+        .spawn(async move {
+            let mut client = sasl_plain_client("s3cret");
+            let response = client
+                .send(Target::LeastLoaded, request("a"))
+                .await
+                .unwrap();
+            names(&response.body)
+        })
+        .await
+        .unwrap();
+    assert_eq!(topics, ["a"]);
+    let apis: Vec<(i16, i16)> = c
+        .fake
+        .received()
+        .iter()
+        .map(|r| (r.api_key, r.api_version))
+        .collect();
+    let keys: Vec<i16> = apis.iter().map(|(key, _)| *key).collect();
+    assert_eq!(
+        keys,
+        [18, 17, 36, 3],
+        "ApiVersions, SaslHandshake, SaslAuthenticate, Metadata"
+    );
+    assert_eq!(apis[1].1, 1, "SaslHandshake v1");
+}
+
+/// A refused password: every request fails with a non-retriable Authentication error naming
+/// the broker and mechanism, and the node reconnects once per backoff instead of once per
+/// request (no retry storm): requests during the backoff fail at once.
+#[madsim::test]
+async fn a_refused_password_fails_fast_without_a_retry_storm() {
+    let c = cluster().await;
+    c.fake.accept_plain("alice", "s3cret");
+    let outcomes = c
+        .client
+        .spawn(async move {
+            let mut client = sasl_plain_client("wrong");
+            let started = Instant::now();
+            let mut outcomes = Vec::new();
+            // 30 requests over 3 s of virtual time.
+            for _ in 0..30 {
+                let sent = Instant::now();
+                let error = client
+                    .send(Target::Node(-1), request("x"))
+                    .await
+                    .unwrap_err();
+                outcomes.push((error, sent.elapsed()));
+                sleep(Duration::from_millis(100)).await;
+            }
+            (outcomes, started.elapsed())
+        })
+        .await
+        .unwrap();
+    let (outcomes, elapsed) = outcomes;
+    for (error, took) in &outcomes {
+        match error {
+            NetworkError::Authentication {
+                broker,
+                mechanism,
+                code,
+                message,
+            } => {
+                assert_eq!(broker, "node -1 (10.0.0.1:9092)");
+                assert_eq!(mechanism, "SASL/PLAIN");
+                assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
+                assert!(
+                    message.contains("Invalid username or password"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected Authentication, got {other:?}"),
+        }
+        assert!(!error.is_retriable());
+        assert!(
+            *took < Duration::from_millis(500),
+            "a request waited {took:?}"
+        );
+    }
+    // One attempt per 1 s backoff (jitter ±20 %) over ~3.3 s, not one per request.
+    let connections = c.fake.connections();
+    assert!(
+        (2..=5).contains(&connections),
+        "{connections} connections for 30 requests in {elapsed:?}"
     );
 }

@@ -12,7 +12,8 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader,
+    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -69,6 +70,9 @@ struct State {
     advertised: Option<SocketAddr>,
     /// Malformed request frames (the stream was corrupted).
     malformed: Vec<String>,
+    /// SASL/PLAIN: the one SaslAuthenticate message accepted (`\0user\0password`); any other
+    /// fails with SASL_AUTHENTICATION_FAILED.
+    plain_credentials: Vec<u8>,
 }
 
 /// Handle to a fake broker's state; clones share it (it survives a madsim node restart).
@@ -88,6 +92,7 @@ impl Default for FakeBroker {
                 omitted_apis: Vec::new(),
                 advertised: None,
                 malformed: Vec::new(),
+                plain_credentials: Vec::new(),
             })),
         }
     }
@@ -126,6 +131,11 @@ impl FakeBroker {
 
     pub fn omit_api(&self, api_key: ApiKey) {
         self.state().omitted_apis.push(api_key as i16);
+    }
+
+    /// Accepts SASL/PLAIN for this user and password only.
+    pub fn accept_plain(&self, user: &str, password: &str) {
+        self.state().plain_credentials = format!("\0{user}\0{password}").into_bytes();
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -330,6 +340,31 @@ impl FakeBroker {
                     .encode(&mut out, version)
                     .unwrap();
             }
+            ApiKey::SaslHandshake => {
+                let request = SaslHandshakeRequest::decode(&mut body, version).unwrap();
+                let supported = request.mechanism.as_str() == "PLAIN";
+                write_header(&mut out, header_version);
+                SaslHandshakeResponse::default()
+                    .with_error_code(if supported { 0 } else { 33 })
+                    .with_mechanisms(vec![StrBytes::from_static_str("PLAIN")])
+                    .encode(&mut out, version)
+                    .unwrap();
+            }
+            ApiKey::SaslAuthenticate => {
+                let request = SaslAuthenticateRequest::decode(&mut body, version).unwrap();
+                let accepted = request.auth_bytes[..] == state.plain_credentials[..];
+                write_header(&mut out, header_version);
+                let response = if accepted {
+                    SaslAuthenticateResponse::default().with_session_lifetime_ms(0)
+                } else {
+                    SaslAuthenticateResponse::default()
+                        .with_error_code(58)
+                        .with_error_message(Some(StrBytes::from_static_str(
+                            "Authentication failed: Invalid username or password",
+                        )))
+                };
+                response.encode(&mut out, version).unwrap();
+            }
             other => panic!("fake broker does not implement {other:?}"),
         }
         out.freeze()
@@ -382,6 +417,16 @@ fn parse_request(connection: usize, frame: Bytes) -> Result<(Received, Bytes), S
         ApiKey::ApiVersions => {
             ApiVersionsRequest::decode(&mut rest, api_version)
                 .map_err(|e| format!("ApiVersions body: {e}"))?;
+            None
+        }
+        ApiKey::SaslHandshake => {
+            SaslHandshakeRequest::decode(&mut rest, api_version)
+                .map_err(|e| format!("SaslHandshake body: {e}"))?;
+            None
+        }
+        ApiKey::SaslAuthenticate => {
+            SaslAuthenticateRequest::decode(&mut rest, api_version)
+                .map_err(|e| format!("SaslAuthenticate body: {e}"))?;
             None
         }
         other => return Err(format!("unexpected {other:?}")),
