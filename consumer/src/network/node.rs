@@ -237,7 +237,6 @@ impl NodeTask {
     }
 
     /// Fails every request still queued for this node.
-
     fn fail_queued(&mut self, error: &NetworkError) {
         while let Ok(command) = self.commands.try_recv() {
             command.request.fail(error.clone());

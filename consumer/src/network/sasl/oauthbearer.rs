@@ -208,7 +208,7 @@ mod tests {
             payload,
             r#"{"iat":1700000000,"exp":1700003600,"sub":"alice"}"#
         );
-        assert_eq!(format!("{token:?}").contains(&value), false);
+        assert!(!format!("{token:?}").contains(&value));
     }
 
     #[test]
