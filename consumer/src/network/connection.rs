@@ -80,6 +80,16 @@ pub(crate) struct Connection {
     read_buf: ReadBuffer,
     frames: FrameDecoder,
     in_flight: InFlightRequests<Sent>,
+    /// KIP-368: the SASL settings to re-authenticate with, and when, while the broker limits
+    /// the session's lifetime.
+    reauthentication: Option<Reauthentication>,
+}
+
+/// A pending KIP-368 re-authentication.
+struct Reauthentication {
+    config: SaslConfig,
+    rng: SeededRng,
+    at: Instant,
 }
 
 impl Connection {
@@ -97,6 +107,7 @@ impl Connection {
             read_buf: ReadBuffer::default(),
             frames,
             in_flight: InFlightRequests::default(),
+            reauthentication: None,
         }
     }
 
@@ -222,8 +233,11 @@ impl Connection {
             match client.evaluate(&response.auth_bytes) {
                 Ok(Some(next)) => message = next,
                 Ok(None) => {
-                    tracing::debug!(broker = %self.broker, %mechanism,
-                        session_lifetime_ms = response.session_lifetime_ms, "authenticated");
+                    let session_lifetime_ms = response.session_lifetime_ms;
+                    tracing::debug!(broker = %self.broker, %mechanism, session_lifetime_ms,
+                        "authenticated");
+                    self.reauthentication =
+                        reauthentication_after(session_lifetime_ms, config, rng);
                     return Ok(());
                 }
                 Err(error) => return Err(failed(None, error.to_string())),
@@ -233,6 +247,23 @@ impl Connection {
             None,
             format!("no result after {MAX_SASL_ROUNDS} rounds"),
         ))
+    }
+
+    /// KIP-368: re-authenticates on this connection once nothing is in flight. New requests
+    /// wait in the channel meanwhile; those in flight complete normally first.
+    async fn reauthenticate(&mut self) -> Result<(), CloseReason> {
+        let Some(mut pending) = self.reauthentication.take() else {
+            return Ok(());
+        };
+        tracing::debug!(broker = %self.broker, "re-authenticating (KIP-368)");
+        match self.authenticate(&pending.config, &mut pending.rng).await {
+            Ok(()) => Ok(()),
+            // A reconnect authenticates afresh (with a new token from the provider); if that
+            // fails too, the node reports a typed Authentication error.
+            Err(error) => Err(CloseReason::Reauthentication {
+                message: error.to_string(),
+            }),
+        }
     }
 
     /// The version of `R` both sides support within `ours`.
@@ -342,7 +373,22 @@ impl Connection {
             self.read_buf
                 .reserve(self.frames.read_reservation(self.read_buf.bytes()));
             let deadline = self.in_flight.earliest_deadline();
-            let accepting = commands_open && self.in_flight.len() < self.settings.max_in_flight;
+            let reauthenticate_at = self.reauthentication.as_ref().map(|r| r.at);
+            let reauthentication_due = reauthenticate_at.is_some_and(|at| Instant::now() >= at);
+            if reauthentication_due
+                && self.in_flight.is_empty()
+                && self.writing.is_none()
+                && self.outbox.is_empty()
+            {
+                if let Err(reason) = self.reauthenticate().await {
+                    return self.close(reason);
+                }
+                continue;
+            }
+            // While a re-authentication waits for the in-flight requests, no new one is sent.
+            let accepting = commands_open
+                && !reauthentication_due
+                && self.in_flight.len() < self.settings.max_in_flight;
             let step = tokio::select! {
                 written = poll_write(&mut self.writing), if self.writing.is_some() => {
                     let (writer, result) = written;
@@ -363,6 +409,7 @@ impl Connection {
                     Ok(())
                 }
                 () = sleep_until(deadline), if deadline.is_some() => self.expire(),
+                () = sleep_until(reauthenticate_at), if reauthenticate_at.is_some() && !reauthentication_due => Ok(()),
             };
             if let Err(reason) = step {
                 return self.close(reason);
@@ -520,5 +567,52 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+/// When to re-authenticate a session the broker limited to `session_lifetime_ms` (0: no limit):
+/// like Java's client, at a random point between 85 % and 95 % of the lifetime, so the broker
+/// never closes an expired session and many connections do not re-authenticate at once.
+fn reauthentication_after(
+    session_lifetime_ms: i64,
+    config: &SaslConfig,
+    rng: &mut SeededRng,
+) -> Option<Reauthentication> {
+    let lifetime_ms = u64::try_from(session_lifetime_ms)
+        .ok()
+        .filter(|&ms| ms > 0)?;
+    let fraction = 0.85 + 0.10 * rng.unit_f64();
+    let after_ms = (lifetime_ms as f64 * fraction) as u64;
+    Some(Reauthentication {
+        config: config.clone(),
+        rng: SeededRng::seed_from_u64(rand::RngCore::next_u64(rng)),
+        at: Instant::now() + Duration::from_millis(after_ms),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::sasl::{SaslCredentials, SaslMechanism};
+    use crate::network::Secret;
+
+    #[test]
+    fn reauthentication_falls_between_85_and_95_percent_of_the_lifetime() {
+        let config = SaslConfig {
+            mechanism: SaslMechanism::Plain,
+            credentials: SaslCredentials::Password {
+                username: "u".into(),
+                password: Secret::new("p"),
+            },
+        };
+        let mut rng = SeededRng::seed_from_u64(9);
+        assert!(reauthentication_after(0, &config, &mut rng).is_none());
+        assert!(reauthentication_after(-1, &config, &mut rng).is_none());
+        for _ in 0..100 {
+            let before = Instant::now();
+            let pending = reauthentication_after(10_000, &config, &mut rng).unwrap();
+            let after_ms = pending.at.duration_since(before).as_millis();
+            assert!((8_500..=9_501).contains(&after_ms), "{after_ms}");
+        }
     }
 }

@@ -193,6 +193,13 @@ pub enum CloseReason {
         /// rustls's description.
         message: String,
     },
+    /// KIP-368 re-authentication of an established connection failed; a reconnect
+    /// authenticates afresh.
+    #[error("re-authentication failed: {message}")]
+    Reauthentication {
+        /// Why.
+        message: String,
+    },
     /// The client stopped using this broker (shutdown or a new address for the node).
     #[error("the client shut the connection down")]
     Shutdown,

@@ -73,6 +73,8 @@ struct State {
     /// SASL/PLAIN: the one SaslAuthenticate message accepted (`\0user\0password`); any other
     /// fails with SASL_AUTHENTICATION_FAILED.
     plain_credentials: Vec<u8>,
+    /// `session_lifetime_ms` of a successful SaslAuthenticate (0: no KIP-368 limit).
+    session_lifetime_ms: i64,
 }
 
 /// Handle to a fake broker's state; clones share it (it survives a madsim node restart).
@@ -93,6 +95,7 @@ impl Default for FakeBroker {
                 advertised: None,
                 malformed: Vec::new(),
                 plain_credentials: Vec::new(),
+                session_lifetime_ms: 0,
             })),
         }
     }
@@ -136,6 +139,11 @@ impl FakeBroker {
     /// Accepts SASL/PLAIN for this user and password only.
     pub fn accept_plain(&self, user: &str, password: &str) {
         self.state().plain_credentials = format!("\0{user}\0{password}").into_bytes();
+    }
+
+    /// Limits authenticated sessions to this lifetime (KIP-368), so clients re-authenticate.
+    pub fn set_session_lifetime_ms(&self, lifetime_ms: i64) {
+        self.state().session_lifetime_ms = lifetime_ms;
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -355,7 +363,8 @@ impl FakeBroker {
                 let accepted = request.auth_bytes[..] == state.plain_credentials[..];
                 write_header(&mut out, header_version);
                 let response = if accepted {
-                    SaslAuthenticateResponse::default().with_session_lifetime_ms(0)
+                    SaslAuthenticateResponse::default()
+                        .with_session_lifetime_ms(state.session_lifetime_ms)
                 } else {
                     SaslAuthenticateResponse::default()
                         .with_error_code(58)
