@@ -18,8 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use kafka_consumer::config::GroupProtocol;
+use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::sasl::SaslMechanism;
-use kafka_consumer::network::SecurityProtocol;
+use kafka_consumer::network::{NetworkClient, NetworkConfig, SecurityProtocol, Target};
 use kafka_consumer::protocol::ResponseError;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error, TopicPartition};
 use support::group::unique;
@@ -417,4 +418,50 @@ async fn a_user_denied_by_acl_gets_an_authorization_error() {
     }
     assert!(!error.is_retriable());
     let _ = consumer.close(Duration::from_secs(5)).await;
+}
+
+/// KIP-368 against the real broker: OAUTHBEARER sessions on the SASL_PLAINTEXT listener expire
+/// after 3 s and tokens after 4 s; requests every 100 ms for 8 s all succeed on one connection,
+/// because the client re-authenticates with a fresh token before each session ends (the broker
+/// would close an expired session, failing the request in flight).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiring_tokens_are_refreshed_by_reauthentication() {
+    let Some(s) = secured() else { return };
+    let config = secured_config(
+        &s,
+        &s.sasl_plaintext,
+        SecurityProtocol::SaslPlaintext,
+        Auth::Token(4),
+        (s.get("KAFKA_SASL_USER"), ""),
+        None,
+        GroupProtocol::Classic,
+    )
+    .build()
+    .unwrap();
+    let mut client = NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![s.sasl_plaintext.clone()],
+        request_timeout_ms: 10_000,
+        security: config.security().clone(),
+        ..NetworkConfig::default()
+    })
+    .unwrap();
+    let started = Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < Duration::from_secs(8) {
+        let response = client
+            .send(
+                Target::Node(-1),
+                metadata_request_for_topics(["reauth"], false),
+            )
+            .await;
+        if let Err(error) = response {
+            panic!(
+                "request failed after {:?} ({answered} answered): {error}",
+                started.elapsed()
+            );
+        }
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answered > 40, "{answered}");
 }
