@@ -22,6 +22,7 @@ use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::sasl::SaslMechanism;
 use kafka_consumer::network::{NetworkClient, NetworkConfig, SecurityProtocol, Target};
 use kafka_consumer::protocol::ResponseError;
+use kafka_consumer::types::OffsetAndMetadata;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error, TopicPartition};
 use support::group::unique;
 use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
@@ -375,6 +376,48 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
         assert!(elapsed < FAIL_WITHIN, "{label}: took {elapsed:?}");
         eprintln!("{label}: {error} after {elapsed:?}");
     }
+}
+
+/// A commit waiting for a coordinator behind a refused password fails with the same typed
+/// error instead of running into its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_behind_a_refused_password_fails_with_the_typed_error() {
+    let Some(s) = secured() else { return };
+    let mut admin = client(s.plaintext.clone());
+    let topic = unique("secure-commit");
+    create_topic(&mut admin, &topic, 1).await;
+    let group = unique("secure-commit-group");
+    let config = secured_config(
+        &s,
+        &s.sasl_ssl,
+        SecurityProtocol::SaslSsl,
+        Auth::Password(SaslMechanism::ScramSha256),
+        (s.get("KAFKA_SASL_USER"), "wrong"),
+        Some(&group),
+        GroupProtocol::Classic,
+    )
+    .set("enable.auto.commit", "false")
+    .build()
+    .unwrap();
+    let mut consumer = Consumer::new(config).unwrap();
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    consumer.assign([tp.clone()]).await.unwrap();
+    let started = Instant::now();
+    let offsets = [(tp, OffsetAndMetadata::new(0))].into_iter().collect();
+    let error = consumer
+        .commit_sync(Some(offsets), Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::Authentication { mechanism, .. } if mechanism == "SASL/SCRAM-SHA-256"),
+        "{error:?}"
+    );
+    assert!(
+        started.elapsed() < FAIL_WITHIN,
+        "took {:?}",
+        started.elapsed()
+    );
+    let _ = consumer.close(Duration::from_secs(5)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
