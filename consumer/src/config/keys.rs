@@ -233,7 +233,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
     key("ssl.endpoint.identification.algorithm", Kind::Str, Value("https"), Field,
         "https verifies that the broker's certificate names its host; empty disables that."),
     key("ssl.key.password", Kind::Str, Null, Field,
-        "Password of an encrypted private key (refused: give the key unencrypted)."),
+        "Password of an encrypted (PKCS#8, PBES2) private key."),
     key("ssl.keystore.certificate.chain", Kind::Str, Null, Field,
         "The client certificate chain, PEM, for mutual TLS."),
     key("ssl.keystore.key", Kind::Str, Null, Field,

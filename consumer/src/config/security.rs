@@ -151,13 +151,10 @@ fn trust_roots(r: &Resolver) -> Result<TrustRoots, ConfigError> {
 }
 
 fn client_identity(r: &Resolver) -> Result<Option<ClientIdentity>, ConfigError> {
-    if r.is_set_non_blank("ssl.key.password") {
-        return Err(ConfigError::Unsupported {
-            key: "ssl.key.password".to_owned(),
-            reason: "encrypted private keys are not supported; give the key unencrypted \
-                     (openssl pkcs8 -topk8 -nocrypt) and protect the file instead",
-        });
-    }
+    let key_password = r
+        .string("ssl.key.password")?
+        .filter(|v| !v.is_empty())
+        .map(Secret::new);
     let location = r.string("ssl.keystore.location")?.filter(|v| !v.is_empty());
     let chain = r
         .string("ssl.keystore.certificate.chain")?
@@ -198,12 +195,14 @@ fn client_identity(r: &Resolver) -> Result<Option<ClientIdentity>, ConfigError> 
     require_pem(r, "ssl.keystore.type")?;
     tls::parse_certificates(chain_key, &chain)
         .map_err(|e| invalid(spec(chain_key), "", e.message))?;
-    tls::parse_private_key(key_key, &key).map_err(|e| invalid(spec(key_key), "", e.message))?;
+    tls::parse_private_key(key_key, &key, key_password.as_ref())
+        .map_err(|e| invalid(spec(e.what), "", e.message))?;
     // Keep only the certificates in the chain text, never the key a combined file holds.
     let chain = pem_blocks(&chain, "CERTIFICATE");
     Ok(Some(ClientIdentity {
         certificate_chain_pem: chain,
         private_key_pem: key,
+        key_password,
     }))
 }
 

@@ -39,8 +39,10 @@ pub enum TrustRoots {
 pub struct ClientIdentity {
     /// The certificate chain, PEM, leaf first (`ssl.keystore.certificate.chain`).
     pub certificate_chain_pem: String,
-    /// The unencrypted private key, PEM (`ssl.keystore.key`).
+    /// The private key, PEM (`ssl.keystore.key`): PKCS#8, PKCS#1 or SEC1, or encrypted PKCS#8.
     pub private_key_pem: Secret,
+    /// The password of an encrypted key (`ssl.key.password`).
+    pub key_password: Option<Secret>,
 }
 
 /// TLS protocol versions (`ssl.enabled.protocols`).
@@ -126,20 +128,53 @@ pub fn parse_certificates(
     Ok(certificates)
 }
 
-/// Parses an unencrypted PEM private key (PKCS#8, PKCS#1 or SEC1). The error never quotes the
-/// key.
+const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// Parses a PEM private key: PKCS#8, PKCS#1 or SEC1, or an encrypted PKCS#8 key (PBES2, as
+/// `openssl pkcs8 -topk8` writes) with `password` (Java's `ssl.key.password`). Errors never
+/// quote the key or the password.
 pub fn parse_private_key(
     what: &'static str,
     pem: &Secret,
+    password: Option<&Secret>,
 ) -> Result<PrivateKeyDer<'static>, TlsSetupError> {
-    if pem.expose().contains("ENCRYPTED PRIVATE KEY") {
-        return Err(setup_error(
-            what,
-            "encrypted private keys are not supported; decrypt it (openssl pkcs8 -topk8 -nocrypt)",
-        ));
-    }
-    PrivateKeyDer::from_pem_slice(pem.expose().as_bytes())
-        .map_err(|_| setup_error(what, "no unencrypted PEM private key found"))
+    let text = pem.expose();
+    let Some(start) = text.find(ENCRYPTED_BEGIN) else {
+        return PrivateKeyDer::from_pem_slice(text.as_bytes())
+            .map_err(|_| setup_error(what, "no PEM private key found"));
+    };
+    let password = password.ok_or_else(|| {
+        setup_error(
+            "ssl.key.password",
+            "the private key is encrypted; set ssl.key.password",
+        )
+    })?;
+    let body = &text[start + ENCRYPTED_BEGIN.len()..];
+    let end = body
+        .find(ENCRYPTED_END)
+        .ok_or_else(|| setup_error(what, "unterminated ENCRYPTED PRIVATE KEY block"))?;
+    let base64: zeroize::Zeroizing<String> =
+        zeroize::Zeroizing::new(body[..end].chars().filter(|c| !c.is_whitespace()).collect());
+    let der = zeroize::Zeroizing::new(
+        base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            base64.as_bytes(),
+        )
+        .map_err(|_| setup_error(what, "the ENCRYPTED PRIVATE KEY block is not base64"))?,
+    );
+    let encrypted = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
+        .map_err(|_| setup_error(what, "not an encrypted PKCS#8 key"))?;
+    let decrypted = encrypted
+        .decrypt(password.expose().as_bytes())
+        .map_err(|_| {
+            setup_error(
+            "ssl.key.password",
+            "cannot decrypt the private key: wrong password or an unsupported scheme (PBES2 with \
+             PBKDF2 or scrypt and AES is supported)",
+        )
+        })?;
+    Ok(PrivateKeyDer::Pkcs8(decrypted.as_bytes().to_vec().into()))
 }
 
 /// Builds the rustls client config once per client; every connection shares it.
@@ -187,7 +222,11 @@ pub fn client_config(config: &TlsConfig) -> Result<Arc<ClientConfig>, TlsSetupEr
                 "ssl.keystore.certificate.chain",
                 &identity.certificate_chain_pem,
             )?;
-            let key = parse_private_key("ssl.keystore.key", &identity.private_key_pem)?;
+            let key = parse_private_key(
+                "ssl.keystore.key",
+                &identity.private_key_pem,
+                identity.key_password.as_ref(),
+            )?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|e| setup_error("ssl.keystore.key", e))?
@@ -284,14 +323,42 @@ mod tests {
     #[test]
     fn key_errors_never_quote_the_key() {
         let key = Secret::new("secret-material-without-a-pem-header");
-        let error = parse_private_key("ssl.keystore.key", &key).unwrap_err();
+        let error = parse_private_key("ssl.keystore.key", &key, None).unwrap_err();
         assert!(!error.to_string().contains("secret-material"), "{error}");
-        let encrypted = Secret::new(
-            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nx\n-----END ENCRYPTED PRIVATE KEY-----\n",
-        );
-        let error = parse_private_key("ssl.keystore.key", &encrypted).unwrap_err();
-        assert!(error.message.contains("encrypted"), "{error}");
+        let encrypted = Secret::new(ENCRYPTED_KEY);
+        let error = parse_private_key("ssl.keystore.key", &encrypted, None).unwrap_err();
+        assert_eq!(error.what, "ssl.key.password");
+        let wrong = Secret::new("hunter2");
+        let error = parse_private_key("ssl.keystore.key", &encrypted, Some(&wrong)).unwrap_err();
+        assert_eq!(error.what, "ssl.key.password");
+        assert!(!error.to_string().contains("hunter2"), "{error}");
     }
+
+    /// An EC key encrypted by `openssl pkcs8 -topk8 -v2 aes-256-cbc` with password `key-pass`,
+    /// and a certificate for it: the decrypted key must match the certificate.
+    #[test]
+    fn encrypted_pkcs8_keys_decrypt_with_the_password() {
+        let key = parse_private_key(
+            "ssl.keystore.key",
+            &Secret::new(ENCRYPTED_KEY),
+            Some(&Secret::new("key-pass")),
+        )
+        .unwrap();
+        assert!(matches!(key, PrivateKeyDer::Pkcs8(_)));
+        let config = TlsConfig {
+            client_identity: Some(ClientIdentity {
+                certificate_chain_pem: CERTIFICATE.to_owned(),
+                private_key_pem: Secret::new(ENCRYPTED_KEY),
+                key_password: Some(Secret::new("key-pass")),
+            }),
+            ..TlsConfig::default()
+        };
+        let config = client_config(&config).unwrap();
+        assert!(config.client_auth_cert_resolver.has_certs());
+    }
+
+    const ENCRYPTED_KEY: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAhSh5VaRR2P0QICCAAw\nDAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEELw/1+KuUh602a7IAw77XugEgZDC\nTaFSxMhQeUJoakh0gjKSWWlNwqlVJD1E2k1XH3ZczgbN27Moo/ZMN2IWU8N2163b\nUqauJ3OGbjx/HlpL1VZBNZJP5S8Hy0JQ5H8ES8uILiBYboNHosfaqINZ5ZbekN+q\n3LJncPf92IfYnuZHq/+bNxt+Siq9pkia9n1Y4BuNoHYLRMiKMhPOMBr9g6/lKdY=\n-----END ENCRYPTED PRIVATE KEY-----\n";
+    const CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----\nMIIBcjCCARmgAwIBAgIUMEz8GzPGZda8uCxQYf5T5MNlzuUwCgYIKoZIzj0EAwIw\nDzENMAsGA1UEAwwEdGVzdDAeFw0yNjEyMDExNjE5NTNaFw0zNjExMjgxNjE5NTNa\nMA8xDTALBgNVBAMMBHRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASlUQEG\nWzutK/0GVrXgDucFLHSa3/8oqZRkVkaLQ4BcXSs94c9EcJ8K5hr2H48l91/odRSq\nEwWcSlXFc+YM26ZWo1MwUTAdBgNVHQ4EFgQUhXjjJEt+T6GATedEcgSArQipaNMw\nHwYDVR0jBBgwFoAUhXjjJEt+T6GATedEcgSArQipaNMwDwYDVR0TAQH/BAUwAwEB\n/zAKBggqhkjOPQQDAgNHADBEAiA8xWXgtFj+emk3xNUAqRAPiRyvlkPcHVeg4e2L\nBK+VmgIgOtaD4P2jlq33tuRNY0o79S7slHg1IF6PbQ7btXucXwE=\n-----END CERTIFICATE-----\n";
 
     #[test]
     fn server_names_accept_hosts_and_ips() {
