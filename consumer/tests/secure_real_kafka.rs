@@ -102,6 +102,8 @@ enum Auth {
     Token(i64),
     /// SSL listener, client certificate.
     ClientCertificate,
+    /// SSL listener, client certificate with an encrypted key and `ssl.key.password`.
+    EncryptedClientKey,
 }
 
 fn base(
@@ -151,6 +153,12 @@ fn secured_config(
                     user.0
                 ),
             ),
+        Auth::EncryptedClientKey => builder
+            .ssl_keystore_pem(
+                s.read("KAFKA_CLIENT_CERT_PEM"),
+                s.read("KAFKA_CLIENT_ENCRYPTED_KEY_PEM"),
+            )
+            .set("ssl.key.password", s.get("KAFKA_CLIENT_KEY_PASSWORD")),
         Auth::ClientCertificate => {
             builder.ssl_keystore_pem(s.read("KAFKA_CLIENT_CERT_PEM"), s.read("KAFKA_CLIENT_KEY_PEM"))
         }
@@ -212,11 +220,9 @@ async fn every_listener_and_mechanism_consumes_exactly_what_was_produced() {
             cases.push((listener, bootstrap.clone(), auth));
         }
     }
-    cases.push((
-        SecurityProtocol::Ssl,
-        s.ssl.clone(),
-        Auth::ClientCertificate,
-    ));
+    for auth in [Auth::ClientCertificate, Auth::EncryptedClientKey] {
+        cases.push((SecurityProtocol::Ssl, s.ssl.clone(), auth));
+    }
     let mut runs = Vec::new();
     for (listener, bootstrap, auth) in cases {
         for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
