@@ -7,9 +7,11 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::sasl::{SaslConfig, SaslCredentials, SaslMechanism};
+use kafka_consumer::network::tls::{self, TlsConfig, TrustRoots};
 use kafka_consumer::network::{
     CloseReason, NetworkClient, NetworkConfig, NetworkError, Secret, SecurityConfig,
     SecurityProtocol, Target,
@@ -389,4 +391,93 @@ async fn sessions_are_reauthenticated_without_dropping_requests() {
     let handshakes = c.fake.received().iter().filter(|r| r.api_key == 17).count();
     // Authenticated at 0 s, then every 0.85–0.95 s: at least 4 sessions in 3.5 s.
     assert!((4..=5).contains(&handshakes), "{handshakes} handshakes");
+}
+
+const SIM_CA: &str = include_str!("fixtures/tls/ca.pem");
+const SIM_BROKER_CERT: &str = include_str!("fixtures/tls/broker.pem");
+const SIM_BROKER_KEY: &str = include_str!("fixtures/tls/broker.key");
+
+/// A TLS broker on its own simulated node: the handshake runs over madsim's TCP.
+async fn tls_cluster() -> Cluster {
+    let handle = Handle::current();
+    let addr: SocketAddr = BROKER.parse().unwrap();
+    let fake = FakeBroker::default();
+    let serving = fake.clone();
+    let chain = tls::parse_certificates("test", SIM_BROKER_CERT).unwrap();
+    let key = tls::parse_private_key("test", &Secret::new(SIM_BROKER_KEY), None).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let config = Arc::new(config);
+    let broker = handle
+        .create_node()
+        .name("broker")
+        .ip(addr.ip())
+        .init(move || serving.clone().bind_and_serve_tls(addr, config.clone()))
+        .build();
+    let client = handle
+        .create_node()
+        .name("client")
+        .ip("10.0.0.2".parse().unwrap())
+        .build();
+    sleep(Duration::from_millis(10)).await;
+    Cluster {
+        handle,
+        broker,
+        fake,
+        client,
+    }
+}
+
+fn tls_client(ca: &str) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![BROKER.to_owned()],
+        request_timeout_ms: 30_000,
+        security: SecurityConfig {
+            protocol: SecurityProtocol::Ssl,
+            tls: TlsConfig {
+                trust: TrustRoots::Pem(ca.to_owned()),
+                ..TlsConfig::default()
+            },
+            sasl: None,
+        },
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+/// TLS over simulated TCP: requests round-trip through rustls on both sides, and a client
+/// that does not trust the broker's CA gets a non-retriable Authentication error.
+#[madsim::test]
+async fn tls_over_simulated_tcp() {
+    let c = tls_cluster().await;
+    let (topics, refused) = c
+        .client
+        .spawn(async move {
+            let mut client = tls_client(SIM_CA);
+            let response = client
+                .send(Target::LeastLoaded, request("tls"))
+                .await
+                .unwrap();
+            // Trusting only the broker's own (leaf) certificate is not trusting its CA.
+            let mut untrusting = tls_client(SIM_BROKER_CERT);
+            let refused = untrusting
+                .send(Target::LeastLoaded, request("x"))
+                .await
+                .unwrap_err();
+            (names(&response.body), refused)
+        })
+        .await
+        .unwrap();
+    assert_eq!(topics, ["tls"]);
+    match &refused {
+        NetworkError::Authentication { mechanism, .. } => assert_eq!(mechanism, "SSL"),
+        other => panic!("expected Authentication, got {other:?}"),
+    }
+    assert!(!refused.is_retriable());
 }

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
     SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::Duration;
@@ -112,6 +112,32 @@ impl FakeBroker {
         (broker, addr)
     }
 
+    /// Binds `addr` and serves TLS with `config` forever (a madsim node's init future).
+    #[allow(dead_code)] // used by the simulation tests only
+    pub async fn bind_and_serve_tls(self, addr: SocketAddr, config: Arc<rustls::ServerConfig>) {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        self.state().advertised = Some(addr);
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let connection = {
+                let mut state = self.state();
+                state.connections += 1;
+                state.connections - 1
+            };
+            let broker = self.clone();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                // A client that refuses our certificate ends the handshake; nothing to serve.
+                if let Ok(stream) = acceptor.accept(stream).await {
+                    broker.serve_connection(stream, connection).await;
+                }
+            });
+        }
+    }
+
     /// Binds `addr` and serves forever (a madsim node's init future).
     pub async fn bind_and_serve(self, addr: SocketAddr) {
         let listener = TcpListener::bind(addr).await.unwrap();
@@ -180,7 +206,10 @@ impl FakeBroker {
         }
     }
 
-    async fn serve_connection(self, stream: TcpStream, connection: usize) {
+    async fn serve_connection<S>(self, stream: S, connection: usize)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
         let (mut reader, mut writer) = tokio::io::split(stream);
         let (requests, mut queue) = mpsc::unbounded_channel::<(Received, Bytes)>();
         // Reader: parse and record every frame as it arrives, so pipelining is observable.
@@ -216,7 +245,7 @@ impl FakeBroker {
     /// Answers requests in order, applying the script; returns to close the connection.
     async fn answer(
         &self,
-        writer: &mut tokio::io::WriteHalf<TcpStream>,
+        writer: &mut tokio::io::WriteHalf<impl AsyncWrite>,
         queue: &mut mpsc::UnboundedReceiver<(Received, Bytes)>,
     ) {
         let mut held: Option<Bytes> = None;
