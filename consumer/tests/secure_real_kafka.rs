@@ -2,9 +2,12 @@
 //! with required client certificates and SASL_PLAINTEXT, with ACLs on):
 //!
 //! - a group of each protocol consumes exactly the records Kafka's Java producer wrote, over
-//!   every listener and SASL mechanism (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER);
+//!   every listener and SASL mechanism (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and with mTLS
+//!   (plain and encrypted client key);
 //! - a wrong password, an expired token, an untrusted CA, a wrong host name and a missing
 //!   client certificate each fail `poll` with `Error::Authentication` within seconds;
+//! - a commit behind a refused password fails with that error at once, not at its timeout;
+//! - tokens that expire mid-run are refreshed by KIP-368 re-authentication, no request failing;
 //! - a user denied its group by ACL gets `Error::Authorization`.
 //!
 //! Needs `KAFKA_BOOTSTRAP` and the `KAFKA_BOOTSTRAP_SASL_SSL`, `KAFKA_BOOTSTRAP_SSL`,
