@@ -132,6 +132,20 @@ pub enum Error {
     /// The background task failed: a bug, reported rather than hidden.
     #[error("background task failed: {0}")]
     Internal(Arc<str>),
+    /// A broker refused our credentials (SASL), or TLS failed to verify the broker (untrusted
+    /// CA, host name mismatch) or the broker refused our certificate. Not retriable: fix the
+    /// configuration. Java's `AuthenticationException` family.
+    #[error("authentication with {broker} using {mechanism} failed{}: {message}", code_suffix(.code))]
+    Authentication {
+        /// The broker, e.g. `node -1 (localhost:9093)`.
+        broker: String,
+        /// `SSL`, or the SASL mechanism as `SASL/<name>`.
+        mechanism: String,
+        /// The broker's error code, when it sent one (SASL_AUTHENTICATION_FAILED, …).
+        code: Option<ResponseError>,
+        /// What failed; never a credential.
+        message: String,
+    },
 }
 
 impl Error {
@@ -155,6 +169,7 @@ impl Error {
             | Self::CommitFailed { code, .. } => *code,
             Self::Authorization { code, .. } => Some(*code),
             Self::InvalidTopic { .. } => Some(ResponseError::InvalidTopicException),
+            Self::Authentication { code, .. } => *code,
             _ => None,
         }
     }
@@ -182,6 +197,27 @@ impl Error {
                 code: Some(code),
                 message,
             },
+        }
+    }
+}
+
+impl Error {
+    /// The typed error for a network error: authentication failures become
+    /// [`Error::Authentication`], the rest stay [`Error::Network`].
+    pub(crate) fn from_network(error: NetworkError) -> Self {
+        match error {
+            NetworkError::Authentication {
+                broker,
+                mechanism,
+                code,
+                message,
+            } => Self::Authentication {
+                broker,
+                mechanism,
+                code,
+                message,
+            },
+            other => Self::Network(other),
         }
     }
 }
@@ -229,6 +265,30 @@ mod tests {
         }
         .is_retriable());
         assert!(!Error::Wakeup.is_retriable());
+    }
+
+    #[test]
+    fn authentication_failures_are_typed_and_final() {
+        let e = Error::from_network(NetworkError::Authentication {
+            broker: "node -1 (localhost:9094)".into(),
+            mechanism: "SASL/SCRAM-SHA-512".into(),
+            code: Some(ResponseError::SaslAuthenticationFailed),
+            message: "Authentication failed during authentication due to invalid credentials"
+                .into(),
+        });
+        assert!(matches!(e, Error::Authentication { .. }));
+        assert!(!e.is_retriable());
+        assert_eq!(e.code(), Some(ResponseError::SaslAuthenticationFailed));
+        let text = e.to_string();
+        assert!(
+            text.contains("node -1 (localhost:9094)") && text.contains("SASL/SCRAM-SHA-512"),
+            "{text}"
+        );
+        let other = Error::from_network(NetworkError::NoNodeAvailable);
+        assert!(matches!(
+            other,
+            Error::Network(NetworkError::NoNodeAvailable)
+        ));
     }
 
     #[test]

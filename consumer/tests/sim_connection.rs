@@ -7,10 +7,16 @@
 mod support;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
-use kafka_consumer::network::{CloseReason, NetworkClient, NetworkConfig, NetworkError, Target};
-use kafka_consumer::protocol::{Api, ProtocolError};
+use kafka_consumer::network::sasl::{SaslConfig, SaslCredentials, SaslMechanism};
+use kafka_consumer::network::tls::{self, TlsConfig, TrustRoots};
+use kafka_consumer::network::{
+    CloseReason, NetworkClient, NetworkConfig, NetworkError, Secret, SecurityConfig,
+    SecurityProtocol, Target,
+};
+use kafka_consumer::protocol::{Api, ProtocolError, ResponseError};
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle};
@@ -230,4 +236,248 @@ async fn partition_fires_the_request_timeout_on_virtual_time() {
         2,
         "the timed-out connection was replaced"
     );
+}
+
+fn sasl_plain_client(password: &str) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![BROKER.to_owned()],
+        request_timeout_ms: 30_000,
+        reconnect_backoff_ms: 1_000,
+        reconnect_backoff_max_ms: 1_000,
+        security: SecurityConfig {
+            protocol: SecurityProtocol::SaslPlaintext,
+            sasl: Some(SaslConfig {
+                mechanism: SaslMechanism::Plain,
+                credentials: SaslCredentials::Password {
+                    username: "alice".to_owned(),
+                    password: Secret::new(password),
+                },
+            }),
+            ..SecurityConfig::default()
+        },
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+/// SASL runs on every connection right after ApiVersions and before any other request:
+/// SaslHandshake v1, then SaslAuthenticate.
+#[madsim::test]
+async fn sasl_authenticates_before_any_other_request() {
+    let c = cluster().await;
+    c.fake.accept_plain("alice", "s3cret");
+    let topics = c
+        .client
+        .spawn(async move {
+            let mut client = sasl_plain_client("s3cret");
+            let response = client
+                .send(Target::LeastLoaded, request("a"))
+                .await
+                .unwrap();
+            names(&response.body)
+        })
+        .await
+        .unwrap();
+    assert_eq!(topics, ["a"]);
+    let apis: Vec<(i16, i16)> = c
+        .fake
+        .received()
+        .iter()
+        .map(|r| (r.api_key, r.api_version))
+        .collect();
+    let keys: Vec<i16> = apis.iter().map(|(key, _)| *key).collect();
+    assert_eq!(
+        keys,
+        [18, 17, 36, 3],
+        "ApiVersions, SaslHandshake, SaslAuthenticate, Metadata"
+    );
+    assert_eq!(apis[1].1, 1, "SaslHandshake v1");
+}
+
+/// A refused password: every request fails with a non-retriable Authentication error naming
+/// the broker and mechanism, and the node reconnects once per backoff instead of once per
+/// request (no retry storm): requests during the backoff fail at once.
+#[madsim::test]
+async fn a_refused_password_fails_fast_without_a_retry_storm() {
+    let c = cluster().await;
+    c.fake.accept_plain("alice", "s3cret");
+    let outcomes = c
+        .client
+        .spawn(async move {
+            let mut client = sasl_plain_client("wrong");
+            let started = Instant::now();
+            let mut outcomes = Vec::new();
+            // 30 requests over 3 s of virtual time.
+            for _ in 0..30 {
+                let sent = Instant::now();
+                let error = client
+                    .send(Target::Node(-1), request("x"))
+                    .await
+                    .unwrap_err();
+                outcomes.push((error, sent.elapsed()));
+                sleep(Duration::from_millis(100)).await;
+            }
+            (outcomes, started.elapsed())
+        })
+        .await
+        .unwrap();
+    let (outcomes, elapsed) = outcomes;
+    for (error, took) in &outcomes {
+        match error {
+            NetworkError::Authentication {
+                broker,
+                mechanism,
+                code,
+                message,
+            } => {
+                assert_eq!(broker, "node -1 (10.0.0.1:9092)");
+                assert_eq!(mechanism, "SASL/PLAIN");
+                assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
+                assert!(
+                    message.contains("Invalid username or password"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected Authentication, got {other:?}"),
+        }
+        assert!(!error.is_retriable());
+        assert!(
+            *took < Duration::from_millis(500),
+            "a request waited {took:?}"
+        );
+    }
+    // One attempt per 1 s backoff (jitter ±20 %) over ~3.3 s, not one per request.
+    let connections = c.fake.connections();
+    assert!(
+        (2..=5).contains(&connections),
+        "{connections} connections for 30 requests in {elapsed:?}"
+    );
+}
+
+/// KIP-368: a broker that limits sessions to 1 s gets a re-authentication on the same
+/// connection before each session ends, while pipelined requests keep flowing and none is
+/// dropped.
+#[madsim::test]
+async fn sessions_are_reauthenticated_without_dropping_requests() {
+    let c = cluster().await;
+    c.fake.accept_plain("alice", "s3cret");
+    c.fake.set_session_lifetime_ms(1_000);
+    let answered = c
+        .client
+        .spawn(async move {
+            let mut client = sasl_plain_client("s3cret");
+            let mut answered = 0;
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(3_500) {
+                let batch: Vec<_> = (0..4)
+                    .map(|_| client.send(Target::Node(-1), request("r")))
+                    .collect();
+                for response in batch {
+                    assert_eq!(names(&response.await.unwrap().body), ["r"]);
+                    answered += 1;
+                }
+                sleep(Duration::from_millis(50)).await;
+            }
+            answered
+        })
+        .await
+        .unwrap();
+    assert!(answered > 100, "{answered}");
+    assert_eq!(
+        c.fake.connections(),
+        1,
+        "re-authentication must not reconnect"
+    );
+    let handshakes = c.fake.received().iter().filter(|r| r.api_key == 17).count();
+    // Authenticated at 0 s, then every 0.85–0.95 s: at least 4 sessions in 3.5 s.
+    assert!((4..=5).contains(&handshakes), "{handshakes} handshakes");
+}
+
+const SIM_CA: &str = include_str!("fixtures/tls/ca.pem");
+const SIM_BROKER_CERT: &str = include_str!("fixtures/tls/broker.pem");
+const SIM_BROKER_KEY: &str = include_str!("fixtures/tls/broker.key");
+
+/// A TLS broker on its own simulated node: the handshake runs over madsim's TCP.
+async fn tls_cluster() -> Cluster {
+    let handle = Handle::current();
+    let addr: SocketAddr = BROKER.parse().unwrap();
+    let fake = FakeBroker::default();
+    let serving = fake.clone();
+    let chain = tls::parse_certificates("test", SIM_BROKER_CERT).unwrap();
+    let key = tls::parse_private_key("test", &Secret::new(SIM_BROKER_KEY), None).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let config = Arc::new(config);
+    let broker = handle
+        .create_node()
+        .name("broker")
+        .ip(addr.ip())
+        .init(move || serving.clone().bind_and_serve_tls(addr, config.clone()))
+        .build();
+    let client = handle
+        .create_node()
+        .name("client")
+        .ip("10.0.0.2".parse().unwrap())
+        .build();
+    sleep(Duration::from_millis(10)).await;
+    Cluster {
+        handle,
+        broker,
+        fake,
+        client,
+    }
+}
+
+fn tls_client(ca: &str) -> NetworkClient {
+    NetworkClient::new(NetworkConfig {
+        bootstrap_servers: vec![BROKER.to_owned()],
+        request_timeout_ms: 30_000,
+        security: SecurityConfig {
+            protocol: SecurityProtocol::Ssl,
+            tls: TlsConfig {
+                trust: TrustRoots::Pem(ca.to_owned()),
+                ..TlsConfig::default()
+            },
+            sasl: None,
+        },
+        ..NetworkConfig::default()
+    })
+    .unwrap()
+}
+
+/// TLS over simulated TCP: requests round-trip through rustls on both sides, and a client
+/// that does not trust the broker's CA gets a non-retriable Authentication error.
+#[madsim::test]
+async fn tls_over_simulated_tcp() {
+    let c = tls_cluster().await;
+    let (topics, refused) = c
+        .client
+        .spawn(async move {
+            let mut client = tls_client(SIM_CA);
+            let response = client
+                .send(Target::LeastLoaded, request("tls"))
+                .await
+                .unwrap();
+            // Trusting only the broker's own (leaf) certificate is not trusting its CA.
+            let mut untrusting = tls_client(SIM_BROKER_CERT);
+            let refused = untrusting
+                .send(Target::LeastLoaded, request("x"))
+                .await
+                .unwrap_err();
+            (names(&response.body), refused)
+        })
+        .await
+        .unwrap();
+    assert_eq!(topics, ["tls"]);
+    match &refused {
+        NetworkError::Authentication { mechanism, .. } => assert_eq!(mechanism, "SSL"),
+        other => panic!("expected Authentication, got {other:?}"),
+    }
+    assert!(!refused.is_retriable());
 }

@@ -2,16 +2,44 @@
 //! checks as a property map, so the builder and the map cannot disagree.
 
 use std::fmt;
+use std::sync::Arc;
+
+use zeroize::Zeroize;
 
 use super::error::ConfigError;
 use super::values::{Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel};
 use super::{ConsumerConfig, Parsed};
+use crate::network::sasl::{SaslMechanism, TokenProvider};
+use crate::network::SecurityProtocol;
 
 /// Builds a [`ConsumerConfig`]; see [`ConsumerConfig::builder`]. Setting a key twice keeps the
-/// last value.
+/// last value. Values are zeroized when the builder is dropped, as some are secrets.
 #[derive(Clone, Default)]
 pub struct ConsumerConfigBuilder {
     pairs: Vec<(String, String)>,
+    token_provider: Option<Arc<dyn TokenProvider>>,
+}
+
+impl Drop for ConsumerConfigBuilder {
+    fn drop(&mut self) {
+        for (_, value) in &mut self.pairs {
+            value.zeroize();
+        }
+    }
+}
+
+/// Escapes a JAAS option value for a double-quoted string.
+fn jaas_quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// Setters for keys whose value is written with `to_string()`.
@@ -41,6 +69,76 @@ impl ConsumerConfigBuilder {
     {
         let joined: Vec<String> = servers.into_iter().map(|s| s.as_ref().to_owned()).collect();
         self.set("bootstrap.servers", joined.join(","))
+    }
+
+    /// Sets `security.protocol`.
+    pub fn security_protocol(self, protocol: SecurityProtocol) -> Self {
+        self.set("security.protocol", protocol.as_str())
+    }
+
+    /// SASL with a user name and password: `sasl.mechanism` (PLAIN or SCRAM-SHA-256/512) and
+    /// the `sasl.jaas.config` a Java client would use for it.
+    pub fn sasl_password(self, mechanism: SaslMechanism, username: &str, password: &str) -> Self {
+        let module = match mechanism {
+            SaslMechanism::Plain | SaslMechanism::OAuthBearer => {
+                "org.apache.kafka.common.security.plain.PlainLoginModule"
+            }
+            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+                "org.apache.kafka.common.security.scram.ScramLoginModule"
+            }
+        };
+        let mut jaas = format!(
+            "{module} required username={} password={};",
+            jaas_quoted(username),
+            jaas_quoted(password)
+        );
+        let builder = self
+            .set("sasl.mechanism", mechanism.as_str())
+            .set("sasl.jaas.config", jaas.clone());
+        jaas.zeroize();
+        builder
+    }
+
+    /// SASL/OAUTHBEARER with tokens from `provider` (asked on every new connection); sets
+    /// `sasl.mechanism=OAUTHBEARER`, and no `sasl.jaas.config` is needed.
+    pub fn sasl_oauthbearer(mut self, provider: Arc<dyn TokenProvider>) -> Self {
+        self.token_provider = Some(provider);
+        self.set("sasl.mechanism", SaslMechanism::OAuthBearer.as_str())
+    }
+
+    /// Trusts only these PEM CA certificates (`ssl.truststore.type=PEM`,
+    /// `ssl.truststore.certificates`).
+    pub fn ssl_truststore_pem(self, certificates: impl Into<String>) -> Self {
+        self.set("ssl.truststore.type", "PEM")
+            .set("ssl.truststore.certificates", certificates)
+    }
+
+    /// Trusts only the PEM CA certificates in this file (`ssl.truststore.type=PEM`,
+    /// `ssl.truststore.location`).
+    pub fn ssl_truststore_location(self, path: impl Into<String>) -> Self {
+        self.set("ssl.truststore.type", "PEM")
+            .set("ssl.truststore.location", path)
+    }
+
+    /// A client certificate for mutual TLS: a PEM chain and unencrypted PEM key
+    /// (`ssl.keystore.type=PEM`, `ssl.keystore.certificate.chain`, `ssl.keystore.key`).
+    pub fn ssl_keystore_pem(
+        self,
+        certificate_chain: impl Into<String>,
+        key: impl Into<String>,
+    ) -> Self {
+        self.set("ssl.keystore.type", "PEM")
+            .set("ssl.keystore.certificate.chain", certificate_chain)
+            .set("ssl.keystore.key", key)
+    }
+
+    /// Whether the broker's certificate must name its host (`https`, the default) or not
+    /// (`ssl.endpoint.identification.algorithm` empty; a warning is logged).
+    pub fn ssl_endpoint_identification(self, verify_hostname: bool) -> Self {
+        self.set(
+            "ssl.endpoint.identification.algorithm",
+            if verify_hostname { "https" } else { "" },
+        )
     }
 
     /// Sets `group.id`.
@@ -115,12 +213,13 @@ impl ConsumerConfigBuilder {
 
     /// Checks and builds; warnings are logged.
     pub fn build(self) -> Result<ConsumerConfig, ConfigError> {
-        ConsumerConfig::from_pairs(self.pairs)
+        self.build_with_warnings().map(|parsed| parsed.config)
     }
 
     /// Checks and builds, also returning the warnings.
-    pub fn build_with_warnings(self) -> Result<Parsed, ConfigError> {
-        ConsumerConfig::parse(self.pairs)
+    pub fn build_with_warnings(mut self) -> Result<Parsed, ConfigError> {
+        let pairs = std::mem::take(&mut self.pairs);
+        ConsumerConfig::parse_with_provider(pairs, self.token_provider.take())
     }
 }
 

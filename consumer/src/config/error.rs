@@ -37,7 +37,7 @@ pub enum ConfigError {
         /// What a valid value looks like.
         expected: String,
     },
-    /// A Java feature this client does not implement yet (TLS, SASL, …).
+    /// A Java feature this client does not implement (JKS stores, GSSAPI, …).
     #[error("configuration `{key}` is not supported yet: {reason}")]
     Unsupported {
         /// The key as given.
@@ -118,6 +118,10 @@ pub enum ConfigWarning {
         /// Its value, which will be applied.
         max_value: i64,
     },
+    /// `ssl.endpoint.identification.algorithm` is empty: the broker's certificate is checked
+    /// against the trusted CAs but not against its host name, so any certificate from those
+    /// CAs is accepted.
+    HostnameVerificationDisabled,
 }
 
 impl fmt::Display for ConfigWarning {
@@ -130,6 +134,11 @@ impl fmt::Display for ConfigWarning {
                 f,
                 "disabling exponential reconnect backoff because reconnect.backoff.ms is set \
                  but reconnect.backoff.max.ms is not; both are {backoff_ms}"
+            ),
+            Self::HostnameVerificationDisabled => write!(
+                f,
+                "ssl.endpoint.identification.algorithm is empty: broker host names are not \
+                 verified, so any certificate signed by a trusted CA is accepted"
             ),
             Self::BaseAboveMax {
                 key,

@@ -204,10 +204,15 @@ pub(crate) const KEYS: &[KeySpec] = &[
         "Cap of the exponential retry backoff."),
     key("retry.backoff.ms", long(0), Value("100"), Field,
         "First delay before retrying a failed request."),
+    key("sasl.jaas.config", Kind::Str, Null, Field,
+        "The login module entry holding the SASL credentials (Kafka's Plain, Scram or OAuthBearer login module)."),
+    key("sasl.mechanism",
+        Kind::Typed { expected: "one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER" },
+        Value("GSSAPI"), Field, "The SASL mechanism for SASL_PLAINTEXT and SASL_SSL."),
     key("security.protocol",
         Kind::OneOf { options: &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], ignore_case: true },
-        Value("PLAINTEXT"), OnlyDefault("TLS and SASL are not implemented yet; only PLAINTEXT is"),
-        "How to talk to brokers."),
+        Value("PLAINTEXT"), Field,
+        "How to talk to brokers: plain TCP or TLS, with or without SASL."),
     key("security.providers", Kind::Str, Null, Ignored(JAVA_PLUGIN),
         "Java security provider classes."),
     key("send.buffer.bytes", int(-1), Value("131072"), Field,
@@ -222,6 +227,30 @@ pub(crate) const KEYS: &[KeySpec] = &[
         "Cap of the exponentially growing connect timeout."),
     key("socket.connection.setup.timeout.ms", ANY_LONG, Value("10000"), Field,
         "First connect timeout."),
+    key("ssl.enabled.protocols",
+        Kind::Typed { expected: "a list of TLSv1.2 and TLSv1.3" },
+        Value("TLSv1.2,TLSv1.3"), Field, "The TLS versions offered."),
+    key("ssl.endpoint.identification.algorithm", Kind::Str, Value("https"), Field,
+        "https verifies that the broker's certificate names its host; empty disables that."),
+    key("ssl.key.password", Kind::Str, Null, Field,
+        "Password of an encrypted (PKCS#8, PBES2) private key."),
+    key("ssl.keystore.certificate.chain", Kind::Str, Null, Field,
+        "The client certificate chain, PEM, for mutual TLS."),
+    key("ssl.keystore.key", Kind::Str, Null, Field,
+        "The client's private key, unencrypted PEM, for mutual TLS."),
+    key("ssl.keystore.location", Kind::Str, Null, Field,
+        "A PEM file with the client's private key and certificate chain, for mutual TLS."),
+    key("ssl.keystore.type", Kind::Str, Value("JKS"), Field,
+        "Must be PEM when a key store is given (JKS and PKCS12 are refused)."),
+    key("ssl.protocol", Kind::Str, Value("TLSv1.3"),
+        Ignored("rustls offers the versions in ssl.enabled.protocols"),
+        "Java's SSLContext protocol."),
+    key("ssl.truststore.certificates", Kind::Str, Null, Field,
+        "Trusted CA certificates, PEM; the platform roots are trusted without a trust store."),
+    key("ssl.truststore.location", Kind::Str, Null, Field,
+        "A PEM file of trusted CA certificates."),
+    key("ssl.truststore.type", Kind::Str, Value("JKS"), Field,
+        "Must be PEM when a trust store is given (JKS and PKCS12 are refused)."),
     key("value.deserializer", Kind::Class, Null,
         Ignored("this client hands out raw bytes; deserialize with Rust types"),
         "Java Deserializer class for values."),
@@ -233,10 +262,18 @@ pub(crate) fn spec(name: &str) -> Option<&'static KeySpec> {
 }
 
 /// Key prefixes of Java's TLS and SASL settings (`withClientSslSupport`,
-/// `withClientSaslSupport`), refused as a family until those are implemented.
+/// `withClientSaslSupport`): those not in the table are refused as a family, with the reason.
 pub(crate) const UNSUPPORTED_PREFIXES: &[(&str, &str)] = &[
-    ("ssl.", "TLS is not implemented yet"),
-    ("sasl.", "SASL is not implemented yet"),
+    (
+        "ssl.",
+        "this TLS setting is not supported (JKS/PKCS12 stores, Java providers and \
+              cipher lists are not; use PEM keys and ssl.enabled.protocols)",
+    ),
+    (
+        "sasl.",
+        "this SASL setting is not supported (Kerberos, Java callback handlers, the OIDC \
+               token endpoint and re-login tuning are not)",
+    ),
 ];
 
 /// Whether a key's value must never be shown: Java's `PASSWORD`-typed keys and anything that

@@ -11,14 +11,20 @@
 //! - unknown keys are errors (Java only logs them), with a "did you mean" suggestion;
 //! - Java plugin keys (deserializers, interceptors, metrics reporters) are accepted, checked
 //!   and ignored with a [`ConfigWarning`], since they name Java classes;
-//! - features not implemented yet (TLS, SASL, canonical DNS lookup) are refused with
-//!   [`ConfigError::Unsupported`] instead of being silently ignored.
+//! - features not implemented (JKS/PKCS12 stores, GSSAPI, Java callback handlers, canonical
+//!   DNS lookup) are refused with [`ConfigError::Unsupported`] instead of being silently
+//!   ignored.
+//!
+//! Secrets (`sasl.jaas.config`, `ssl.keystore.key`, …) are never shown by `Debug`, `Display`
+//! or errors, and the copies this module keeps are zeroized on drop.
 
 mod builder;
 mod error;
+mod jaas;
 mod keys;
 mod parse;
 mod properties;
+mod security;
 mod validate;
 mod values;
 
@@ -27,6 +33,12 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
+
+use crate::network::sasl::TokenProvider;
+use crate::network::SecurityConfig;
 
 pub use builder::ConsumerConfigBuilder;
 pub use error::{ConfigError, ConfigWarning};
@@ -76,6 +88,11 @@ pub struct ConsumerConfig {
     connections_max_idle_ms: i64,
     send_buffer_bytes: i32,
     receive_buffer_bytes: i32,
+    security: SecurityConfig,
+    /// The supplied non-secret `ssl.*`/`sasl.*` values, for `to_properties`.
+    security_pairs: Vec<(&'static str, String)>,
+    /// The supplied secret keys, shown as `[hidden]` by `Display`.
+    secrets_set: Vec<&'static str>,
 }
 
 /// A configuration together with the warnings its construction produced.
@@ -101,17 +118,43 @@ impl ConsumerConfig {
         K: AsRef<str>,
         V: Into<String>,
     {
+        Self::parse_with_provider(pairs, None)
+    }
+
+    /// [`ConsumerConfig::parse`] with an OAUTHBEARER token provider from the builder.
+    pub(crate) fn parse_with_provider<I, K, V>(
+        pairs: I,
+        provider: Option<Arc<dyn TokenProvider>>,
+    ) -> Result<Parsed, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: Into<String>,
+    {
         let mut supplied = BTreeMap::new();
         for (key, value) in pairs {
             let key = key.as_ref();
+            let value = Zeroizing::new(value.into());
             let Some(spec) = keys::spec(key) else {
                 return Err(refuse_unknown(key));
             };
-            supplied.insert(spec.name, value.into());
+            supplied.insert(spec.name, value);
         }
         let resolver = Resolver::new(supplied);
         let mut config = Self::from_resolver(&resolver)?;
         let mut warnings = validate::check_unstored_keys(&resolver)?;
+        config.security = security::resolve(&resolver, provider, &mut warnings)?;
+        for spec in KEYS {
+            let security_key = spec.name.starts_with("ssl.") || spec.name.starts_with("sasl.");
+            if !security_key || spec.role != Role::Field || !resolver.is_supplied(spec.name) {
+                continue;
+            }
+            if keys::is_secret(spec.name) {
+                config.secrets_set.push(spec.name);
+            } else if let Some(value) = resolver.string(spec.name)? {
+                config.security_pairs.push((spec.name, value));
+            }
+        }
         validate::cross_checks(&resolver, &mut config, &mut warnings)?;
         for warning in &warnings {
             tracing::warn!(%warning, "consumer configuration");
@@ -150,9 +193,9 @@ impl ConsumerConfig {
     }
 
     /// The effective values as Java-style pairs, sorted by key, leaving out unset optional
-    /// keys. Feeding them back to [`ConsumerConfig::from_pairs`] gives an equal configuration.
-    /// Holds no secrets: no stored key is secret, and any that becomes one must be redacted
-    /// here.
+    /// keys. Holds no secrets: secret keys (`sasl.jaas.config`, `ssl.keystore.key`, …) are
+    /// left out. Feeding the pairs back to [`ConsumerConfig::from_pairs`] gives an equal
+    /// configuration when no secret key was set.
     pub fn to_properties(&self) -> Vec<(&'static str, String)> {
         let list = |items: &[String]| items.join(",");
         let mut pairs = vec![
@@ -238,6 +281,11 @@ impl ConsumerConfig {
                 self.socket_connection_setup_timeout_ms.to_string(),
             ),
         ];
+        pairs.push((
+            "security.protocol",
+            self.security.protocol.as_str().to_owned(),
+        ));
+        pairs.extend(self.security_pairs.iter().cloned());
         let optional = [
             ("group.id", &self.group_id),
             ("group.instance.id", &self.group_instance_id),
@@ -307,6 +355,9 @@ impl ConsumerConfig {
             connections_max_idle_ms: r.long("connections.max.idle.ms")?,
             send_buffer_bytes: r.int("send.buffer.bytes")?,
             receive_buffer_bytes: r.int("receive.buffer.bytes")?,
+            security: SecurityConfig::default(),
+            security_pairs: Vec::new(),
+            secrets_set: Vec::new(),
         })
     }
 
@@ -345,6 +396,11 @@ impl ConsumerConfig {
     /// `group.remote.assignor`; `None` lets the broker choose.
     pub fn group_remote_assignor(&self) -> Option<&str> {
         self.group_remote_assignor.as_deref()
+    }
+
+    /// `security.protocol` with its resolved `ssl.*` and `sasl.*` settings.
+    pub fn security(&self) -> &SecurityConfig {
+        &self.security
     }
 
     /// `partition.assignment.strategy`, by preference.
@@ -423,10 +479,14 @@ impl fmt::Display for ConsumerConfig {
         let pairs = self.to_properties();
         writeln!(f, "ConsumerConfig values:")?;
         for spec in KEYS.iter().filter(|spec| spec.role == Role::Field) {
-            let value = pairs
-                .iter()
-                .find(|(key, _)| *key == spec.name)
-                .map_or("null", |(_, value)| value.as_str());
+            let value = if self.secrets_set.contains(&spec.name) {
+                "[hidden]"
+            } else {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == spec.name)
+                    .map_or("null", |(_, value)| value.as_str())
+            };
             writeln!(f, "\t{} = {}", spec.name, parse::redacted(spec.name, value))?;
         }
         Ok(())

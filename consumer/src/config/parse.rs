@@ -5,17 +5,20 @@
 
 use std::collections::BTreeMap;
 
+use zeroize::Zeroizing;
+
 use super::error::ConfigError;
 use super::keys::{self, DefaultValue, KeySpec, Kind};
 
 /// The explicitly supplied values of known keys (Java's `originals()`), plus the table's
 /// defaults for the rest.
 pub(crate) struct Resolver {
-    supplied: BTreeMap<&'static str, String>,
+    /// Zeroized on drop: values may be passwords or private keys.
+    supplied: BTreeMap<&'static str, Zeroizing<String>>,
 }
 
 impl Resolver {
-    pub(crate) fn new(supplied: BTreeMap<&'static str, String>) -> Self {
+    pub(crate) fn new(supplied: BTreeMap<&'static str, Zeroizing<String>>) -> Self {
         Self { supplied }
     }
 
@@ -277,7 +280,12 @@ mod tests {
     use super::*;
 
     fn resolver(pairs: &[(&'static str, &str)]) -> Resolver {
-        Resolver::new(pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect())
+        Resolver::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (*k, Zeroizing::new((*v).to_owned())))
+                .collect(),
+        )
     }
 
     #[test]

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use super::keys::{DefaultValue, Role, KEYS};
 use super::*;
+use crate::network::sasl::{SaslCredentials, SaslMechanism};
+use crate::network::tls::{TlsVersion, TrustRoots};
+use crate::network::{Secret, SecurityProtocol};
 
 const SERVERS: (&str, &str) = ("bootstrap.servers", "localhost:9092");
 
@@ -73,12 +76,18 @@ fn defaults_equal_javas() {
         ("request.timeout.ms", "30000"),
         ("retry.backoff.max.ms", "1000"),
         ("retry.backoff.ms", "100"),
+        ("sasl.mechanism", "GSSAPI"),
         ("security.protocol", "PLAINTEXT"),
         ("send.buffer.bytes", "131072"),
         ("session.timeout.ms", "45000"),
         ("share.acknowledgement.mode", "implicit"),
         ("socket.connection.setup.timeout.max.ms", "30000"),
         ("socket.connection.setup.timeout.ms", "10000"),
+        ("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"),
+        ("ssl.endpoint.identification.algorithm", "https"),
+        ("ssl.keystore.type", "JKS"),
+        ("ssl.protocol", "TLSv1.3"),
+        ("ssl.truststore.type", "JKS"),
     ];
     let null_or_required = [
         "bootstrap.servers",
@@ -86,7 +95,14 @@ fn defaults_equal_javas() {
         "group.instance.id",
         "group.remote.assignor",
         "key.deserializer",
+        "sasl.jaas.config",
         "security.providers",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
         "value.deserializer",
     ];
     for spec in KEYS {
@@ -139,6 +155,8 @@ fn every_field_key_is_listed_and_round_trips() {
     let fields: Vec<&str> = KEYS
         .iter()
         .filter(|s| s.role == Role::Field && s.name != "group.remote.assignor")
+        // Security keys are listed only when set (and secret ones never).
+        .filter(|s| !s.name.starts_with("ssl.") && !s.name.starts_with("sasl."))
         .map(|s| s.name)
         .collect();
     assert_eq!(listed, fields);
@@ -356,33 +374,291 @@ fn unknown_keys_are_rejected_with_suggestion() {
     ));
 }
 
+const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBAA==\n-----END CERTIFICATE-----\n";
+const KEY: &str = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleQ==\n-----END PRIVATE KEY-----\n";
+const SCRAM_JAAS: &str = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="hunter2-secret-value";"#;
+
 #[test]
-fn tls_and_sasl_are_unsupported_and_never_echo_secrets() {
-    let err = error(&[("security.protocol", "SASL_SSL")]);
+fn sasl_ssl_from_java_properties() {
+    let parsed = parse(&[
+        ("security.protocol", "sasl_ssl"),
+        ("sasl.mechanism", "SCRAM-SHA-512"),
+        ("sasl.jaas.config", SCRAM_JAAS),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.certificates", CERT),
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.certificate.chain", CERT),
+        ("ssl.keystore.key", KEY),
+        ("ssl.enabled.protocols", "TLSv1.3"),
+    ])
+    .unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let security = parsed.config.security();
+    assert_eq!(security.protocol, SecurityProtocol::SaslSsl);
+    assert_eq!(security.tls.versions, [TlsVersion::Tls13]);
+    assert!(security.tls.verify_hostname);
+    assert_eq!(security.tls.trust, TrustRoots::Pem(CERT.trim().to_owned()));
+    let identity = security.tls.client_identity.as_ref().unwrap();
+    assert_eq!(identity.private_key_pem.expose(), KEY.trim());
+    let sasl = security.sasl.as_ref().unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::ScramSha512);
+    assert_eq!(
+        sasl.credentials,
+        SaslCredentials::Password {
+            username: "alice".into(),
+            password: Secret::new("hunter2-secret-value"),
+        }
+    );
+    // No secret in Debug, Display or the properties.
+    for shown in [
+        format!("{:?}", parsed.config),
+        parsed.config.to_string(),
+        format!("{:?}", parsed.config.to_properties()),
+    ] {
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(!shown.contains("c2VjcmV0LWtleQ"), "{shown}");
+    }
+    let text = parsed.config.to_string();
+    assert!(text.contains("\tsasl.jaas.config = [hidden]\n"), "{text}");
+    assert!(text.contains("\tsecurity.protocol = SASL_SSL\n"), "{text}");
     assert!(
-        matches!(&err, ConfigError::Unsupported { key, .. } if key == "security.protocol"),
+        text.contains("\tsasl.mechanism = SCRAM-SHA-512\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn oauthbearer_jaas_gives_an_unsecured_jwt_provider() {
+    let config = config(&[
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        (
+            "sasl.jaas.config",
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+             unsecuredLoginStringClaim_sub=\"bob\" unsecuredLoginLifetimeSeconds=\"-60\" \
+             unsecuredLoginExtension_traceId=\"7\";",
+        ),
+    ]);
+    let sasl = config.security().sasl.clone().unwrap();
+    let SaslCredentials::Token(provider) = sasl.credentials else {
+        panic!("expected a token provider");
+    };
+    let token = provider.token().unwrap();
+    assert!(token.expires_at_ms < crate::rt::wall_clock_ms());
+    assert_eq!(token.extensions["traceId"], "7");
+}
+
+#[test]
+fn builder_sets_security_like_properties() {
+    let built = ConsumerConfig::builder()
+        .bootstrap_servers(["localhost:9092"])
+        .security_protocol(SecurityProtocol::SaslSsl)
+        .sasl_password(SaslMechanism::ScramSha512, "alice", "hunter2-secret-value")
+        .ssl_truststore_pem(CERT)
+        .ssl_keystore_pem(CERT, KEY)
+        .set("ssl.enabled.protocols", "TLSv1.3")
+        .build()
+        .unwrap();
+    let parsed = config(&[
+        ("security.protocol", "SASL_SSL"),
+        ("sasl.mechanism", "SCRAM-SHA-512"),
+        ("sasl.jaas.config", SCRAM_JAAS),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.certificates", CERT),
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.certificate.chain", CERT),
+        ("ssl.keystore.key", KEY),
+        ("ssl.enabled.protocols", "TLSv1.3"),
+    ]);
+    assert_eq!(built.security(), parsed.security());
+    let builder = ConsumerConfig::builder().sasl_password(SaslMechanism::Plain, "a", "hunter2");
+    assert!(!format!("{builder:?}").contains("hunter2"));
+
+    let provider: Arc<dyn TokenProvider> =
+        Arc::new(crate::network::sasl::UnsecuredJwtProvider::new("carol"));
+    let built = ConsumerConfig::builder()
+        .bootstrap_servers(["localhost:9092"])
+        .security_protocol(SecurityProtocol::SaslPlaintext)
+        .sasl_oauthbearer(provider.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        built.security().sasl.as_ref().unwrap().credentials,
+        SaslCredentials::Token(provider)
+    );
+}
+
+#[test]
+fn security_mistakes_name_the_key_and_never_echo_secrets() {
+    let secret = "hunter2-secret-value";
+    let sasl = |pairs: &[(&'static str, &'static str)]| {
+        let mut all = vec![("security.protocol", "SASL_PLAINTEXT")];
+        all.extend_from_slice(pairs);
+        error(&all)
+    };
+    // Java's default mechanism is GSSAPI, which is refused.
+    let err = sasl(&[("sasl.jaas.config", SCRAM_JAAS)]);
+    assert!(
+        matches!(&err, ConfigError::Unsupported { key, .. } if key == "sasl.mechanism"),
         "{err}"
     );
-    assert!(matches!(
-        error(&[(
-            "client.dns.lookup",
-            "resolve_canonical_bootstrap_servers_only"
-        )]),
-        ConfigError::Unsupported { .. }
-    ));
+    assert_eq!(
+        invalid_key(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "DIGEST-MD5")
+        ]),
+        "sasl.mechanism"
+    );
+    assert_eq!(
+        sasl(&[("sasl.mechanism", "PLAIN")]),
+        ConfigError::Missing {
+            key: "sasl.jaas.config"
+        }
+    );
+    for jaas in [
+        "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"a\";",
+        "com.example.Login required password=\"hunter2-secret-value\";",
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        "org.apache.kafka.common.security.plain.PlainLoginModule required password=\"hunter2-secret-value",
+    ] {
+        let err = sasl(&[("sasl.mechanism", "PLAIN"), ("sasl.jaas.config", jaas)]);
+        assert!(matches!(&err, ConfigError::InvalidValue { key: "sasl.jaas.config", .. }), "{err}");
+        assert!(!err.to_string().contains(secret), "{err}");
+        assert!(!format!("{err:?}").contains(secret), "{err:?}");
+    }
+    let err = sasl(&[("sasl.mechanism", "SCRAM-SHA-256"), ("sasl.jaas.config",
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=x;")]);
+    assert!(
+        matches!(
+            &err,
+            ConfigError::InvalidValue {
+                key: "sasl.jaas.config",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let ssl = |pairs: &[(&'static str, &'static str)]| {
+        let mut all = vec![("security.protocol", "SSL")];
+        all.extend_from_slice(pairs);
+        error(&all)
+    };
+    for (key, store) in [
+        ("ssl.truststore.type", "ssl.truststore.location"),
+        ("ssl.keystore.type", "ssl.keystore.location"),
+    ] {
+        for store_type in ["JKS", "PKCS12"] {
+            let path = std::env::temp_dir().join("kafka-consumer-test-store.pem");
+            std::fs::write(&path, format!("{CERT}{KEY}")).unwrap();
+            let path = path.to_str().unwrap().to_owned();
+            let pairs = vec![
+                ("security.protocol".to_owned(), "SSL".to_owned()),
+                (key.to_owned(), store_type.to_owned()),
+                (store.to_owned(), path),
+            ];
+            let err = ConsumerConfig::from_pairs(
+                pairs
+                    .into_iter()
+                    .chain([(SERVERS.0.to_owned(), SERVERS.1.to_owned())]),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Unsupported { key: k, .. } if k == key),
+                "{err}"
+            );
+            assert!(err.to_string().contains("PEM"), "{err}");
+        }
+    }
+    assert_eq!(
+        invalid_key(&[
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", "/nonexistent/ca.pem")
+        ]),
+        "ssl.truststore.location"
+    );
+    assert_eq!(
+        invalid_key(&[
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.certificates", "no pem here")
+        ]),
+        "ssl.truststore.certificates"
+    );
+    assert_eq!(
+        invalid_key(&[
+            ("security.protocol", "SSL"),
+            ("ssl.enabled.protocols", "TLSv1.1")
+        ]),
+        "ssl.enabled.protocols"
+    );
+    assert_eq!(
+        invalid_key(&[
+            ("security.protocol", "SSL"),
+            ("ssl.endpoint.identification.algorithm", "ldap")
+        ]),
+        "ssl.endpoint.identification.algorithm"
+    );
+    let err = ssl(&[("ssl.keystore.type", "PEM"), ("ssl.keystore.key", secret)]);
+    assert!(
+        matches!(
+            &err,
+            ConfigError::InvalidValue {
+                key: "ssl.keystore.key",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains(secret));
+    let err = ssl(&[
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.certificate.chain", CERT),
+        ("ssl.keystore.key", secret),
+    ]);
+    assert!(
+        matches!(
+            &err,
+            ConfigError::InvalidValue {
+                key: "ssl.keystore.key",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains(secret));
+    // An encrypted key needs ssl.key.password; the error names that key.
+    let encrypted =
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+    let err = ssl(&[
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.certificate.chain", CERT),
+        ("ssl.keystore.key", encrypted),
+    ]);
+    assert!(
+        matches!(
+            &err,
+            ConfigError::InvalidValue {
+                key: "ssl.key.password",
+                ..
+            }
+        ),
+        "{err}"
+    );
     for key in [
         "ssl.truststore.password",
-        "sasl.jaas.config",
-        "sasl.mechanism",
+        "ssl.keystore.password",
+        "ssl.cipher.suites",
+        "sasl.kerberos.service.name",
+        "sasl.oauthbearer.token.endpoint.url",
     ] {
-        let secret = "hunter2-secret-value";
         let err = error(&[(key, secret)]);
         assert!(
             matches!(&err, ConfigError::Unsupported { key: k, .. } if k == key),
             "{err}"
         );
         assert!(!err.to_string().contains(secret));
-        assert!(!format!("{err:?}").contains(secret));
     }
     let builder = ConsumerConfig::builder()
         .set("sasl.jaas.config", "hunter2")
@@ -393,6 +669,31 @@ fn tls_and_sasl_are_unsupported_and_never_echo_secrets() {
         shown.contains("[hidden]") && shown.contains("\"g\""),
         "{shown}"
     );
+    assert!(matches!(
+        error(&[(
+            "client.dns.lookup",
+            "resolve_canonical_bootstrap_servers_only"
+        )]),
+        ConfigError::Unsupported { .. }
+    ));
+}
+
+#[test]
+fn disabled_hostname_verification_warns() {
+    let parsed = parse(&[
+        ("security.protocol", "SSL"),
+        ("ssl.endpoint.identification.algorithm", ""),
+    ])
+    .unwrap();
+    assert!(!parsed.config.security().tls.verify_hostname);
+    assert_eq!(
+        parsed.warnings,
+        [ConfigWarning::HostnameVerificationDisabled]
+    );
+    // TLS keys are ignored, as in Java, when the protocol does not use TLS.
+    let parsed = parse(&[("ssl.endpoint.identification.algorithm", "")]).unwrap();
+    assert!(parsed.warnings.is_empty());
+    assert_eq!(parsed.config.security(), &SecurityConfig::default());
 }
 
 #[test]
@@ -680,7 +981,8 @@ fn builder_equals_map() {
         .into_iter()
         .collect();
     for (key, value) in built.to_properties() {
-        if key != "group.protocol" {
+        // security.protocol is covered by builder_sets_security_like_properties.
+        if key != "group.protocol" && key != "security.protocol" {
             assert_ne!(
                 defaults.get(key),
                 Some(&value),

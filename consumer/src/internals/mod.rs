@@ -7,6 +7,7 @@
 //! next_poll_at }` and `on_response(ctx, token, result)`. They never sleep or touch a socket,
 //! so their tests drive them with a fake clock.
 
+pub(crate) mod auth_failures;
 pub(crate) mod commit_request_manager;
 pub(crate) mod completed_fetch;
 pub(crate) mod completion;

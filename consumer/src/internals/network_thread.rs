@@ -22,6 +22,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::auth_failures::AuthFailures;
 use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
@@ -111,6 +112,7 @@ pub(crate) struct ConsumerNetworkThread {
     /// The application side is gone (the consumer was dropped): nothing reads background
     /// events any more and listener calls are answered here.
     application_gone: bool,
+    auth_failures: AuthFailures,
 }
 
 /// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
@@ -140,7 +142,9 @@ impl ConsumerNetworkThread {
         membership: Option<Membership>,
     ) -> Self {
         let (responses_tx, responses_rx) = mpsc::unbounded_channel();
+        let auth_failures = AuthFailures::new(settings.reconnect_backoff_max_ms);
         Self {
+            auth_failures,
             coordinator: CoordinatorRequestManager::new(
                 settings.group_id.clone(),
                 settings.retry_backoff_ms,
@@ -799,6 +803,14 @@ impl ConsumerNetworkThread {
             }
         }
         let mut effects = Effects::default();
+        if let Err(error) = &result {
+            if let Some(error) = self.auth_failures.observe(error, now) {
+                // Surfaces from the next poll, and fails pending commits at once.
+                tracing::error!(%error, "authentication failed");
+                self.commit.fail_all(&error);
+                effects.errors.push(error);
+            }
+        }
         self.with_ctx(now, &mut effects, |ctx, m| match manager {
             ManagerId::Coordinator => m.coordinator.on_response(ctx, token, result),
             ManagerId::Commit => m.commit.on_response(ctx, token, result),

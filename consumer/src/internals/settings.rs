@@ -5,7 +5,7 @@
 //! `ConsumerConfig` is the one public way to configure a consumer.
 
 use crate::config::{Assignor, AutoOffsetReset, ConsumerConfig, GroupProtocol, IsolationLevel};
-use crate::network::NetworkConfig;
+use crate::network::{NetworkConfig, SecurityConfig};
 use crate::rt::next_client_id_sequence;
 
 /// Resolved consumer settings, named after the Kafka configs they implement; defaults are
@@ -74,6 +74,8 @@ pub(crate) struct ConsumerSettings {
     pub check_crcs: bool,
     /// `client.rack`: sent in Fetch for follower fetching (KIP-392).
     pub client_rack: String,
+    /// `security.protocol` and its TLS and SASL settings.
+    pub security: SecurityConfig,
 }
 
 impl Default for ConsumerSettings {
@@ -109,6 +111,7 @@ impl Default for ConsumerSettings {
             metadata_max_age_ms: 300_000,
             check_crcs: true,
             client_rack: String::new(),
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -170,6 +173,7 @@ impl ConsumerSettings {
             metadata_max_age_ms: config.metadata_max_age_ms(),
             check_crcs: config.check_crcs(),
             client_rack: config.client_rack().to_owned(),
+            security: config.security().clone(),
         }
     }
 
@@ -196,6 +200,7 @@ impl ConsumerSettings {
             socket_connection_setup_timeout_ms: self.socket_connection_setup_timeout_ms,
             reconnect_backoff_ms: self.reconnect_backoff_ms,
             reconnect_backoff_max_ms: self.reconnect_backoff_max_ms,
+            security: self.security.clone(),
             ..NetworkConfig::default()
         }
     }
@@ -349,8 +354,19 @@ mod tests {
             partition_assignment_strategy: _,
             exclude_internal_topics: _,
             group_remote_assignor: _, // checked below: a consumer-protocol key
+            security: _,              // checked below: needs several keys together
         } = settings;
         assert_eq!(table.len(), 28);
+        let secured = ConsumerConfig::from_properties_str(
+            "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
+             sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \
+             required username=\"u\" password=\"p\";",
+        )
+        .unwrap();
+        let settings = ConsumerSettings::from(&secured);
+        assert_eq!(&settings.security, secured.security());
+        assert_eq!(settings.network_config().security, settings.security);
+        assert_ne!(settings.security, ConsumerSettings::default().security);
         let config = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\ngroup.protocol = consumer",
         )

@@ -17,8 +17,9 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::backoff::ExponentialBackoff;
 use super::connection::ConnectionSettings;
 use super::metadata::{Metadata, MetadataScope};
-use super::node::{read_status, NodeStatus, NodeTask, SharedStatus};
+use super::node::{read_status, ConnectionSecurity, NodeStatus, NodeTask, SharedStatus};
 use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
+use super::tls::{self, TlsSetupError};
 use super::{NetworkConfig, NetworkError};
 use crate::protocol::{Api, ApiVersionsTable};
 use crate::rt::{Duration, Instant, SeededRng};
@@ -57,6 +58,7 @@ struct NodeHandle {
 pub struct NetworkClient {
     config: NetworkConfig,
     settings: ConnectionSettings,
+    security: ConnectionSecurity,
     bootstrap: Vec<(String, u16)>,
     metadata: Metadata,
     nodes: BTreeMap<i32, NodeHandle>,
@@ -67,8 +69,26 @@ pub struct NetworkClient {
 }
 
 impl NetworkClient {
-    /// A client for `config`; fails if a bootstrap address is not `host:port`. Connects nothing.
+    /// A client for `config`; fails if a bootstrap address is not `host:port` or the TLS or
+    /// SASL settings cannot be used. Connects nothing.
     pub fn new(config: NetworkConfig) -> Result<Self, NetworkError> {
+        let protocol = config.security.protocol;
+        let security = ConnectionSecurity {
+            tls: if protocol.uses_tls() {
+                Some(tls::client_config(&config.security.tls)?)
+            } else {
+                None
+            },
+            sasl: if protocol.uses_sasl() {
+                let sasl = config.security.sasl.clone().ok_or_else(|| TlsSetupError {
+                    what: "sasl.jaas.config",
+                    message: format!("security.protocol={protocol} needs SASL credentials"),
+                })?;
+                Some(sasl)
+            } else {
+                None
+            },
+        };
         let bootstrap = config
             .bootstrap_servers
             .iter()
@@ -83,6 +103,7 @@ impl NetworkClient {
         Ok(Self {
             config,
             settings,
+            security,
             bootstrap,
             metadata: Metadata::default(),
             nodes: BTreeMap::new(),
@@ -202,6 +223,7 @@ impl NetworkClient {
             port,
             broker: broker.clone(),
             settings: self.settings.clone(),
+            security: self.security.clone(),
             connection_setup_timeout_ms: self.config.socket_connection_setup_timeout_ms,
             backoff: ExponentialBackoff::reconnect(
                 self.config.reconnect_backoff_ms,

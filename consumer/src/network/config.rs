@@ -1,5 +1,6 @@
 //! Network settings, named after the Kafka consumer configs they implement.
 
+use super::SecurityConfig;
 use crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE_BYTES;
 
 /// Settings of the [`NetworkClient`](super::NetworkClient).
@@ -23,6 +24,8 @@ pub struct NetworkConfig {
     pub max_response_size_bytes: usize,
     /// Requests waiting for a broker's connection beyond this fail with `QueueFull`.
     pub max_queued_requests_per_node: usize,
+    /// `security.protocol` and its `ssl.*` / `sasl.*` settings.
+    pub security: SecurityConfig,
 }
 
 impl Default for NetworkConfig {
@@ -37,6 +40,7 @@ impl Default for NetworkConfig {
             max_in_flight_requests_per_connection: 5,
             max_response_size_bytes: DEFAULT_MAX_FRAME_SIZE_BYTES,
             max_queued_requests_per_node: 1_000,
+            security: SecurityConfig::default(),
         }
     }
 }

@@ -18,25 +18,36 @@ use std::future::Future;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use kafka_protocol::messages::ApiVersionsRequest;
-use kafka_protocol::protocol::{Message, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
-use tokio::net::TcpStream;
+use kafka_protocol::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::protocol::{Message, Request, StrBytes, VersionRange};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 
 use super::in_flight::InFlightRequests;
 use super::read_buffer::ReadBuffer;
 use super::request::{Command, PendingRequest};
+use super::sasl::{self, SaslConfig};
 use super::{CloseReason, NetworkError};
 use crate::protocol::frame::FrameDecoder;
 use crate::protocol::versions::{
     api_versions_request, handle_api_versions_response, ApiVersionsOutcome, ApiVersionsTable,
 };
-use crate::protocol::{codec, Api, ProtocolError};
-use crate::rt::{Duration, Instant};
+use crate::protocol::{codec, Api, ProtocolError, ResponseError};
+use crate::rt::{Duration, Instant, SeededRng};
+
+/// A byte stream to a broker: plain TCP, or TLS over TCP. Boxed so the connection logic is
+/// the same for both (and for madsim's simulated TCP).
+pub(crate) trait BrokerIo: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> BrokerIo for T {}
+
+pub(crate) type BrokerStream = Box<dyn BrokerIo>;
 
 type WriteFuture =
-    Pin<Box<dyn Future<Output = (WriteHalf<TcpStream>, std::io::Result<()>)> + Send>>;
+    Pin<Box<dyn Future<Output = (WriteHalf<BrokerStream>, std::io::Result<()>)> + Send>>;
+
+/// A SASL exchange longer than this is a broken or hostile server (SCRAM needs 2 rounds).
+const MAX_SASL_ROUNDS: usize = 8;
 
 /// The per-connection settings, taken from the client's config.
 #[derive(Debug, Clone)]
@@ -59,9 +70,9 @@ pub(crate) struct Connection {
     broker: String,
     settings: ConnectionSettings,
     versions: ApiVersionsTable,
-    reader: ReadHalf<TcpStream>,
+    reader: ReadHalf<BrokerStream>,
     /// The write half while no write is in progress.
-    writer: Option<WriteHalf<TcpStream>>,
+    writer: Option<WriteHalf<BrokerStream>>,
     /// The write in progress; it owns the write half until it finishes.
     writing: Option<WriteFuture>,
     /// Frames waiting for the current write to finish.
@@ -69,10 +80,20 @@ pub(crate) struct Connection {
     read_buf: ReadBuffer,
     frames: FrameDecoder,
     in_flight: InFlightRequests<Sent>,
+    /// KIP-368: the SASL settings to re-authenticate with, and when, while the broker limits
+    /// the session's lifetime.
+    reauthentication: Option<Reauthentication>,
+}
+
+/// A pending KIP-368 re-authentication.
+struct Reauthentication {
+    config: SaslConfig,
+    rng: SeededRng,
+    at: Instant,
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream, broker: String, settings: ConnectionSettings) -> Self {
+    pub fn new(stream: BrokerStream, broker: String, settings: ConnectionSettings) -> Self {
         let (reader, writer) = tokio::io::split(stream);
         let frames = FrameDecoder::new(settings.max_response_size_bytes);
         Self {
@@ -86,6 +107,7 @@ impl Connection {
             read_buf: ReadBuffer::default(),
             frames,
             in_flight: InFlightRequests::default(),
+            reauthentication: None,
         }
     }
 
@@ -159,6 +181,152 @@ impl Connection {
         }
     }
 
+    /// SASL authentication, before any other request (Kafka's `SaslClientAuthenticator`):
+    /// SaslHandshake v1 names the mechanism, then SaslAuthenticate requests carry its messages
+    /// until it completes. Any failure is an `Authentication` error naming the broker and the
+    /// mechanism; the broker closes the connection after a failed SaslAuthenticate anyway.
+    pub async fn authenticate(
+        &mut self,
+        config: &SaslConfig,
+        rng: &mut SeededRng,
+    ) -> Result<(), NetworkError> {
+        let mechanism = config.mechanism;
+        let broker = self.broker.clone();
+        let failed = |code: Option<ResponseError>, message: String| NetworkError::Authentication {
+            broker: broker.clone(),
+            mechanism: format!("SASL/{mechanism}"),
+            code,
+            message,
+        };
+        tracing::debug!(broker = %self.broker, %mechanism, "SaslHandshake");
+        let handshake = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_static_str(mechanism.as_str()));
+        // v0 would switch to raw SASL tokens after the handshake; Kafka clients use v1.
+        let version =
+            self.pinned_version::<SaslHandshakeRequest>(VersionRange { min: 1, max: 1 })?;
+        let response = self.round_trip(&handshake, version).await?;
+        if let Some(code) = ResponseError::try_from_code(response.error_code) {
+            let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(failed(
+                Some(code),
+                format!("the broker enables [{}]", enabled.join(", ")),
+            ));
+        }
+        let mut client =
+            sasl::client_for(config, rng).map_err(|error| failed(None, error.to_string()))?;
+        let mut message = client
+            .initial_response()
+            .map_err(|error| failed(None, error.to_string()))?;
+        let version =
+            self.pinned_version::<SaslAuthenticateRequest>(SaslAuthenticateRequest::VERSIONS)?;
+        for _ in 0..MAX_SASL_ROUNDS {
+            let request = SaslAuthenticateRequest::default()
+                .with_auth_bytes(Bytes::copy_from_slice(&message));
+            let response = self.round_trip(&request, version).await?;
+            if let Some(code) = ResponseError::try_from_code(response.error_code) {
+                let message = response
+                    .error_message
+                    .as_ref()
+                    .map_or_else(|| code.to_string(), |m| m.to_string());
+                return Err(failed(Some(code), message));
+            }
+            match client.evaluate(&response.auth_bytes) {
+                Ok(Some(next)) => message = next,
+                Ok(None) => {
+                    let session_lifetime_ms = response.session_lifetime_ms;
+                    tracing::debug!(broker = %self.broker, %mechanism, session_lifetime_ms,
+                        "authenticated");
+                    self.reauthentication =
+                        reauthentication_after(session_lifetime_ms, config, rng);
+                    return Ok(());
+                }
+                Err(error) => return Err(failed(None, error.to_string())),
+            }
+        }
+        Err(failed(
+            None,
+            format!("no result after {MAX_SASL_ROUNDS} rounds"),
+        ))
+    }
+
+    /// KIP-368: re-authenticates on this connection once nothing is in flight. New requests
+    /// wait in the channel meanwhile; those in flight complete normally first.
+    async fn reauthenticate(&mut self) -> Result<(), CloseReason> {
+        let Some(mut pending) = self.reauthentication.take() else {
+            return Ok(());
+        };
+        tracing::debug!(broker = %self.broker, "re-authenticating (KIP-368)");
+        match self.authenticate(&pending.config, &mut pending.rng).await {
+            Ok(()) => Ok(()),
+            // A reconnect authenticates afresh (with a new token from the provider); if that
+            // fails too, the node reports a typed Authentication error.
+            Err(error) => Err(CloseReason::Reauthentication {
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    /// The version of `R` both sides support within `ours`.
+    fn pinned_version<R: Request>(&self, ours: VersionRange) -> Result<i16, NetworkError> {
+        self.versions
+            .select(Api(R::KEY), ours)
+            .map_err(|source| NetworkError::UnsupportedApi {
+                broker: self.broker.clone(),
+                source,
+            })
+    }
+
+    /// One request and its response with nothing else in flight, within `request_timeout_ms`.
+    async fn round_trip<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, NetworkError> {
+        let timeout_ms = self.settings.request_timeout_ms;
+        let correlation_id = self.in_flight.allocate_correlation_id();
+        let frame = codec::encode_request(
+            request,
+            version,
+            correlation_id,
+            self.settings.client_id.as_ref(),
+        )
+        .map_err(|source| NetworkError::Encode {
+            broker: self.broker.clone(),
+            source,
+        })?;
+        let frame =
+            match tokio::time::timeout(Duration::from_millis(timeout_ms), self.exchange(frame))
+                .await
+            {
+                Ok(Ok(frame)) => frame,
+                Ok(Err(reason)) => {
+                    return Err(NetworkError::ConnectionClosed {
+                        broker: self.broker.clone(),
+                        reason,
+                    })
+                }
+                Err(_) => {
+                    return Err(NetworkError::RequestTimedOut {
+                        api: Api(R::KEY),
+                        broker: self.broker.clone(),
+                        timeout_ms,
+                    })
+                }
+            };
+        let protocol_error = |source| NetworkError::Protocol {
+            broker: self.broker.clone(),
+            source,
+        };
+        let received = codec::peek_correlation_id(&frame).map_err(protocol_error)?;
+        if received != correlation_id {
+            return Err(protocol_error(ProtocolError::UnexpectedCorrelationId {
+                expected: Some(correlation_id),
+                received,
+            }));
+        }
+        codec::decode_response::<R>(frame, version).map_err(protocol_error)
+    }
+
     /// Writes one frame and reads one frame, with nothing else in flight (the handshake).
     async fn exchange(&mut self, request: Bytes) -> Result<Bytes, CloseReason> {
         let writer = self.writer.as_mut().ok_or(CloseReason::Shutdown)?;
@@ -205,7 +373,22 @@ impl Connection {
             self.read_buf
                 .reserve(self.frames.read_reservation(self.read_buf.bytes()));
             let deadline = self.in_flight.earliest_deadline();
-            let accepting = commands_open && self.in_flight.len() < self.settings.max_in_flight;
+            let reauthenticate_at = self.reauthentication.as_ref().map(|r| r.at);
+            let reauthentication_due = reauthenticate_at.is_some_and(|at| Instant::now() >= at);
+            if reauthentication_due
+                && self.in_flight.is_empty()
+                && self.writing.is_none()
+                && self.outbox.is_empty()
+            {
+                if let Err(reason) = self.reauthenticate().await {
+                    return self.close(reason);
+                }
+                continue;
+            }
+            // While a re-authentication waits for the in-flight requests, no new one is sent.
+            let accepting = commands_open
+                && !reauthentication_due
+                && self.in_flight.len() < self.settings.max_in_flight;
             let step = tokio::select! {
                 written = poll_write(&mut self.writing), if self.writing.is_some() => {
                     let (writer, result) = written;
@@ -226,6 +409,7 @@ impl Connection {
                     Ok(())
                 }
                 () = sleep_until(deadline), if deadline.is_some() => self.expire(),
+                () = sleep_until(reauthenticate_at), if reauthenticate_at.is_some() && !reauthentication_due => Ok(()),
             };
             if let Err(reason) = step {
                 return self.close(reason);
@@ -356,9 +540,9 @@ impl Connection {
 
 /// Writes whole frames, then flushes, returning the write half for the next batch.
 async fn write_frames(
-    mut writer: WriteHalf<TcpStream>,
+    mut writer: WriteHalf<BrokerStream>,
     frames: Vec<Bytes>,
-) -> (WriteHalf<TcpStream>, std::io::Result<()>) {
+) -> (WriteHalf<BrokerStream>, std::io::Result<()>) {
     for frame in &frames {
         if let Err(error) = writer.write_all(frame).await {
             return (writer, Err(error));
@@ -371,7 +555,7 @@ async fn write_frames(
 /// Polls the write in progress; the boxed future survives being dropped by `select!`.
 async fn poll_write(
     writing: &mut Option<WriteFuture>,
-) -> (WriteHalf<TcpStream>, std::io::Result<()>) {
+) -> (WriteHalf<BrokerStream>, std::io::Result<()>) {
     match writing {
         Some(write) => write.await,
         None => std::future::pending().await,
@@ -383,5 +567,52 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+/// When to re-authenticate a session the broker limited to `session_lifetime_ms` (0: no limit):
+/// like Java's client, at a random point between 85 % and 95 % of the lifetime, so the broker
+/// never closes an expired session and many connections do not re-authenticate at once.
+fn reauthentication_after(
+    session_lifetime_ms: i64,
+    config: &SaslConfig,
+    rng: &mut SeededRng,
+) -> Option<Reauthentication> {
+    let lifetime_ms = u64::try_from(session_lifetime_ms)
+        .ok()
+        .filter(|&ms| ms > 0)?;
+    let fraction = 0.85 + 0.10 * rng.unit_f64();
+    let after_ms = (lifetime_ms as f64 * fraction) as u64;
+    Some(Reauthentication {
+        config: config.clone(),
+        rng: SeededRng::seed_from_u64(rand::RngCore::next_u64(rng)),
+        at: Instant::now() + Duration::from_millis(after_ms),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::sasl::{SaslCredentials, SaslMechanism};
+    use crate::network::Secret;
+
+    #[test]
+    fn reauthentication_falls_between_85_and_95_percent_of_the_lifetime() {
+        let config = SaslConfig {
+            mechanism: SaslMechanism::Plain,
+            credentials: SaslCredentials::Password {
+                username: "u".into(),
+                password: Secret::new("p"),
+            },
+        };
+        let mut rng = SeededRng::seed_from_u64(9);
+        assert!(reauthentication_after(0, &config, &mut rng).is_none());
+        assert!(reauthentication_after(-1, &config, &mut rng).is_none());
+        for _ in 0..100 {
+            let before = Instant::now();
+            let pending = reauthentication_after(10_000, &config, &mut rng).unwrap();
+            let after_ms = pending.at.duration_since(before).as_millis();
+            assert!((8_500..=9_501).contains(&after_ms), "{after_ms}");
+        }
     }
 }

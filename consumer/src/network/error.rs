@@ -3,7 +3,9 @@
 use std::io;
 use std::sync::Arc;
 
+use super::tls::TlsSetupError;
 use crate::protocol::versions::ApiVersionsError;
+use crate::protocol::ResponseError;
 use crate::protocol::{Api, ProtocolError, UnsupportedApi};
 
 /// Why a request failed at the network layer.
@@ -98,6 +100,26 @@ pub enum NetworkError {
         /// `max_queued_requests_per_node`.
         limit: usize,
     },
+    /// The broker refused our credentials, or TLS could not verify the broker (untrusted CA,
+    /// wrong host name) or the broker refused our certificate. Not retriable: the same
+    /// credentials will fail again, so the node fails requests at once until its reconnect
+    /// backoff ends instead of reconnecting in a loop.
+    #[error("authentication with {broker} using {mechanism} failed: {message}")]
+    Authentication {
+        /// The broker.
+        broker: String,
+        /// `SSL` for TLS failures, else the SASL mechanism, e.g. `SASL/SCRAM-SHA-512`.
+        mechanism: String,
+        /// The broker's error code, when it sent one (SASL_AUTHENTICATION_FAILED,
+        /// ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM).
+        code: Option<ResponseError>,
+        /// What failed; never contains a credential.
+        message: String,
+    },
+    /// The TLS settings cannot be used (a certificate that does not parse, a key that does not
+    /// match its certificate).
+    #[error("TLS configuration: {0}")]
+    TlsSetup(#[from] TlsSetupError),
     /// A configured address is not `host:port`.
     #[error("invalid broker address {address:?}: {reason}")]
     InvalidAddress {
@@ -121,14 +143,18 @@ impl NetworkError {
             | Self::NoNodeAvailable
             | Self::UnknownNode { .. }
             | Self::QueueFull { .. } => true,
-            Self::ConnectionClosed { reason, .. } => *reason != CloseReason::Shutdown,
+            Self::ConnectionClosed { reason, .. } => {
+                !matches!(reason, CloseReason::Shutdown | CloseReason::Tls { .. })
+            }
             Self::ApiVersions { source, .. } => match source {
                 ApiVersionsError::Broker { error, .. } => error.is_retriable(),
                 ApiVersionsError::Unsupported(_) => false,
             },
-            Self::UnsupportedApi { .. } | Self::Encode { .. } | Self::InvalidAddress { .. } => {
-                false
-            }
+            Self::UnsupportedApi { .. }
+            | Self::Encode { .. }
+            | Self::InvalidAddress { .. }
+            | Self::Authentication { .. }
+            | Self::TlsSetup(_) => false,
         }
     }
 }
@@ -160,6 +186,20 @@ pub enum CloseReason {
         /// Its timeout.
         timeout_ms: u64,
     },
+    /// TLS failed on an established connection (e.g. the broker's alert that it requires a
+    /// client certificate arrives after a TLS 1.3 handshake completes on our side).
+    #[error("TLS error: {message}")]
+    Tls {
+        /// rustls's description.
+        message: String,
+    },
+    /// KIP-368 re-authentication of an established connection failed; a reconnect
+    /// authenticates afresh.
+    #[error("re-authentication failed: {message}")]
+    Reauthentication {
+        /// Why.
+        message: String,
+    },
     /// The client stopped using this broker (shutdown or a new address for the node).
     #[error("the client shut the connection down")]
     Shutdown,
@@ -167,6 +207,11 @@ pub enum CloseReason {
 
 impl CloseReason {
     pub(crate) fn io(error: &io::Error) -> Self {
+        if let Some(tls) = super::tls::tls_error(error) {
+            return Self::Tls {
+                message: tls.to_string(),
+            };
+        }
         Self::Io {
             kind: error.kind(),
             message: error.to_string(),

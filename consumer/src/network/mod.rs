@@ -11,9 +11,15 @@ pub mod metadata;
 mod node;
 mod read_buffer;
 mod request;
+pub mod sasl;
+mod secret;
+mod security;
+pub mod tls;
 
 pub use client::{NetworkClient, RequestOptions, Target};
 pub use config::NetworkConfig;
 pub use error::{CloseReason, NetworkError};
 pub use metadata::{Metadata, MetadataScope};
 pub use request::{Response, ResponseFuture};
+pub use secret::Secret;
+pub use security::{SecurityConfig, SecurityProtocol};

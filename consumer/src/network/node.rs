@@ -14,8 +14,10 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::backoff::ExponentialBackoff;
-use super::connection::{Connection, ConnectionSettings};
+use super::connection::{BrokerStream, Connection, ConnectionSettings};
 use super::request::Command;
+use super::sasl::SaslConfig;
+use super::tls;
 use super::{CloseReason, NetworkError};
 use crate::protocol::ApiVersionsTable;
 use crate::rt::{Duration, Instant, SeededRng};
@@ -42,6 +44,15 @@ fn write_status(status: &SharedStatus, update: impl FnOnce(&mut NodeStatus)) {
     update(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
 }
 
+/// How every connection of a client is secured; built once by the client.
+#[derive(Clone, Default)]
+pub(crate) struct ConnectionSecurity {
+    /// The rustls config, for SSL and SASL_SSL.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// The SASL settings, for SASL_PLAINTEXT and SASL_SSL.
+    pub sasl: Option<SaslConfig>,
+}
+
 /// Everything a node task needs.
 pub(crate) struct NodeTask {
     pub node_id: i32,
@@ -49,6 +60,7 @@ pub(crate) struct NodeTask {
     pub port: u16,
     pub broker: String,
     pub settings: ConnectionSettings,
+    pub security: ConnectionSecurity,
     pub connection_setup_timeout_ms: u64,
     pub backoff: ExponentialBackoff,
     pub rng: SeededRng,
@@ -104,6 +116,28 @@ impl NodeTask {
             tracing::debug!(backoff_ms, "reconnect backoff");
             reconnect_at = Some(at);
             write_status(&self.status, |s| s.reconnect_at = Some(at));
+            if !failure.is_retriable() {
+                // Like Java's NetworkClient after an AuthenticationException: requests during
+                // the backoff fail at once with the same error rather than waiting to ride a
+                // reconnect that would fail the same way. One attempt per backoff, no storm.
+                if !self.fail_until(at, &failure).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Fails every request that arrives before `at` with `error`; `false` once the client has
+    /// dropped this node.
+    async fn fail_until(&mut self, at: Instant, error: &NetworkError) -> bool {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(at) => return true,
+                command = self.commands.recv() => match command {
+                    Some(command) => command.request.fail(error.clone()),
+                    None => return false,
+                },
+            }
         }
     }
 
@@ -111,6 +145,7 @@ impl NodeTask {
     async fn connect(&mut self) -> Result<Connection, NetworkError> {
         tracing::debug!("connecting");
         let timeout_ms = self.connection_setup_timeout_ms;
+        let started = Instant::now();
         let connect = TcpStream::connect((self.host.as_str(), self.port));
         let stream = match tokio::time::timeout(Duration::from_millis(timeout_ms), connect).await {
             Ok(Ok(stream)) => stream,
@@ -129,10 +164,76 @@ impl NodeTask {
         };
         // Kafka requests are small and latency-bound; Nagle would only delay them.
         let _ = stream.set_nodelay(true);
+        let stream: BrokerStream = match self.security.tls.clone() {
+            None => Box::new(stream),
+            Some(config) => {
+                let elapsed = deadline_left(started, timeout_ms);
+                self.tls_handshake(stream, config, elapsed, timeout_ms)
+                    .await?
+            }
+        };
         let mut connection = Connection::new(stream, self.broker.clone(), self.settings.clone());
-        connection.negotiate().await?;
+        connection
+            .negotiate()
+            .await
+            .map_err(|error| self.tls_failure(error))?;
+        if let Some(sasl) = self.security.sasl.clone() {
+            connection
+                .authenticate(&sasl, &mut self.rng)
+                .await
+                .map_err(|error| self.tls_failure(error))?;
+        }
         tracing::info!("connected");
         Ok(connection)
+    }
+
+    /// The TLS handshake, within what is left of the connection setup timeout. A TLS error
+    /// (untrusted certificate, wrong host name, an alert from the broker) is an
+    /// authentication failure; an I/O error is a connection failure like any other.
+    async fn tls_handshake(
+        &self,
+        stream: TcpStream,
+        config: Arc<rustls::ClientConfig>,
+        remaining: Duration,
+        timeout_ms: u64,
+    ) -> Result<BrokerStream, NetworkError> {
+        let server_name = tls::server_name(&self.host)?;
+        let connector = tokio_rustls::TlsConnector::from(config);
+        match tokio::time::timeout(remaining, connector.connect(server_name, stream)).await {
+            Ok(Ok(stream)) => Ok(Box::new(stream)),
+            Ok(Err(source)) => Err(match tls::tls_error(&source) {
+                Some(error) => self.ssl_authentication(error.to_string()),
+                None => NetworkError::ConnectFailed {
+                    broker: self.broker.clone(),
+                    source: Arc::new(source),
+                },
+            }),
+            Err(_) => Err(NetworkError::ConnectTimedOut {
+                broker: self.broker.clone(),
+                timeout_ms,
+            }),
+        }
+    }
+
+    fn ssl_authentication(&self, message: String) -> NetworkError {
+        NetworkError::Authentication {
+            broker: self.broker.clone(),
+            mechanism: "SSL".to_owned(),
+            code: None,
+            message,
+        }
+    }
+
+    /// A TLS failure after the handshake (TLS 1.3 reports a refused client certificate only
+    /// on the first read) is an authentication failure too.
+    fn tls_failure(&self, error: NetworkError) -> NetworkError {
+        match error {
+            NetworkError::ConnectionClosed {
+                reason: CloseReason::Tls { message },
+                ..
+            } => self.ssl_authentication(message),
+            other => other,
+        }
     }
 
     /// Fails every request still queued for this node.
@@ -141,4 +242,9 @@ impl NodeTask {
             command.request.fail(error.clone());
         }
     }
+}
+
+/// What is left of a `timeout_ms` budget that started at `started`.
+fn deadline_left(started: Instant, timeout_ms: u64) -> Duration {
+    Duration::from_millis(timeout_ms).saturating_sub(started.elapsed())
 }

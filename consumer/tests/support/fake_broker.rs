@@ -12,11 +12,12 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader,
+    RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::time::Duration;
 
@@ -69,6 +70,11 @@ struct State {
     advertised: Option<SocketAddr>,
     /// Malformed request frames (the stream was corrupted).
     malformed: Vec<String>,
+    /// SASL/PLAIN: the one SaslAuthenticate message accepted (`\0user\0password`); any other
+    /// fails with SASL_AUTHENTICATION_FAILED.
+    plain_credentials: Vec<u8>,
+    /// `session_lifetime_ms` of a successful SaslAuthenticate (0: no KIP-368 limit).
+    session_lifetime_ms: i64,
 }
 
 /// Handle to a fake broker's state; clones share it (it survives a madsim node restart).
@@ -88,6 +94,8 @@ impl Default for FakeBroker {
                 omitted_apis: Vec::new(),
                 advertised: None,
                 malformed: Vec::new(),
+                plain_credentials: Vec::new(),
+                session_lifetime_ms: 0,
             })),
         }
     }
@@ -102,6 +110,32 @@ impl FakeBroker {
         broker.state().advertised = Some(addr);
         tokio::spawn(broker.clone().serve(listener));
         (broker, addr)
+    }
+
+    /// Binds `addr` and serves TLS with `config` forever (a madsim node's init future).
+    #[allow(dead_code)] // used by the simulation tests only
+    pub async fn bind_and_serve_tls(self, addr: SocketAddr, config: Arc<rustls::ServerConfig>) {
+        let listener = TcpListener::bind(addr).await.unwrap();
+        self.state().advertised = Some(addr);
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let connection = {
+                let mut state = self.state();
+                state.connections += 1;
+                state.connections - 1
+            };
+            let broker = self.clone();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                // A client that refuses our certificate ends the handshake; nothing to serve.
+                if let Ok(stream) = acceptor.accept(stream).await {
+                    broker.serve_connection(stream, connection).await;
+                }
+            });
+        }
     }
 
     /// Binds `addr` and serves forever (a madsim node's init future).
@@ -126,6 +160,16 @@ impl FakeBroker {
 
     pub fn omit_api(&self, api_key: ApiKey) {
         self.state().omitted_apis.push(api_key as i16);
+    }
+
+    /// Accepts SASL/PLAIN for this user and password only.
+    pub fn accept_plain(&self, user: &str, password: &str) {
+        self.state().plain_credentials = format!("\0{user}\0{password}").into_bytes();
+    }
+
+    /// Limits authenticated sessions to this lifetime (KIP-368), so clients re-authenticate.
+    pub fn set_session_lifetime_ms(&self, lifetime_ms: i64) {
+        self.state().session_lifetime_ms = lifetime_ms;
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -162,7 +206,10 @@ impl FakeBroker {
         }
     }
 
-    async fn serve_connection(self, stream: TcpStream, connection: usize) {
+    async fn serve_connection<S>(self, stream: S, connection: usize)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
         let (mut reader, mut writer) = tokio::io::split(stream);
         let (requests, mut queue) = mpsc::unbounded_channel::<(Received, Bytes)>();
         // Reader: parse and record every frame as it arrives, so pipelining is observable.
@@ -198,7 +245,7 @@ impl FakeBroker {
     /// Answers requests in order, applying the script; returns to close the connection.
     async fn answer(
         &self,
-        writer: &mut tokio::io::WriteHalf<TcpStream>,
+        writer: &mut tokio::io::WriteHalf<impl AsyncWrite>,
         queue: &mut mpsc::UnboundedReceiver<(Received, Bytes)>,
     ) {
         let mut held: Option<Bytes> = None;
@@ -330,6 +377,32 @@ impl FakeBroker {
                     .encode(&mut out, version)
                     .unwrap();
             }
+            ApiKey::SaslHandshake => {
+                let request = SaslHandshakeRequest::decode(&mut body, version).unwrap();
+                let supported = request.mechanism.as_str() == "PLAIN";
+                write_header(&mut out, header_version);
+                SaslHandshakeResponse::default()
+                    .with_error_code(if supported { 0 } else { 33 })
+                    .with_mechanisms(vec![StrBytes::from_static_str("PLAIN")])
+                    .encode(&mut out, version)
+                    .unwrap();
+            }
+            ApiKey::SaslAuthenticate => {
+                let request = SaslAuthenticateRequest::decode(&mut body, version).unwrap();
+                let accepted = request.auth_bytes[..] == state.plain_credentials[..];
+                write_header(&mut out, header_version);
+                let response = if accepted {
+                    SaslAuthenticateResponse::default()
+                        .with_session_lifetime_ms(state.session_lifetime_ms)
+                } else {
+                    SaslAuthenticateResponse::default()
+                        .with_error_code(58)
+                        .with_error_message(Some(StrBytes::from_static_str(
+                            "Authentication failed: Invalid username or password",
+                        )))
+                };
+                response.encode(&mut out, version).unwrap();
+            }
             other => panic!("fake broker does not implement {other:?}"),
         }
         out.freeze()
@@ -382,6 +455,16 @@ fn parse_request(connection: usize, frame: Bytes) -> Result<(Received, Bytes), S
         ApiKey::ApiVersions => {
             ApiVersionsRequest::decode(&mut rest, api_version)
                 .map_err(|e| format!("ApiVersions body: {e}"))?;
+            None
+        }
+        ApiKey::SaslHandshake => {
+            SaslHandshakeRequest::decode(&mut rest, api_version)
+                .map_err(|e| format!("SaslHandshake body: {e}"))?;
+            None
+        }
+        ApiKey::SaslAuthenticate => {
+            SaslAuthenticateRequest::decode(&mut rest, api_version)
+                .map_err(|e| format!("SaslAuthenticate body: {e}"))?;
             None
         }
         other => return Err(format!("unexpected {other:?}")),
