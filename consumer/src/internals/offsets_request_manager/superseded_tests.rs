@@ -81,6 +81,29 @@ fn seek_to_end_during_the_automatic_reset_wins_over_the_late_earliest_answer() {
 }
 
 #[test]
+fn the_late_earliest_answer_is_not_installed_after_seek_to_end() {
+    // The same race where the EARLIEST answer arrives before the consumer polls again: it
+    // must not become the position (the issue saw position 0 and the whole partition
+    // delivered again), and the LATEST lookup goes out next.
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = OffsetsRequestManager::new(100);
+    let earliest = to_p0(m.poll(&mut p.ctx()));
+    seek(&mut p, 0, SeekTarget::End);
+    m.on_response(
+        &mut p.ctx(),
+        earliest[0].token,
+        list_response(&[(0, 0, 0, 5)]),
+    );
+    assert_eq!(position(&p, 0), None, "the EARLIEST answer is dropped");
+    assert_eq!(
+        state(&p, 0),
+        Some(FetchState::AwaitingReset(AutoOffsetReset::Latest))
+    );
+    let latest = to_p0(m.poll(&mut p.ctx()));
+    assert_eq!(requested(&latest[0]), [(0, -1, 5)]);
+}
+
+#[test]
 fn the_last_of_two_seek_to_end_calls_wins() {
     // seek_to_end, seek(5), seek_to_end again: the first lookup's log end is older than the
     // last seek; records appended in between would be delivered although the user asked to
