@@ -999,3 +999,6 @@ fn fetch_outcome(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod superseded_tests;
