@@ -167,6 +167,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::pattern_topics::NAME,
             build: families::pattern_topics::scenario,
         },
+        ScenarioInfo {
+            name: families::seek_reset::NAME,
+            build: families::seek_reset::scenario,
+        },
     ]
 }
 

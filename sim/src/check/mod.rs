@@ -113,6 +113,10 @@ pub enum ViolationKind {
     /// A member's commit of a partition succeeded after another member had taken the partition
     /// over (a zombie's stale commit accepted over the new owner's progress).
     StaleCommitAccepted,
+    /// The application's last seek did not decide the position: a lookup answered for an
+    /// earlier state (an automatic reset, a validation, an earlier seek) overwrote it
+    /// (KAFKA-7703).
+    SeekOverridden,
 }
 
 /// One broken invariant, located in virtual time.
