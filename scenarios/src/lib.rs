@@ -10,6 +10,7 @@ pub mod families;
 pub mod golden;
 pub mod jira;
 pub mod legacy;
+pub mod own;
 pub mod regression;
 #[cfg(madsim)]
 pub mod runner;
@@ -168,8 +169,8 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: families::pattern_topics::scenario,
         },
         ScenarioInfo {
-            name: families::seek_reset::NAME,
-            build: families::seek_reset::scenario,
+            name: own::seek_reset::NAME,
+            build: own::seek_reset::scenario,
         },
     ]
 }

@@ -453,12 +453,7 @@ impl OffsetsRequestManager {
         lookup: &ResetLookup,
         answer: Option<&ListOutcome>,
     ) {
-        let ResetLookup {
-            tp,
-            timestamp,
-            state_id,
-        } = lookup;
-        let (tp, timestamp, state_id) = (tp, *timestamp, *state_id);
+        let (tp, timestamp, state_id) = (&lookup.tp, lookup.timestamp, lookup.state_id);
         let state = ctx.subscriptions.fetch_state(tp);
         if !ctx.subscriptions.is_current(tp, state_id)
             || !matches!(state, Some(FetchState::AwaitingReset(_)))

@@ -4,9 +4,8 @@
 //!
 //! A Jira scenario replays one known race; a family aims at a class of interleavings and lets
 //! the seed pick the instance. Each family is one file: its doc comment names the interleavings
-//! it aims at, the invariants and why our design should hold. Every family but `seek-reset`
-//! (whose application skips records on purpose, so "everything consumed" is no invariant
-//! there) asserts [`full_checks`]: Jepsen's taxonomy (no lost write, duplicates only within the at-least-once
+//! it aims at, the invariants and why our design should hold. Every family asserts
+//! [`full_checks`]: Jepsen's taxonomy (no lost write, duplicates only within the at-least-once
 //! bound, committed offsets never regress without a seek, consistent offsets, in-order delivery
 //! within an ownership), the group invariants (no partition owned by two members at once — a
 //! fenced zombie's window excepted, its commits then refused —, revoke/lost before the view
@@ -27,7 +26,6 @@ pub mod network_partition;
 pub mod pattern_topics;
 pub mod rebalance_storm;
 pub mod rolling_restart;
-pub mod seek_reset;
 pub mod static_members;
 pub mod zombie;
 

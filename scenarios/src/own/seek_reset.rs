@@ -31,9 +31,12 @@ use sim::check::{CheckerSet, KnownGaps, OwnershipMode};
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 use sim::history::Tp;
 
-use super::{between, coin, knob_rng, pick, set, Protocol, GROUP, KIP848_REQUEST_TIMEOUT_MS};
 use crate::app::{AppBehaviour, CommitPolicy, SeekTo, UserSeek};
 use crate::checks::UserSeekWins;
+use crate::families::{
+    between, coin, knob_rng, pick, set, Protocol, GROUP, KIP848_HEARTBEAT_MS,
+    KIP848_REQUEST_TIMEOUT_MS, KIP848_SESSION_MS,
+};
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 
 pub const NAME: &str = "seek-reset";
@@ -189,7 +192,7 @@ pub fn scenario() -> Scenario {
     .brokers(1)
     .topic(TOPIC, PARTITIONS)
     .offsets_partitions(1)
-    .kip848_timeouts_ms(super::KIP848_HEARTBEAT_MS, super::KIP848_SESSION_MS)
+    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS)
     .assigning_consumer(
         "c0",
         &[],
