@@ -102,8 +102,12 @@ fn a_seek_to_end_during_the_first_reset_resolves_to_the_log_end() {
 #[test]
 fn the_legacy_model_cannot_seek_so_nothing_is_judged() {
     // Kafka 3.1's model has no ListOffsets and no seek (its reset is offset 0 in place): the
-    // pre-2.3 behaviour cannot be shown with it. Its subject refuses every seek.
-    let result = run_in_runtime(seek_reset::scenario, 0, SubjectKind::Legacy).unwrap();
+    // pre-2.3 behaviour cannot be shown with it. Its subject refuses every seek. (The model
+    // needs a group.id: a seed assigning with a group.)
+    let seed = (0..)
+        .find(|s| seek_reset::draw(*s).mode == Mode::AssignWithGroup)
+        .unwrap();
+    let result = run_in_runtime(seek_reset::scenario, seed, SubjectKind::Legacy).unwrap();
     let entries = result.history.entries();
     assert_eq!(judged_seeks(entries), 0);
     assert!(entries.iter().any(|e| matches!(&e.event,
