@@ -41,3 +41,37 @@ impl Default for AppBehaviour {
         }
     }
 }
+
+/// Where an application's seek goes (`seek`, `seekToBeginning`, `seekToEnd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekTo {
+    Beginning,
+    End,
+    /// `seek(tp, OffsetAndMetadata(offset, leader_epoch))`: with an epoch the consumer
+    /// validates the position first (KIP-320).
+    Offset {
+        offset: i64,
+        leader_epoch: Option<i32>,
+    },
+}
+
+/// One seek the application makes: before the first `poll` at or after `at_ms`, it seeks `tp`
+/// and then, with `position`, asks for its position (which waits for any lookup the seek
+/// needs). Without, the next seek follows at once and races this one's lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserSeek {
+    pub at_ms: u64,
+    pub tp: sim::history::Tp,
+    pub to: SeekTo,
+    pub position: bool,
+}
+
+/// The note a subject records when the application calls a seek; [`UserSeek`]s are judged
+/// from it ([`crate::checks::UserSeekWins`]).
+pub fn seek_note(tp: &sim::history::Tp, to: SeekTo) -> String {
+    match to {
+        SeekTo::Beginning => format!("user seek {tp} beginning"),
+        SeekTo::End => format!("user seek {tp} end"),
+        SeekTo::Offset { offset, .. } => format!("user seek {tp} offset {offset}"),
+    }
+}

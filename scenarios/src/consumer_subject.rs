@@ -14,6 +14,7 @@ use kafka_consumer::{Consumer, Error, OffsetAndMetadata, TopicPartition};
 use sim::history::{CallbackKind, Event, Tp};
 use tokio::time::Duration;
 
+use crate::app::SeekTo;
 use crate::subject::{
     CommitCompletion, Delivered, ListenerBehaviour, LoopCounters, Subject, SubjectContext,
     SubjectError,
@@ -300,6 +301,30 @@ impl Subject for ConsumerSubject {
                 .collect()),
             Err(error) => Err(SubjectError(error_name(&error))),
         }
+    }
+
+    async fn seek(&mut self, tp: Tp, to: SeekTo) -> Result<(), SubjectError> {
+        let partition = TopicPartition::new(tp.topic.as_str(), tp.partition);
+        let sought = match to {
+            SeekTo::Beginning => self.consumer.seek_to_beginning([partition]).await,
+            SeekTo::End => self.consumer.seek_to_end([partition]).await,
+            SeekTo::Offset {
+                offset,
+                leader_epoch,
+            } => {
+                let target = OffsetAndMetadata::with_leader_epoch(offset, leader_epoch);
+                self.consumer.seek_with_metadata(&partition, target).await
+            }
+        };
+        sought.map_err(|e| SubjectError(error_name(&e)))
+    }
+
+    async fn position(&mut self, tp: Tp, timeout: Duration) -> Result<i64, SubjectError> {
+        let partition = TopicPartition::new(tp.topic.as_str(), tp.partition);
+        self.consumer
+            .position(&partition, timeout)
+            .await
+            .map_err(|e| SubjectError(error_name(&e)))
     }
 
     async fn commit_async(&mut self, id: u64, offsets_to_commit: Vec<(Tp, i64)>) {

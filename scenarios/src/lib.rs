@@ -10,6 +10,7 @@ pub mod families;
 pub mod golden;
 pub mod jira;
 pub mod legacy;
+pub mod own;
 pub mod regression;
 #[cfg(madsim)]
 pub mod runner;
@@ -174,6 +175,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
         ScenarioInfo {
             name: families::data_path_late_topic::NAME,
             build: families::data_path_late_topic::scenario,
+        },
+        ScenarioInfo {
+            name: own::seek_reset::NAME,
+            build: own::seek_reset::scenario,
         },
     ]
 }

@@ -6,7 +6,7 @@ use sim::check::CheckerSet;
 use sim::fault::FaultPlan;
 use sim::history::Tp;
 
-use crate::app::AppBehaviour;
+use crate::app::{AppBehaviour, UserSeek};
 use crate::legacy::LegacyVersion;
 use crate::subject::ListenerBehaviour;
 
@@ -54,6 +54,8 @@ pub struct SubjectSpec {
     pub stall_when_idle: Option<(u64, u64)>,
     /// Faults of the member itself (leave early, crash, stall), applied by the runner.
     pub member_faults: MemberFaults,
+    /// Seeks the application makes, in time order.
+    pub seeks: Vec<UserSeek>,
 }
 
 /// Faults of one member's own process or application, as opposed to the cluster's: the
@@ -279,6 +281,7 @@ impl ScenarioBuilder {
             app,
             stall_when_idle: None,
             member_faults: MemberFaults::default(),
+            seeks: Vec::new(),
         });
         self
     }
@@ -306,6 +309,7 @@ impl ScenarioBuilder {
             app,
             stall_when_idle: None,
             member_faults: MemberFaults::default(),
+            seeks: Vec::new(),
         });
         self
     }

@@ -179,6 +179,34 @@ pub trait Subject: Send {
         -> impl Future<Output = Result<(), SubjectError>> + Send;
     /// Commit callbacks that ran since the last call, in the order they ran.
     fn take_completed_commits(&mut self) -> impl Future<Output = Vec<CommitCompletion>> + Send;
+    /// `seek` / `seekToBeginning` / `seekToEnd` of one assigned partition. A subject that
+    /// cannot seek refuses (the legacy model: its positions come from committed offsets or
+    /// offset 0, without ListOffsets).
+    fn seek(
+        &mut self,
+        tp: Tp,
+        to: crate::app::SeekTo,
+    ) -> impl Future<Output = Result<(), SubjectError>> + Send {
+        let _ = (tp, to);
+        async {
+            Err(SubjectError(
+                "seek is not modelled by this subject".to_owned(),
+            ))
+        }
+    }
+    /// `position(tp, timeout)`: the next offset to consume, once any lookup it needs is done.
+    fn position(
+        &mut self,
+        tp: Tp,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<i64, SubjectError>> + Send {
+        let _ = (tp, timeout);
+        async {
+            Err(SubjectError(
+                "position is not modelled by this subject".to_owned(),
+            ))
+        }
+    }
     /// The subject's loop counters, if it keeps them.
     fn loop_counters(&self) -> Option<LoopCounters> {
         None

@@ -32,7 +32,7 @@ use super::request_state::RequestState;
 use super::requests::{
     group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
-use super::subscription_state::FetchState;
+use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{GroupProtocol, IsolationLevel};
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
@@ -64,8 +64,10 @@ struct PendingCommit {
 enum FetchPurpose {
     /// `committed()`.
     User(Completion<CommittedOffsets>),
-    /// Initializing positions of newly assigned partitions.
-    Positions,
+    /// Initializing positions of newly assigned partitions, each for the instance of its
+    /// `Initializing` state the fetch was made for: a partition seeked, or unassigned and
+    /// assigned again, before the answer comes is no longer waiting for it.
+    Positions(BTreeMap<TopicPartition, FetchStateId>),
 }
 
 struct PendingOffsetFetch {
@@ -435,17 +437,20 @@ impl CommitRequestManager {
 
     /// Newly assigned partitions start from their committed offsets.
     fn maybe_fetch_positions(&mut self, ctx: &mut ManagerContext<'_>) {
-        let covered: BTreeSet<TopicPartition> = self
+        let covered: BTreeSet<(&TopicPartition, &FetchStateId)> = self
             .fetches
             .iter()
-            .filter(|f| matches!(f.purpose, FetchPurpose::Positions))
-            .flat_map(|f| f.partitions.iter().cloned())
+            .filter_map(|f| match &f.purpose {
+                FetchPurpose::Positions(ids) => Some(ids.iter()),
+                FetchPurpose::User(_) => None,
+            })
+            .flatten()
             .collect();
-        let needed: BTreeSet<TopicPartition> = ctx
+        let needed: BTreeMap<TopicPartition, FetchStateId> = ctx
             .subscriptions
-            .partitions_in(FetchState::Initializing)
+            .partitions_in_with_ids(FetchState::Initializing)
             .into_iter()
-            .filter(|tp| !covered.contains(tp))
+            .filter(|(tp, id)| !covered.contains(&(tp, id)))
             .collect();
         if !needed.is_empty() {
             tracing::debug!(
@@ -454,8 +459,8 @@ impl CommitRequestManager {
             );
             let state = self.request_state();
             self.fetches.push(PendingOffsetFetch {
-                partitions: needed,
-                purpose: FetchPurpose::Positions,
+                partitions: needed.keys().cloned().collect(),
+                purpose: FetchPurpose::Positions(needed),
                 state,
                 token: None,
             });
@@ -608,8 +613,8 @@ impl CommitRequestManager {
                             .collect();
                         c.complete(Ok(answer));
                     }
-                    FetchPurpose::Positions => {
-                        initialize_positions(ctx, &fetch.partitions, &offsets);
+                    FetchPurpose::Positions(ids) => {
+                        initialize_positions(ctx, &ids, &offsets);
                     }
                 }
             }
@@ -623,19 +628,22 @@ impl CommitRequestManager {
                     FetchPurpose::User(c) => {
                         c.complete(Err(error));
                     }
-                    FetchPurpose::Positions => {
+                    FetchPurpose::Positions(mut ids) => {
                         tracing::warn!(%error, "cannot fetch committed offsets for positions");
                         ctx.report(error);
-                        // Level-triggered: the partitions are still initializing and will be
-                        // fetched again, after a backoff.
-                        let mut state = self.request_state();
-                        state.on_failure(ctx.now, ctx.rng);
-                        self.fetches.push(PendingOffsetFetch {
-                            partitions: fetch.partitions,
-                            purpose: FetchPurpose::Positions,
-                            state,
-                            token: None,
-                        });
+                        // Level-triggered: the partitions still initializing are fetched
+                        // again, after a backoff.
+                        ids.retain(|tp, id| ctx.subscriptions.is_current(tp, *id));
+                        if !ids.is_empty() {
+                            let mut state = self.request_state();
+                            state.on_failure(ctx.now, ctx.rng);
+                            self.fetches.push(PendingOffsetFetch {
+                                partitions: ids.keys().cloned().collect(),
+                                purpose: FetchPurpose::Positions(ids),
+                                state,
+                                token: None,
+                            });
+                        }
                     }
                 }
             }
@@ -645,14 +653,20 @@ impl CommitRequestManager {
 
 /// Applies committed offsets to initializing partitions: a committed offset becomes the
 /// position (validated first when it carries a leader epoch, KIP-320), none means a reset.
+/// Only to partitions still in the `Initializing` state the fetch was made for: one seeked
+/// meanwhile keeps the user's position, one unassigned and assigned again gets a fetch of its
+/// own (another member may have committed in between).
 fn initialize_positions(
     ctx: &mut ManagerContext<'_>,
-    partitions: &BTreeSet<TopicPartition>,
+    partitions: &BTreeMap<TopicPartition, FetchStateId>,
     offsets: &BTreeMap<TopicPartition, Option<OffsetAndMetadata>>,
 ) {
-    for tp in partitions {
-        if ctx.subscriptions.fetch_state(tp) != Some(FetchState::Initializing) {
-            continue; // seeked or unassigned meanwhile
+    for (tp, id) in partitions {
+        if !ctx.subscriptions.is_current(tp, *id)
+            || ctx.subscriptions.fetch_state(tp) != Some(FetchState::Initializing)
+        {
+            tracing::debug!(partition = %tp, "dropping the committed offset of a superseded fetch");
+            continue;
         }
         match offsets.get(tp).cloned().flatten() {
             Some(committed) => {
@@ -985,3 +999,6 @@ fn fetch_outcome(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod superseded_tests;

@@ -487,3 +487,6 @@ fn fetch_request(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod superseded_tests;

@@ -23,6 +23,7 @@ pub(crate) mod network_thread;
 pub(crate) mod offsets_request_manager;
 pub(crate) mod request_state;
 pub(crate) mod requests;
+pub(crate) mod seek;
 pub(crate) mod settings;
 pub(crate) mod subscription_state;
 pub(crate) mod topic_metadata_request_manager;

@@ -28,7 +28,7 @@ use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
 use super::coordinator_request_manager::CoordinatorRequestManager;
 use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
-use super::fetch_buffer::{FetchBuffer, FetchPosition};
+use super::fetch_buffer::FetchBuffer;
 use super::fetch_request_manager::FetchRequestManager;
 use super::membership::{MemberIdentity, Membership};
 use super::metrics::SharedMetrics;
@@ -36,6 +36,7 @@ use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
     earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
 };
+use super::seek::seek_partition;
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
@@ -512,41 +513,18 @@ impl ConsumerNetworkThread {
             }
         }
         for tp in partitions {
-            match target {
-                SeekTarget::Offset(offset) => {
-                    let leader_epoch = self
-                        .client
-                        .metadata()
-                        .partition(&tp.topic, tp.partition)
-                        .map(|p| p.leader_epoch);
-                    self.channels.buffer.set_position(
-                        tp,
-                        FetchPosition {
-                            offset: offset.offset,
-                            offset_epoch: offset.leader_epoch,
-                            current_leader_epoch: leader_epoch,
-                        },
-                    );
-                    let state = if offset.leader_epoch.is_some() {
-                        FetchState::AwaitingValidation
-                    } else {
-                        FetchState::Fetching
-                    };
-                    tracing::info!(partition = %tp, offset = offset.offset, "seek");
-                    self.subscriptions.set_fetch_state(tp, state);
-                }
-                SeekTarget::Beginning | SeekTarget::End => {
-                    let strategy = if *target == SeekTarget::Beginning {
-                        AutoOffsetReset::Earliest
-                    } else {
-                        AutoOffsetReset::Latest
-                    };
-                    tracing::info!(partition = %tp, ?strategy, "seek to reset");
-                    self.channels.buffer.drop_buffered(tp);
-                    self.subscriptions
-                        .set_fetch_state(tp, FetchState::AwaitingReset(strategy));
-                }
-            }
+            let leader_epoch = self
+                .client
+                .metadata()
+                .partition(&tp.topic, tp.partition)
+                .map(|p| p.leader_epoch);
+            seek_partition(
+                &mut self.subscriptions,
+                &self.channels.buffer,
+                tp,
+                target,
+                leader_epoch,
+            );
         }
         Ok(())
     }

@@ -7,6 +7,11 @@
 //! `group.id` new partitions go straight to a reset; with one, the commit manager first looks
 //! for committed offsets. The same ListOffsets machinery answers `beginning_offsets`,
 //! `end_offsets` and `offsets_for_times`.
+//!
+//! Every reset and validation is made for one instance of the partition's fetch state (its
+//! [`FetchStateId`]) and its answer is applied only while that instance lasts: a user's seek,
+//! a new reset, an unassignment start a new one, the stale answer is dropped and the lookup
+//! the new state needs goes out at once, without waiting for it (KAFKA-7703).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,7 +31,7 @@ use super::fetch_buffer::FetchPosition;
 use super::requests::{
     group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
-use super::subscription_state::FetchState;
+use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{AutoOffsetReset, LATEST_TIMESTAMP};
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
@@ -37,9 +42,24 @@ use crate::types::{OffsetAndTimestamp, TopicPartition};
 /// A consumer's replica id in ListOffsets.
 const CONSUMER_REPLICA_ID: i32 = -1;
 
+/// A reset's ListOffsets for one partition: the timestamp asked for, the state it is for.
+struct ResetLookup {
+    tp: TopicPartition,
+    timestamp: i64,
+    state_id: FetchStateId,
+}
+
+/// A validation's OffsetForLeaderEpoch for one partition: the position checked, the state it
+/// is for.
+struct ValidationLookup {
+    tp: TopicPartition,
+    position: FetchPosition,
+    state_id: FetchStateId,
+}
+
 enum InFlight {
-    Reset(Vec<(TopicPartition, i64)>),
-    Validate(Vec<(TopicPartition, FetchPosition)>),
+    Reset(Vec<ResetLookup>),
+    Validate(Vec<ValidationLookup>),
     User {
         id: u64,
         partitions: Vec<TopicPartition>,
@@ -67,11 +87,15 @@ pub(crate) struct OffsetsRequestManager {
     retry_backoff: Duration,
     next_token: u64,
     in_flight: BTreeMap<u64, InFlight>,
-    busy: BTreeSet<TopicPartition>,
-    backoff_until: BTreeMap<TopicPartition, Instant>,
-    /// Partitions whose `by_duration` reset found no record that recent, with the strategy it
-    /// was for: their next reset asks for the latest offset instead, as Java does (KIP-1106).
-    reset_to_latest: BTreeMap<TopicPartition, AutoOffsetReset>,
+    /// Partitions with a reset or validation in flight, with the state it is for: a partition
+    /// whose state has moved on since is free for the lookup its new state needs.
+    busy: BTreeMap<TopicPartition, FetchStateId>,
+    /// Partitions whose last lookup failed: no retry before the instant, unless the state it
+    /// was for has moved on (a seek is not held back by the failure of what it replaced).
+    backoff_until: BTreeMap<TopicPartition, (Instant, FetchStateId)>,
+    /// Partitions whose `by_duration` reset found no record that recent, with the reset state
+    /// it was for: that reset asks for the latest offset instead, as Java does (KIP-1106).
+    reset_to_latest: BTreeMap<TopicPartition, FetchStateId>,
     user: Vec<UserListOffsets>,
     next_user_id: u64,
     /// Partitions whose log truncation was reported with `auto.offset.reset=none`, with the
@@ -88,7 +112,7 @@ impl OffsetsRequestManager {
             retry_backoff: Duration::from_millis(retry_backoff_ms),
             next_token: 0,
             in_flight: BTreeMap::new(),
-            busy: BTreeSet::new(),
+            busy: BTreeMap::new(),
             backoff_until: BTreeMap::new(),
             reset_to_latest: BTreeMap::new(),
             user: Vec::new(),
@@ -149,8 +173,12 @@ impl OffsetsRequestManager {
     /// Sends resets, validations and lookups that are due.
     pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
         let mut result = PollResult::default();
-        self.backoff_until.retain(|_, at| *at > ctx.now);
-        for at in self.backoff_until.values() {
+        let subscriptions = &*ctx.subscriptions;
+        self.backoff_until
+            .retain(|tp, (at, id)| *at > ctx.now && subscriptions.is_current(tp, *id));
+        self.reset_to_latest
+            .retain(|tp, id| subscriptions.is_current(tp, *id));
+        for (at, _) in self.backoff_until.values() {
             result.wake_at(*at);
         }
         if ctx.settings.group_id.is_none() {
@@ -167,8 +195,10 @@ impl OffsetsRequestManager {
         result
     }
 
-    fn ready(&self, tp: &TopicPartition) -> bool {
-        !self.busy.contains(tp) && !self.backoff_until.contains_key(tp)
+    /// Whether a lookup for the fetch state `id` of `tp` may go out: none is in flight for it
+    /// and it is not backing off.
+    fn ready(&self, tp: &TopicPartition, id: FetchStateId) -> bool {
+        self.busy.get(tp) != Some(&id) && self.backoff_until.get(tp).is_none_or(|(_, b)| *b != id)
     }
 
     /// Groups partitions by leader; asks for metadata when a leader is unknown.
@@ -188,25 +218,38 @@ impl OffsetsRequestManager {
 
     fn send_resets(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
         let now_ms = wall_clock_ms();
-        let due: Vec<(TopicPartition, i64)> = ctx
+        let due: Vec<(TopicPartition, (i64, FetchStateId))> = ctx
             .subscriptions
-            .partitions_awaiting_reset()
+            .resets_awaited()
             .into_iter()
-            .filter(|(tp, _)| self.ready(tp))
-            .filter_map(|(tp, strategy)| {
-                let timestamp = if self.reset_to_latest.get(&tp) == Some(&strategy) {
+            .filter(|(tp, _, id)| self.ready(tp, *id))
+            .filter_map(|(tp, strategy, id)| {
+                let timestamp = if self.reset_to_latest.get(&tp) == Some(&id) {
                     LATEST_TIMESTAMP
                 } else {
                     strategy.list_offsets_timestamp(now_ms)?
                 };
-                Some((tp, timestamp))
+                Some((tp, (timestamp, id)))
             })
             .collect();
         for (leader, partitions) in Self::by_leader(ctx, due) {
-            let request = list_offsets_request(ctx, &partitions);
-            let entries: Vec<_> = partitions.into_iter().map(|(tp, ts, _)| (tp, ts)).collect();
-            tracing::debug!(leader, partitions = ?entries, "resetting positions with ListOffsets");
-            self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
+            let listed: Vec<_> = partitions
+                .iter()
+                .map(|(tp, (ts, _), epoch)| (tp.clone(), *ts, *epoch))
+                .collect();
+            let request = list_offsets_request(ctx, &listed);
+            let entries: Vec<ResetLookup> = partitions
+                .into_iter()
+                .map(|(tp, (timestamp, state_id), _)| ResetLookup {
+                    tp,
+                    timestamp,
+                    state_id,
+                })
+                .collect();
+            tracing::debug!(leader, partitions = ?listed, "resetting positions with ListOffsets");
+            for e in &entries {
+                self.busy.insert(e.tp.clone(), e.state_id);
+            }
             self.push(
                 result,
                 leader,
@@ -219,11 +262,11 @@ impl OffsetsRequestManager {
 
     fn send_validations(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
         let mut due = Vec::new();
-        for tp in ctx
+        for (tp, id) in ctx
             .subscriptions
-            .partitions_in(FetchState::AwaitingValidation)
+            .partitions_in_with_ids(FetchState::AwaitingValidation)
         {
-            if !self.ready(&tp) {
+            if !self.ready(&tp, id) {
                 continue;
             }
             let position = ctx.buffer.position(&tp).map(|(p, _)| p);
@@ -236,7 +279,7 @@ impl OffsetsRequestManager {
             let usable = select_version::<OffsetForLeaderEpochRequest>(ctx.versions).is_some();
             match position {
                 Some(position) if position.offset_epoch.is_some() && usable => {
-                    due.push((tp, position));
+                    due.push((tp, (position, id)));
                 }
                 // Nothing to validate against (or the broker cannot): trust the position.
                 Some(_) => ctx.subscriptions.set_fetch_state(&tp, FetchState::Fetching),
@@ -247,7 +290,7 @@ impl OffsetsRequestManager {
             }
         }
         for (leader, partitions) in Self::by_leader(ctx, due) {
-            let topics = group_runs(partitions.iter().map(|(tp, position, epoch)| {
+            let topics = group_runs(partitions.iter().map(|(tp, (position, _), epoch)| {
                 let partition = OffsetForLeaderPartition::default()
                     .with_partition(tp.partition)
                     .with_current_leader_epoch(*epoch)
@@ -261,9 +304,18 @@ impl OffsetsRequestManager {
                     .with_partitions(partitions)
             })
             .collect();
-            let entries: Vec<_> = partitions.into_iter().map(|(tp, p, _)| (tp, p)).collect();
+            let entries: Vec<ValidationLookup> = partitions
+                .into_iter()
+                .map(|(tp, (position, state_id), _)| ValidationLookup {
+                    tp,
+                    position,
+                    state_id,
+                })
+                .collect();
             tracing::debug!(leader, partitions = entries.len(), "validating positions");
-            self.busy.extend(entries.iter().map(|(tp, _)| tp.clone()));
+            for e in &entries {
+                self.busy.insert(e.tp.clone(), e.state_id);
+            }
             let request = OffsetForLeaderEpochRequest::default().with_topics(topics);
             self.push(
                 result,
@@ -349,8 +401,8 @@ impl OffsetsRequestManager {
         };
         match in_flight {
             InFlight::Reset(entries) => {
-                for (tp, _) in &entries {
-                    self.busy.remove(tp);
+                for e in &entries {
+                    self.release(&e.tp, e.state_id);
                 }
                 let answers = match result {
                     Ok((ResponseBody::ListOffsets(body), _)) => list_outcomes(ctx, &body),
@@ -360,13 +412,14 @@ impl OffsetsRequestManager {
                         BTreeMap::new()
                     }
                 };
-                for (tp, timestamp) in entries {
-                    self.apply_reset(ctx, &tp, timestamp, answers.get(&tp));
+                for lookup in entries {
+                    let answer = answers.get(&lookup.tp);
+                    self.apply_reset(ctx, &lookup, answer);
                 }
             }
             InFlight::Validate(entries) => {
-                for (tp, _) in &entries {
-                    self.busy.remove(tp);
+                for e in &entries {
+                    self.release(&e.tp, e.state_id);
                 }
                 let body = match result {
                     Ok((ResponseBody::OffsetForLeaderEpoch(body), _)) => Some(body),
@@ -376,8 +429,8 @@ impl OffsetsRequestManager {
                         None
                     }
                 };
-                for (tp, position) in entries {
-                    self.apply_validation(ctx, &tp, position, body.as_ref());
+                for lookup in entries {
+                    self.apply_validation(ctx, &lookup, body.as_ref());
                 }
             }
             InFlight::User { id, partitions } => {
@@ -394,22 +447,35 @@ impl OffsetsRequestManager {
         }
     }
 
-    fn back_off(&mut self, ctx: &ManagerContext<'_>, tp: &TopicPartition) {
+    /// A lookup for `tp`'s state `id` is answered: the partition is no longer busy with it
+    /// (a lookup for a newer state may be in flight and keeps it busy).
+    fn release(&mut self, tp: &TopicPartition, id: FetchStateId) {
+        if self.busy.get(tp) == Some(&id) {
+            self.busy.remove(tp);
+        }
+    }
+
+    fn back_off(&mut self, ctx: &ManagerContext<'_>, tp: &TopicPartition, id: FetchStateId) {
         self.backoff_until
-            .insert(tp.clone(), ctx.now + self.retry_backoff);
+            .insert(tp.clone(), (ctx.now + self.retry_backoff, id));
     }
 
     fn apply_reset(
         &mut self,
         ctx: &mut ManagerContext<'_>,
-        tp: &TopicPartition,
-        timestamp: i64,
+        lookup: &ResetLookup,
         answer: Option<&ListOutcome>,
     ) {
-        let Some(FetchState::AwaitingReset(strategy)) = ctx.subscriptions.fetch_state(tp) else {
-            self.reset_to_latest.remove(tp);
-            return; // seeked or unassigned meanwhile
-        };
+        let (tp, timestamp, state_id) = (&lookup.tp, lookup.timestamp, lookup.state_id);
+        let state = ctx.subscriptions.fetch_state(tp);
+        if !ctx.subscriptions.is_current(tp, state_id)
+            || !matches!(state, Some(FetchState::AwaitingReset(_)))
+        {
+            // Seeked, reset anew or unassigned meanwhile: the answer is for a reset nobody
+            // awaits any more, and the current state's own lookup goes out (or has gone).
+            tracing::debug!(partition = %tp, timestamp, ?state, "dropping the answer to a superseded reset");
+            return;
+        }
         if let Some(ListOutcome::Found(Some(_))) = answer {
             self.reset_to_latest.remove(tp);
         }
@@ -426,15 +492,15 @@ impl OffsetsRequestManager {
             }
             Some(ListOutcome::Fail(error)) => {
                 ctx.report(error.clone());
-                self.back_off(ctx, tp);
+                self.back_off(ctx, tp, state_id);
             }
             // No record at or after `now - duration`: Java resets to the latest offset then.
             Some(ListOutcome::Found(None)) if timestamp >= 0 => {
                 tracing::debug!(partition = %tp, timestamp, "no offset by time: resetting to latest");
-                self.reset_to_latest.insert(tp.clone(), strategy);
+                self.reset_to_latest.insert(tp.clone(), state_id);
             }
             Some(ListOutcome::Found(None)) | Some(ListOutcome::Retry) | None => {
-                self.back_off(ctx, tp);
+                self.back_off(ctx, tp, state_id);
             }
         }
     }
@@ -442,15 +508,23 @@ impl OffsetsRequestManager {
     fn apply_validation(
         &mut self,
         ctx: &mut ManagerContext<'_>,
-        tp: &TopicPartition,
-        validated: FetchPosition,
+        lookup: &ValidationLookup,
         body: Option<&OffsetForLeaderEpochResponse>,
     ) {
+        let (tp, validated, state_id) = (&lookup.tp, lookup.position, lookup.state_id);
         let current = ctx.buffer.position(tp).map(|(p, _)| p);
-        if ctx.subscriptions.fetch_state(tp) != Some(FetchState::AwaitingValidation)
-            || current.map(|p| p.offset) != Some(validated.offset)
+        // Java's `maybeCompleteValidation`: still awaiting this validation, of this position
+        // (offset and epoch: a seek to the same offset with another epoch needs its own).
+        let same_position = current.is_some_and(|p| {
+            (p.offset, p.offset_epoch) == (validated.offset, validated.offset_epoch)
+        });
+        if !ctx.subscriptions.is_current(tp, state_id)
+            || ctx.subscriptions.fetch_state(tp) != Some(FetchState::AwaitingValidation)
+            || !same_position
         {
-            return; // the position changed meanwhile
+            tracing::debug!(partition = %tp, offset = validated.offset,
+                "dropping the answer to a superseded validation");
+            return;
         }
         let answer = body.and_then(|b| {
             b.topics
@@ -460,19 +534,19 @@ impl OffsetsRequestManager {
                 .find(|p| p.partition == tp.partition)
         });
         let Some(answer) = answer else {
-            self.back_off(ctx, tp);
+            self.back_off(ctx, tp, state_id);
             return;
         };
         if let Some(code) = ResponseError::try_from_code(answer.error_code) {
             if code.is_retriable() || code == ResponseError::UnknownTopicOrPartition {
                 ctx.request_metadata_refresh();
-                self.back_off(ctx, tp);
+                self.back_off(ctx, tp, state_id);
             } else {
                 ctx.report(Error::from_code(
                     code,
                     format!("OffsetForLeaderEpoch for {tp}"),
                 ));
-                self.back_off(ctx, tp);
+                self.back_off(ctx, tp, state_id);
             }
             return;
         }
@@ -625,3 +699,6 @@ fn list_outcomes(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod superseded_tests;

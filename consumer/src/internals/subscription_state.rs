@@ -71,6 +71,8 @@ pub(crate) enum FetchState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PartitionState {
     fetch_state: FetchState,
+    /// Which instance of `fetch_state` this is ([`FetchStateId`]).
+    state_id: FetchStateId,
     paused: bool,
     /// Being revoked: not fetched, and data fetched for it is not handed out (so nothing is
     /// consumed twice once its new owner starts).
@@ -80,9 +82,26 @@ struct PartitionState {
     awaiting_callback: bool,
 }
 
+/// Names one instance of a partition's fetch state: a new id is drawn (from one counter for
+/// the whole consumer, so a partition unassigned and assigned again never sees an old id) each
+/// time the state changes, the partition is assigned, or the application seeks, even to the
+/// state it is already in.
+///
+/// Background answers change per-partition state the application can change meanwhile: a
+/// ListOffsets for a reset, an OffsetForLeaderEpoch for a validation, an OffsetFetch for an
+/// initializing position. Each request remembers the id it was made for and its answer is
+/// applied only while the partition still has that id; otherwise the answer is for a state the
+/// application (or the consumer itself) has since left and is dropped, and the request for the
+/// current state goes out. This is Java's `maybeSeekUnvalidated(tp, position,
+/// requestedResetStrategy)` (KAFKA-7703) made exact: comparing strategies alone would still
+/// install a `seek_to_end` answered before a later `seek_to_end` of the same partition.
+pub(crate) type FetchStateId = u64;
+
 /// The subscription, the assignment and per-partition state.
 #[derive(Debug, Default)]
 pub(crate) struct SubscriptionState {
+    /// The last [`FetchStateId`] drawn.
+    last_state_id: FetchStateId,
     subscription_type: SubscriptionType,
     /// The topics subscribed to (for a pattern: those it matched in the latest metadata).
     subscribed_topics: BTreeSet<String>,
@@ -273,10 +292,12 @@ impl SubscriptionState {
         let mut added = Vec::new();
         for tp in partitions {
             if !self.assignment.contains_key(tp) {
+                self.last_state_id += 1;
                 self.assignment.insert(
                     tp.clone(),
                     PartitionState {
                         fetch_state: FetchState::Initializing,
+                        state_id: self.last_state_id,
                         paused: false,
                         pending_revocation: false,
                         awaiting_callback: false,
@@ -304,13 +325,39 @@ impl SubscriptionState {
         self.assignment.get(partition).map(|s| s.fetch_state)
     }
 
-    /// Moves a partition to `state` (no-op if unassigned).
+    /// The id of a partition's current fetch state ([`FetchStateId`]).
+    pub fn fetch_state_id(&self, partition: &TopicPartition) -> Option<FetchStateId> {
+        self.assignment.get(partition).map(|s| s.state_id)
+    }
+
+    /// Whether `partition` is still in the fetch state instance `id` (assigned, not moved on).
+    pub fn is_current(&self, partition: &TopicPartition, id: FetchStateId) -> bool {
+        self.fetch_state_id(partition) == Some(id)
+    }
+
+    /// Moves a partition to `state` (no-op if unassigned); a new state gets a new id, staying
+    /// in the same state keeps it, so a caller that re-asserts the state it found does not
+    /// cancel the lookup under way for it.
     pub fn set_fetch_state(&mut self, partition: &TopicPartition, state: FetchState) {
         if let Some(s) = self.assignment.get_mut(partition) {
             if s.fetch_state != state {
                 tracing::debug!(%partition, from = ?s.fetch_state, to = ?state, "fetch state");
                 s.fetch_state = state;
+                self.last_state_id += 1;
+                s.state_id = self.last_state_id;
             }
+        }
+    }
+
+    /// The application's seek: moves a partition to `state` with a new id even if it is
+    /// already there, so the answer to any lookup made before the seek is dropped — the user's
+    /// last seek wins (KAFKA-7703). No-op if unassigned.
+    pub fn seek_to_state(&mut self, partition: &TopicPartition, state: FetchState) {
+        if let Some(s) = self.assignment.get_mut(partition) {
+            tracing::debug!(%partition, from = ?s.fetch_state, to = ?state, "fetch state (seek)");
+            s.fetch_state = state;
+            self.last_state_id += 1;
+            s.state_id = self.last_state_id;
         }
     }
 
@@ -320,6 +367,26 @@ impl SubscriptionState {
             .iter()
             .filter(|(_, s)| s.fetch_state == state)
             .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+
+    /// Partitions in `state`, with the ids of those states.
+    pub fn partitions_in_with_ids(&self, state: FetchState) -> Vec<(TopicPartition, FetchStateId)> {
+        self.assignment
+            .iter()
+            .filter(|(_, s)| s.fetch_state == state)
+            .map(|(tp, s)| (tp.clone(), s.state_id))
+            .collect()
+    }
+
+    /// Partitions awaiting a reset, with their strategies and the ids of those states.
+    pub fn resets_awaited(&self) -> Vec<(TopicPartition, AutoOffsetReset, FetchStateId)> {
+        self.assignment
+            .iter()
+            .filter_map(|(tp, s)| match s.fetch_state {
+                FetchState::AwaitingReset(strategy) => Some((tp.clone(), strategy, s.state_id)),
+                _ => None,
+            })
             .collect()
     }
 

@@ -7,7 +7,7 @@ use std::future::Future;
 use sim::history::{CommitMode, Event, Tp};
 use tokio::time::{Duration, Instant};
 
-use crate::app::{AppBehaviour, CommitPolicy};
+use crate::app::{seek_note, AppBehaviour, CommitPolicy, UserSeek};
 use crate::checks::loop_rate::counters_note;
 use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
@@ -42,6 +42,36 @@ fn spun(at_once: &mut (u64, u32), ctx: &SubjectContext) -> bool {
 /// How long the application polls a [`SubjectSpec::subscribe_before`] subscription for an
 /// error before it gives up on it (virtual ms).
 const SUBSCRIBE_BEFORE_POLLS_MS: u64 = 5_000;
+/// How long the application waits in `position` after a seek.
+const POSITION_TIMEOUT_MS: u64 = 10_000;
+
+/// Makes one [`UserSeek`]: the seek (noted first, so a checker knows what was asked), then
+/// `position`, recorded as the `Seek` to the offset the seek resolved to — where the
+/// application's next records must start.
+async fn user_seek<S: Subject>(subject: &mut S, ctx: &SubjectContext, seek: &UserSeek) {
+    ctx.record(Event::Note {
+        text: seek_note(&seek.tp, seek.to),
+    });
+    if let Err(e) = subject.seek(seek.tp.clone(), seek.to).await {
+        ctx.record(Event::Note {
+            text: format!("seek refused: {e}"),
+        });
+        return;
+    }
+    if !seek.position {
+        return;
+    }
+    let timeout = Duration::from_millis(POSITION_TIMEOUT_MS);
+    match subject.position(seek.tp.clone(), timeout).await {
+        Ok(offset) => ctx.record(Event::Seek {
+            tp: seek.tp.clone(),
+            offset,
+        }),
+        Err(e) => ctx.record(Event::Note {
+            text: format!("position failed: {e}"),
+        }),
+    }
+}
 
 /// Loop counters are sampled at most this often (virtual ms).
 const SAMPLE_EVERY_MS: u64 = 1_000;
@@ -114,7 +144,13 @@ pub(super) async fn drive<S: Subject>(
     let mut stall = spec.member_faults.stall;
     // Empty or failed polls in a row at one virtual instant (see `spun`).
     let mut at_once = (u64::MAX, 0u32);
+    // The application's seeks still to make.
+    let mut seeks = std::collections::VecDeque::from(spec.seeks.clone());
     while Instant::now() < end {
+        while let Some(seek) = seeks.front().filter(|s| ctx.now_ms() >= s.at_ms).cloned() {
+            seeks.pop_front();
+            user_seek(&mut subject, &ctx, &seek).await;
+        }
         if Instant::now() >= next_sample {
             if let Some(counters) = subject.loop_counters() {
                 ctx.record(counters_note(counters));

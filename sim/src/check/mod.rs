@@ -116,6 +116,10 @@ pub enum ViolationKind {
     /// A subscription to a topic name Kafka does not allow went through without the
     /// application being told: neither `subscribe` nor a `poll` after it failed naming it.
     InvalidTopicAccepted,
+    /// The application's last seek did not decide the position: a lookup answered for an
+    /// earlier state (an automatic reset, a validation, an earlier seek) overwrote it
+    /// (KAFKA-7703).
+    SeekOverridden,
 }
 
 /// One broken invariant, located in virtual time.

@@ -14,7 +14,7 @@ use crate::internals::test_support::{all_versions, metadata};
 
 const COORDINATOR: i32 = i32::MAX - 1;
 
-fn tp(p: i32) -> TopicPartition {
+pub(super) fn tp(p: i32) -> TopicPartition {
     TopicPartition::new("t", p)
 }
 
@@ -28,7 +28,7 @@ fn settings(auto_commit: bool) -> ConsumerSettings {
     }
 }
 
-fn parts(auto_commit: bool) -> Parts {
+pub(super) fn parts(auto_commit: bool) -> Parts {
     let mut p = Parts::new(settings(auto_commit));
     p.versions = Some(all_versions());
     p.coordinator = Some(COORDINATOR);
@@ -371,7 +371,9 @@ fn closing_with_unknown_coordinator_fails_pending_commits() {
     assert!(!m.has_pending_commits());
 }
 
-fn fetch_response(entries: &[(i32, i64, i32)]) -> Result<(ResponseBody, i16), NetworkError> {
+pub(super) fn fetch_response(
+    entries: &[(i32, i64, i32)],
+) -> Result<(ResponseBody, i16), NetworkError> {
     let partitions = entries
         .iter()
         .map(|&(p, offset, epoch)| {

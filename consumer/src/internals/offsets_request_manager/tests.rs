@@ -11,11 +11,11 @@ use crate::internals::context::testing::Parts;
 use crate::internals::settings::ConsumerSettings;
 use crate::internals::test_support::{all_versions, metadata};
 
-fn tp(p: i32) -> TopicPartition {
+pub(super) fn tp(p: i32) -> TopicPartition {
     TopicPartition::new("t", p)
 }
 
-fn parts(policy: AutoOffsetReset) -> Parts {
+pub(super) fn parts(policy: AutoOffsetReset) -> Parts {
     let mut p = Parts::new(ConsumerSettings {
         auto_offset_reset: policy,
         ..ConsumerSettings::default()
@@ -29,7 +29,9 @@ fn parts(policy: AutoOffsetReset) -> Parts {
     p
 }
 
-fn list_response(entries: &[(i32, i16, i64, i32)]) -> Result<(ResponseBody, i16), NetworkError> {
+pub(super) fn list_response(
+    entries: &[(i32, i16, i64, i32)],
+) -> Result<(ResponseBody, i16), NetworkError> {
     let partitions = entries
         .iter()
         .map(|&(p, code, offset, epoch)| {
@@ -48,7 +50,7 @@ fn list_response(entries: &[(i32, i16, i64, i32)]) -> Result<(ResponseBody, i16)
     Ok((ResponseBody::ListOffsets(body), 9))
 }
 
-fn requested(r: &UnsentRequest) -> Vec<(i32, i64, i32)> {
+pub(super) fn requested(r: &UnsentRequest) -> Vec<(i32, i64, i32)> {
     let RequestBody::ListOffsets(body) = &r.body else {
         panic!("{r:?}")
     };
@@ -176,7 +178,10 @@ fn latest_policy_and_no_policy_error_on_poll() {
     assert_eq!(partitions, &[tp(0), tp(1)]);
 }
 
-fn epoch_response(end_offset: i64, epoch: i32) -> Result<(ResponseBody, i16), NetworkError> {
+pub(super) fn epoch_response(
+    end_offset: i64,
+    epoch: i32,
+) -> Result<(ResponseBody, i16), NetworkError> {
     let body = OffsetForLeaderEpochResponse::default().with_topics(vec![
         OffsetForLeaderTopicResult::default()
             .with_topic(topic_name("t"))
