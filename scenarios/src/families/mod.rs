@@ -20,8 +20,8 @@
 
 pub mod close_outage;
 pub mod coordinator_failover;
-pub mod invalid_topic;
 pub mod data_path_late_topic;
+pub mod invalid_topic;
 pub mod lost_commits;
 pub mod mixed_protocols;
 pub mod network_partition;
