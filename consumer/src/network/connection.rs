@@ -136,35 +136,17 @@ impl Connection {
                 source,
             })?;
             let remaining = deadline.saturating_duration_since(Instant::now());
-            let frame = match tokio::time::timeout(remaining, self.exchange(request)).await {
-                Ok(Ok(frame)) => frame,
-                Ok(Err(reason)) => {
-                    return Err(NetworkError::ConnectionClosed {
-                        broker: self.broker.clone(),
-                        reason,
-                    })
-                }
-                Err(_) => {
-                    return Err(NetworkError::RequestTimedOut {
-                        api: Api(ApiVersionsRequest::KEY),
-                        broker: self.broker.clone(),
-                        timeout_ms,
-                    })
-                }
-            };
-            let protocol_error = |source| NetworkError::Protocol {
-                broker: self.broker.clone(),
-                source,
-            };
-            let received = codec::peek_correlation_id(&frame).map_err(protocol_error)?;
-            if received != correlation_id {
-                return Err(protocol_error(ProtocolError::UnexpectedCorrelationId {
-                    expected: Some(correlation_id),
-                    received,
-                }));
-            }
-            let (response, _) =
-                codec::decode_api_versions_response(frame, version).map_err(protocol_error)?;
+            let frame = self
+                .exchange_checked(
+                    request,
+                    Api(ApiVersionsRequest::KEY),
+                    correlation_id,
+                    remaining,
+                    timeout_ms,
+                )
+                .await?;
+            let (response, _) = codec::decode_api_versions_response(frame, version)
+                .map_err(|source| self.protocol_error(source))?;
             match handle_api_versions_response(&response, version) {
                 Ok(ApiVersionsOutcome::Negotiated(table)) => {
                     self.versions = table;
@@ -294,37 +276,61 @@ impl Connection {
             broker: self.broker.clone(),
             source,
         })?;
-        let frame =
-            match tokio::time::timeout(Duration::from_millis(timeout_ms), self.exchange(frame))
-                .await
-            {
-                Ok(Ok(frame)) => frame,
-                Ok(Err(reason)) => {
-                    return Err(NetworkError::ConnectionClosed {
-                        broker: self.broker.clone(),
-                        reason,
-                    })
-                }
-                Err(_) => {
-                    return Err(NetworkError::RequestTimedOut {
-                        api: Api(R::KEY),
-                        broker: self.broker.clone(),
-                        timeout_ms,
-                    })
-                }
-            };
-        let protocol_error = |source| NetworkError::Protocol {
-            broker: self.broker.clone(),
-            source,
+        let frame = self
+            .exchange_checked(
+                frame,
+                Api(R::KEY),
+                correlation_id,
+                Duration::from_millis(timeout_ms),
+                timeout_ms,
+            )
+            .await?;
+        codec::decode_response::<R>(frame, version).map_err(|source| self.protocol_error(source))
+    }
+
+    /// [`exchange`](Self::exchange) within `wait`, as a [`NetworkError`] naming the broker:
+    /// a timeout reports `api` and `timeout_ms` (the request's whole budget, of which `wait` is
+    /// what is left), and an answer must carry the request's `correlation_id`.
+    async fn exchange_checked(
+        &mut self,
+        request: Bytes,
+        api: Api,
+        correlation_id: i32,
+        wait: Duration,
+        timeout_ms: u64,
+    ) -> Result<Bytes, NetworkError> {
+        let frame = match tokio::time::timeout(wait, self.exchange(request)).await {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(reason)) => {
+                return Err(NetworkError::ConnectionClosed {
+                    broker: self.broker.clone(),
+                    reason,
+                })
+            }
+            Err(_) => {
+                return Err(NetworkError::RequestTimedOut {
+                    api,
+                    broker: self.broker.clone(),
+                    timeout_ms,
+                })
+            }
         };
-        let received = codec::peek_correlation_id(&frame).map_err(protocol_error)?;
+        let received =
+            codec::peek_correlation_id(&frame).map_err(|source| self.protocol_error(source))?;
         if received != correlation_id {
-            return Err(protocol_error(ProtocolError::UnexpectedCorrelationId {
+            return Err(self.protocol_error(ProtocolError::UnexpectedCorrelationId {
                 expected: Some(correlation_id),
                 received,
             }));
         }
-        codec::decode_response::<R>(frame, version).map_err(protocol_error)
+        Ok(frame)
+    }
+
+    fn protocol_error(&self, source: ProtocolError) -> NetworkError {
+        NetworkError::Protocol {
+            broker: self.broker.clone(),
+            source,
+        }
     }
 
     /// Writes one frame and reads one frame, with nothing else in flight (the handshake).
