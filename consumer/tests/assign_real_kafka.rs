@@ -10,27 +10,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use kafka_consumer::config::ConsumerConfigBuilder;
-use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, Error, OffsetAndMetadata,
     TopicPartition,
 };
-use rand::RngCore;
-use support::real_broker::{bootstrap, client, create_topic, delete_topic, produce_with_java};
+use support::real_broker::{
+    bootstrap, client, create_topic, delete_topic, keyed_lines, produce_with_java, unique,
+};
 use tokio::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
-}
-
-/// Keyed records `value-{i}` with header `i:{i}`, spread over partitions by key.
-fn keyed_lines(range: std::ops::Range<usize>) -> Vec<String> {
-    range
-        .map(|i| format!("i:{i}\tkey-{i}\tvalue-{i}"))
-        .collect()
-}
 
 /// The tests' configuration, still open for more settings.
 fn config(bootstrap: &str, group: Option<&str>) -> ConsumerConfigBuilder {

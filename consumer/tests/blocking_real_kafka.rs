@@ -9,15 +9,9 @@ use std::collections::BTreeSet;
 
 use futures_util::StreamExt;
 use kafka_consumer::blocking::BlockingConsumer;
-use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
-use rand::RngCore;
-use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
+use support::real_broker::{bootstrap, client, create_topic, produce_with_java, unique};
 use tokio::time::{Duration, Instant};
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
-}
 
 fn lines(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("\\N\tkey-{i}\tvalue-{i}")).collect()

@@ -15,7 +15,6 @@ use futures_util::StreamExt;
 use kafka_consumer::config::{Assignor, ConsumerConfigBuilder};
 use kafka_consumer::network::{NetworkClient, Target};
 use kafka_consumer::protocol::ResponseError;
-use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{
     AutoOffsetReset, Consumer, ConsumerConfig, ConsumerRecord, Error, TopicPartition,
 };
@@ -24,22 +23,12 @@ use kafka_protocol::messages::delete_records_request::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use rand::RngCore;
-use support::real_broker::{bootstrap, client, create_topic, delete_topic, produce_with_java};
+use support::real_broker::{
+    bootstrap, client, create_topic, delete_topic, keyed_lines, produce_with_java, unique,
+};
 use tokio::time::{timeout, Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
-}
-
-/// Keyed records `value-{i}`, spread over partitions by key.
-fn keyed_lines(range: std::ops::Range<usize>) -> Vec<String> {
-    range
-        .map(|i| format!("i:{i}\tkey-{i}\tvalue-{i}"))
-        .collect()
-}
 
 fn config(bootstrap: &str) -> ConsumerConfigBuilder {
     ConsumerConfig::builder()

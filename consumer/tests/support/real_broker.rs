@@ -9,10 +9,12 @@ use std::process::{Command, Stdio};
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
 use kafka_consumer::protocol::ResponseError;
+use kafka_consumer::rt::SeededRng;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use rand::RngCore;
 use tokio::time::{sleep, Duration, Instant};
 
 /// The broker's bootstrap address, or `None` (after a visible SKIPPED line) when there is none.
@@ -34,6 +36,19 @@ pub fn bootstrap() -> Option<String> {
             None
         }
     }
+}
+
+/// `prefix` with a random suffix: a topic or group name no other run uses.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
+}
+
+/// Keyed records `value-{i}` with header `i:{i}`, spread over partitions by key, in
+/// [`produce_with_java`]'s line format.
+pub fn keyed_lines(range: std::ops::Range<usize>) -> Vec<String> {
+    range
+        .map(|i| format!("i:{i}\tkey-{i}\tvalue-{i}"))
+        .collect()
 }
 
 /// A network client bootstrapped from `bootstrap`.
