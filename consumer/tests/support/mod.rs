@@ -6,3 +6,5 @@ pub mod fake_broker;
 pub mod group;
 #[cfg(not(madsim))]
 pub mod real_broker;
+#[cfg(not(madsim))]
+pub mod real_cluster;

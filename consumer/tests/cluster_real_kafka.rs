@@ -1,0 +1,243 @@
+//! A group of three consumers on a real 3-broker Apache Kafka cluster (`testing/kafka/run up
+//! --brokers 3`: racks r1/r2/r3, replication factor 3, min.insync.replicas 2) while brokers die.
+//!
+//! `group_survives_the_coordinator_and_a_leader_being_killed` (each group protocol the
+//! cluster's Kafka version has): Kafka's own producer writes a 12-partition topic with
+//! acks=all the whole time; the group's coordinator broker is killed with SIGKILL and
+//! restarted, then the broker leading the most partitions is. Invariants:
+//! - every record written is delivered (per partition, offsets 0..end without a gap), and
+//!   duplicates stay within one poll's worth per revoked or lost partition;
+//! - the group's committed offsets, sampled by an observer, never move back;
+//! - no poll returns an error (the consumer treats broker loss as retriable, as Java does).
+//!
+//! Only one broker is ever down, and every member's bootstrap list names all three brokers,
+//! so recovery never needs a rebootstrap (KIP-899): the consumer must ride it out on the
+//! metadata it has.
+//!
+//! Tests in this file break the shared cluster, so they run one at a time (a mutex), and each
+//! restarts what it killed. Needs the `KAFKA_*CLUSTER*` variables (see
+//! `support::real_cluster`) plus java; compiled out under madsim.
+#![cfg(not(madsim))]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
+use support::group::{check_delivery, member, wait_until, Seen, MAX_POLL_RECORDS, PARTITIONS};
+use support::real_broker::unique;
+use support::real_cluster::{cluster, Cluster, JavaProducer, NodeAction};
+use tokio::time::{sleep, Duration};
+
+/// The cluster is shared by this file's tests: one breaks it at a time.
+static CLUSTER_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn member_config(cluster: &Cluster, group: &str, name: &str, protocol: &str) -> ConsumerConfig {
+    ConsumerConfig::builder()
+        .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
+        .group_id(group)
+        .client_id(name)
+        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .set("group.protocol", protocol)
+        .set("max.poll.records", MAX_POLL_RECORDS.to_string())
+        .set("auto.commit.interval.ms", "1000")
+        .build()
+        .unwrap()
+}
+
+/// Samples the group's committed offsets about once a second through a consumer that is not
+/// a member (OffsetFetch without a member id, as an admin client sends it) and records every
+/// committed offset that is lower than one seen before on the same partition.
+async fn watch_commits(
+    config: ConsumerConfig,
+    partitions: Vec<TopicPartition>,
+    stop: Arc<AtomicBool>,
+    regressions: Arc<Mutex<Vec<String>>>,
+) -> usize {
+    let mut observer = Consumer::new(config).unwrap();
+    let mut highest: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut samples = 0;
+    while !stop.load(Ordering::SeqCst) {
+        // Errors are expected while the coordinator moves: only answers are compared.
+        if let Ok(committed) = observer
+            .committed(partitions.clone(), Duration::from_secs(5))
+            .await
+        {
+            samples += 1;
+            for (tp, offset) in committed {
+                let Some(offset) = offset else { continue };
+                let seen = highest.entry(tp.partition).or_insert(offset.offset);
+                if offset.offset < *seen {
+                    regressions.lock().unwrap().push(format!(
+                        "partition {} committed {} after {}",
+                        tp.partition, offset.offset, seen
+                    ));
+                }
+                *seen = (*seen).max(offset.offset);
+            }
+        }
+        sleep(Duration::from_secs(1)).await;
+    }
+    let _ = observer.close(Duration::from_secs(5)).await;
+    samples
+}
+
+/// Writes `per_tick` records every 100 ms until `stop`.
+async fn keep_producing(
+    mut producer: JavaProducer,
+    per_tick: usize,
+    stop: Arc<AtomicBool>,
+) -> usize {
+    while !stop.load(Ordering::SeqCst) {
+        producer.write(per_tick);
+        sleep(Duration::from_millis(100)).await;
+    }
+    tokio::task::spawn_blocking(move || producer.finish())
+        .await
+        .unwrap()
+}
+
+/// The broker that leads the most partitions of `topic`, other than `not`.
+async fn busiest_leader(cluster: &Cluster, topic: &str, not: i32) -> i32 {
+    let mut per_broker: BTreeMap<i32, usize> = BTreeMap::new();
+    for (_, leader) in cluster.leaders(topic).await {
+        if leader != not {
+            *per_broker.entry(leader).or_default() += 1;
+        }
+    }
+    per_broker
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(broker, _)| broker)
+        .unwrap_or(if not == 1 { 2 } else { 1 })
+}
+
+async fn kill_coordinator_and_leader(cluster: &Cluster, protocol: &str) {
+    let topic = unique(&format!("cluster-chaos-{protocol}"));
+    let group = unique(&format!("cluster-group-{protocol}"));
+    cluster.create_topic(&topic, PARTITIONS).await;
+
+    let produce_stop = Arc::new(AtomicBool::new(false));
+    let producer = tokio::spawn(keep_producing(
+        JavaProducer::start(cluster, &topic),
+        20,
+        Arc::clone(&produce_stop),
+    ));
+
+    let seen = Arc::new(Seen::default());
+    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let members: Vec<_> = (0..3)
+        .map(|i| {
+            tokio::spawn(member(
+                member_config(cluster, &group, &format!("m{i}"), protocol),
+                topic.clone(),
+                Arc::clone(&seen),
+                Arc::clone(&stops[i]),
+                Duration::ZERO,
+            ))
+        })
+        .collect();
+    let watch_stop = Arc::new(AtomicBool::new(false));
+    let regressions = Arc::new(Mutex::new(Vec::new()));
+    let observer_config = ConsumerConfig::builder()
+        .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
+        .group_id(group.as_str())
+        .client_id("observer")
+        .enable_auto_commit(false)
+        .build()
+        .unwrap();
+    let watcher = tokio::spawn(watch_commits(
+        observer_config,
+        (0..PARTITIONS)
+            .map(|p| TopicPartition::new(&*topic, p))
+            .collect(),
+        Arc::clone(&watch_stop),
+        Arc::clone(&regressions),
+    ));
+
+    wait_until(
+        "the group consumes",
+        Duration::from_secs(120),
+        || seen.unique() >= 1_000,
+    )
+    .await;
+    let coordinator = cluster.coordinator(&group).await;
+    eprintln!("{protocol}: killing the coordinator's broker {coordinator}");
+    cluster.act(NodeAction::Kill, coordinator).await;
+    sleep(Duration::from_secs(5)).await;
+    cluster.act(NodeAction::Restart, coordinator).await;
+
+    let consumed = seen.unique();
+    wait_until(
+        "the group consumes after the coordinator came back",
+        Duration::from_secs(120),
+        || seen.unique() >= consumed + 1_000,
+    )
+    .await;
+    let leader = busiest_leader(cluster, &topic, coordinator).await;
+    eprintln!("{protocol}: killing broker {leader}, the busiest leader");
+    cluster.act(NodeAction::Kill, leader).await;
+    sleep(Duration::from_secs(5)).await;
+    cluster.act(NodeAction::Restart, leader).await;
+    sleep(Duration::from_secs(3)).await;
+
+    produce_stop.store(true, Ordering::SeqCst);
+    let written = producer.await.unwrap();
+    wait_until(
+        "every record written is consumed",
+        Duration::from_secs(180),
+        || seen.unique() >= written,
+    )
+    .await;
+    // Let auto-commit record the tail before the observer stops.
+    sleep(Duration::from_secs(3)).await;
+    for stop in &stops {
+        stop.store(true, Ordering::SeqCst);
+    }
+    for handle in members {
+        let mut consumer = handle.await.unwrap();
+        consumer
+            .close(Duration::from_secs(30))
+            .await
+            .expect("a member closes cleanly after the chaos");
+    }
+    watch_stop.store(true, Ordering::SeqCst);
+    let samples = watcher.await.unwrap();
+    let duplicates = check_delivery(&seen, written);
+    let regressions = regressions.lock().unwrap().clone();
+    assert!(
+        regressions.is_empty(),
+        "{protocol}: committed offsets moved back: {regressions:?}"
+    );
+    assert!(
+        samples >= 5,
+        "{protocol}: the observer read the committed offsets only {samples} times"
+    );
+    eprintln!(
+        "{protocol}: {written} records written and delivered, {duplicates} duplicates, \
+         {samples} commit samples, killed brokers {coordinator} (coordinator) and {leader} (leader)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_group_survives_the_coordinator_and_a_leader_being_killed() {
+    let Some(cluster) = cluster() else { return };
+    let _one_at_a_time = CLUSTER_LOCK.lock().await;
+    kill_coordinator_and_leader(&cluster, "classic").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_group_survives_the_coordinator_and_a_leader_being_killed() {
+    let Some(cluster) = cluster() else { return };
+    if !cluster.has_kip848() {
+        eprintln!(
+            "SKIPPED: Kafka {} has no KIP-848 consumer groups",
+            cluster.version()
+        );
+        return;
+    }
+    let _one_at_a_time = CLUSTER_LOCK.lock().await;
+    kill_coordinator_and_leader(&cluster, "consumer").await;
+}

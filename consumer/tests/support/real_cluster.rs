@@ -1,0 +1,319 @@
+//! Reaching (and breaking) the real 3-broker Apache Kafka cluster started by
+//! `testing/kafka/run up --brokers 3`.
+//!
+//! Tests need the lines `up --brokers` prints: `KAFKA_BOOTSTRAP_CLUSTER=h:p,h:p,h:p`,
+//! `KAFKA_CLUSTER_STATE_DIR=...` and `KAFKA_CLUSTER_VERSION=...`. Without them they print a
+//! loud SKIPPED line and pass, unless `REQUIRE_KAFKA_CLUSTER=1` (set by CI), which turns the
+//! missing cluster into a failure.
+
+use std::io::Write;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use kafka_consumer::network::metadata::metadata_request_for_topics;
+use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
+use kafka_consumer::protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::{sleep, Duration, Instant};
+
+const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run");
+
+/// The cluster a test may break: its brokers' addresses and the harness state that lets
+/// `kill`/`stop`/`restart` find the node processes.
+pub struct Cluster {
+    pub bootstrap: Vec<String>,
+    state_dir: String,
+    version: String,
+}
+
+/// The running cluster, or `None` (after a visible SKIPPED line) when there is none.
+pub fn cluster() -> Option<Cluster> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (
+        var("KAFKA_BOOTSTRAP_CLUSTER"),
+        var("KAFKA_CLUSTER_STATE_DIR"),
+        var("KAFKA_CLUSTER_VERSION"),
+    ) {
+        (Some(bootstrap), Some(state_dir), Some(version)) => Some(Cluster {
+            bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+            state_dir,
+            version,
+        }),
+        _ => {
+            assert!(
+                std::env::var("REQUIRE_KAFKA_CLUSTER").as_deref() != Ok("1"),
+                "REQUIRE_KAFKA_CLUSTER=1 but KAFKA_BOOTSTRAP_CLUSTER, KAFKA_CLUSTER_STATE_DIR and \
+                 KAFKA_CLUSTER_VERSION are not all set: the cluster tests cannot run"
+            );
+            // The stderr handle, not `eprintln!` (captured for passing tests): a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: KAFKA_BOOTSTRAP_CLUSTER is not set; real-cluster tests did not run \
+                 (start one with `testing/kafka/run up --brokers 3` on its own KAFKA_PORT and \
+                 KAFKA_STATE_DIR, and export the KAFKA_* lines it prints)"
+            );
+            None
+        }
+    }
+}
+
+/// What the harness can do to one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAction {
+    /// SIGKILL: no controlled shutdown; the controller fences the broker when its session ends.
+    Kill,
+    /// SIGTERM: controlled shutdown (leadership moved away first).
+    Stop,
+    /// Controlled shutdown if running, then start on the same storage and wait until it answers.
+    Restart,
+}
+
+impl NodeAction {
+    pub fn command(self) -> &'static str {
+        match self {
+            NodeAction::Kill => "kill",
+            NodeAction::Stop => "stop",
+            NodeAction::Restart => "restart",
+        }
+    }
+}
+
+impl Cluster {
+    /// The cluster's Kafka version (`KAFKA_CLUSTER_VERSION`).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Whether the brokers run KIP-848 consumer groups (Kafka 4.0 and newer; the harness
+    /// enables only `classic` on 3.9, where the protocol was an early-access preview).
+    pub fn has_kip848(&self) -> bool {
+        kafka_major(&self.version) >= 4
+    }
+
+    /// Runs `testing/kafka/run ACTION BROKER` on this cluster; panics with the harness's
+    /// stderr if it fails. Runs on a blocking thread: a restart waits for the broker.
+    pub async fn act(&self, action: NodeAction, broker: i32) {
+        let state_dir = self.state_dir.clone();
+        let version = self.version.clone();
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new("bash")
+                .args([HARNESS, action.command(), &broker.to_string()])
+                .env("KAFKA_STATE_DIR", state_dir)
+                // The cluster's own version: a restart keeps the node on it, and the readiness
+                // probe uses the same jars.
+                .env("KAFKA_VERSION", version)
+                .output()
+                .expect("run testing/kafka/run")
+        })
+        .await
+        .unwrap();
+        assert!(
+            output.status.success(),
+            "testing/kafka/run {} {broker} failed: {}",
+            action.command(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// A network client bootstrapped from every broker (one may be down at any time).
+    pub fn client(&self) -> NetworkClient {
+        NetworkClient::new(NetworkConfig {
+            bootstrap_servers: self.bootstrap.clone(),
+            client_id: "real-cluster-test".to_owned(),
+            request_timeout_ms: 10_000,
+            ..NetworkConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// Creates `name` with `partitions` partitions at the brokers' default replication factor
+    /// and waits until every partition has a leader and a full ISR.
+    pub async fn create_topic(&self, name: &str, partitions: i32) {
+        let mut client = self.client();
+        let create = CreateTopicsRequest::default()
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name.to_owned())))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)])
+            .with_timeout_ms(15_000);
+        let created = client.send(Target::LeastLoaded, create).await.unwrap();
+        let result = &created.body.topics[0];
+        assert_eq!(
+            ResponseError::try_from_code(result.error_code),
+            None,
+            "creating {name}: {:?}",
+            result.error_message
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let response = client
+                .send(
+                    Target::LeastLoaded,
+                    metadata_request_for_topics([name], false),
+                )
+                .await
+                .unwrap();
+            let full_isr = response.body.topics.iter().all(|t| {
+                t.partitions.len() == usize::try_from(partitions).unwrap()
+                    && t.partitions
+                        .iter()
+                        .all(|p| p.leader_id.0 >= 0 && p.isr_nodes.len() == p.replica_nodes.len())
+            });
+            if full_isr && !response.body.topics.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "topic {name} never got leaders and full ISRs"
+            );
+            sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The broker that coordinates `group` now (FindCoordinator, retried while brokers move).
+    pub async fn coordinator(&self, group: &str) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut client = self.client();
+            // v4+ (every broker the harness runs): the batched coordinator_keys field.
+            let request = FindCoordinatorRequest::default().with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]);
+            let last = match client.send(Target::LeastLoaded, request).await {
+                Ok(found) => {
+                    let (error, node) = match found.body.coordinators.first() {
+                        Some(c) => (c.error_code, c.node_id.0),
+                        None => (found.body.error_code, found.body.node_id.0),
+                    };
+                    if error == 0 && node >= 0 {
+                        return node;
+                    }
+                    format!("error code {error}, node {node}")
+                }
+                Err(error) => error.to_string(),
+            };
+            assert!(
+                Instant::now() < deadline,
+                "no coordinator found for {group}: {last}"
+            );
+            sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// The leader broker of every partition of `topic`, by partition (retried while brokers
+    /// move; a partition without a leader is left out).
+    pub async fn leaders(&self, topic: &str) -> Vec<(i32, i32)> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut client = self.client();
+            if let Ok(response) = client
+                .send(
+                    Target::LeastLoaded,
+                    metadata_request_for_topics([topic], false),
+                )
+                .await
+            {
+                client.update_metadata(&response.body, MetadataScope::ListedTopics);
+                if let Some(t) = client.metadata().topic(topic) {
+                    let leaders: Vec<(i32, i32)> = t
+                        .partitions
+                        .values()
+                        .filter_map(|p| p.leader_id.map(|l| (p.partition, l)))
+                        .collect();
+                    if !leaders.is_empty() {
+                        return leaders;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no leaders for {topic}");
+            sleep(Duration::from_millis(300)).await;
+        }
+    }
+}
+
+/// Kafka's own Java producer (ConsoleProducer: acks=all, idempotent, retries until its
+/// delivery timeout) kept running while brokers fail, fed line by line.
+pub struct JavaProducer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Drains the producer's stderr as it runs (a full pipe would stall it).
+    stderr: Option<std::thread::JoinHandle<String>>,
+    pub written: usize,
+}
+
+impl JavaProducer {
+    pub fn start(cluster: &Cluster, topic: &str) -> Self {
+        let mut child = Command::new("bash")
+            .args([HARNESS, "produce", "--topic", topic, "--compression", "lz4"])
+            .args(["--bootstrap", &cluster.bootstrap.join(",")])
+            .env("KAFKA_VERSION", &cluster.version)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run testing/kafka/run produce");
+        let stdin = child.stdin.take();
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+            text
+        });
+        JavaProducer {
+            child,
+            stdin,
+            stderr: Some(stderr),
+            written: 0,
+        }
+    }
+
+    /// Writes `count` more keyed records `value-<n>` (n counts up from 0 over the run).
+    pub fn write(&mut self, count: usize) {
+        let stdin = self.stdin.as_mut().expect("producer still open");
+        let mut chunk = String::new();
+        for i in self.written..self.written + count {
+            chunk.push_str(&format!("\\N\tkey-{i}\tvalue-{i}\n"));
+        }
+        stdin
+            .write_all(chunk.as_bytes())
+            .expect("the producer accepts records");
+        stdin.flush().unwrap();
+        self.written += count;
+    }
+
+    /// Closes stdin, waits until every record is sent (ConsoleProducer flushes on EOF) and
+    /// asserts the producer exited cleanly; returns the count written.
+    pub fn finish(mut self) -> usize {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert!(
+            status.success(),
+            "Kafka's ConsoleProducer failed: {stderr}"
+        );
+        // ConsoleProducer logs a failed send and goes on: such a record was never acked.
+        assert!(
+            !stderr.contains("Error when sending message"),
+            "the producer reported unacknowledged records: {stderr}"
+        );
+        self.written
+    }
+}
+
+impl Drop for JavaProducer {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The major version of a `x.y.z` release string (0 when unreadable).
+pub fn kafka_major(version: &str) -> u32 {
+    version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
