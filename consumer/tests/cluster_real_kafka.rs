@@ -10,6 +10,13 @@
 //! - the group's committed offsets, sampled by an observer, never move back;
 //! - no poll returns an error (the consumer treats broker loss as retriable, as Java does).
 //!
+//! `seeded_chaos_keeps_every_record`: for `CHAOS_SECONDS` (default 60), a schedule drawn from
+//! `CHAOS_SEED` (random when unset) takes one broker down every 5-15 s (SIGKILL or controlled
+//! shutdown; the coordinator's broker, a partition leader's, or any) and brings it back at the
+//! next step, while the producer writes and a group of three consumes. Same invariants; the
+//! duplicate bound is the group tests' (one poll's worth per revoked or lost partition). The
+//! schedule and a one-line repro are printed first.
+//!
 //! Only one broker is ever down, and every member's bootstrap list names all three brokers,
 //! so recovery never needs a rebootstrap (KIP-899): the consumer must ride it out on the
 //! metadata it has.
@@ -25,7 +32,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
+use rand::RngCore;
 use support::group::{check_delivery, member, wait_until, Seen, MAX_POLL_RECORDS, PARTITIONS};
 use support::real_broker::unique;
 use support::real_cluster::{cluster, Cluster, JavaProducer, NodeAction};
@@ -157,11 +166,9 @@ async fn kill_coordinator_and_leader(cluster: &Cluster, protocol: &str) {
         Arc::clone(&regressions),
     ));
 
-    wait_until(
-        "the group consumes",
-        Duration::from_secs(120),
-        || seen.unique() >= 1_000,
-    )
+    wait_until("the group consumes", Duration::from_secs(120), || {
+        seen.unique() >= 1_000
+    })
     .await;
     let coordinator = cluster.coordinator(&group).await;
     eprintln!("{protocol}: killing the coordinator's broker {coordinator}");
@@ -240,4 +247,192 @@ async fn consumer_protocol_group_survives_the_coordinator_and_a_leader_being_kil
     }
     let _one_at_a_time = CLUSTER_LOCK.lock().await;
     kill_coordinator_and_leader(&cluster, "consumer").await;
+}
+
+/// Whom a chaos step takes down; resolved to a broker id when the step runs.
+#[derive(Debug, Clone, Copy)]
+enum Victim {
+    Coordinator,
+    Leader,
+    Broker(i32),
+}
+
+/// One step of the schedule: after `after_ms`, take `victim` down by `action` (Kill or Stop);
+/// the next step first restarts it.
+#[derive(Debug, Clone, Copy)]
+struct ChaosStep {
+    after_ms: u64,
+    action: NodeAction,
+    victim: Victim,
+}
+
+fn chaos_schedule(seed: u64, seconds: u64, brokers: i32) -> Vec<ChaosStep> {
+    let mut rng = SeededRng::seed_from_u64(seed);
+    let mut steps = Vec::new();
+    let mut elapsed_ms = 0;
+    loop {
+        let after_ms = 5_000 + rng.below_inclusive(10_000);
+        elapsed_ms += after_ms;
+        if elapsed_ms > seconds * 1_000 {
+            return steps;
+        }
+        let action = if rng.below_inclusive(1) == 0 {
+            NodeAction::Kill
+        } else {
+            NodeAction::Stop
+        };
+        let victim = match rng.below_inclusive(2) {
+            0 => Victim::Coordinator,
+            1 => Victim::Leader,
+            _ => {
+                Victim::Broker(1 + rng.below_inclusive(u64::try_from(brokers - 1).unwrap()) as i32)
+            }
+        };
+        steps.push(ChaosStep {
+            after_ms,
+            action,
+            victim,
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_chaos_keeps_every_record() {
+    let Some(cluster) = cluster() else { return };
+    let _one_at_a_time = CLUSTER_LOCK.lock().await;
+    let seed = std::env::var("CHAOS_SEED")
+        .ok()
+        .map(|s| s.parse::<u64>().expect("CHAOS_SEED is a u64"))
+        .unwrap_or_else(|| SeededRng::from_runtime().next_u64() % 1_000_000);
+    let seconds = std::env::var("CHAOS_SECONDS")
+        .ok()
+        .map(|s| {
+            s.parse::<u64>()
+                .expect("CHAOS_SECONDS is a number of seconds")
+        })
+        .unwrap_or(60);
+    let protocol = if cluster.has_kip848() && seed % 2 == 1 {
+        "consumer"
+    } else {
+        "classic"
+    };
+    let brokers = i32::try_from(cluster.bootstrap.len()).unwrap();
+    let schedule = chaos_schedule(seed, seconds, brokers);
+    eprintln!(
+        "chaos: seed {seed}, {seconds} s, group.protocol={protocol}, Kafka {}; repro: \
+         CHAOS_SEED={seed} CHAOS_SECONDS={seconds} cargo test -p kafka-consumer --test \
+         cluster_real_kafka seeded_chaos -- --nocapture",
+        cluster.version()
+    );
+    for step in &schedule {
+        eprintln!(
+            "chaos schedule: after {} ms {:?} {:?}",
+            step.after_ms, step.action, step.victim
+        );
+    }
+
+    let topic = unique("cluster-chaos-seeded");
+    let group = unique("cluster-chaos-group");
+    cluster.create_topic(&topic, PARTITIONS).await;
+    let produce_stop = Arc::new(AtomicBool::new(false));
+    let producer = tokio::spawn(keep_producing(
+        JavaProducer::start(&cluster, &topic),
+        20,
+        Arc::clone(&produce_stop),
+    ));
+    let seen = Arc::new(Seen::default());
+    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let members: Vec<_> = (0..3)
+        .map(|i| {
+            tokio::spawn(member(
+                member_config(&cluster, &group, &format!("m{i}"), protocol),
+                topic.clone(),
+                Arc::clone(&seen),
+                Arc::clone(&stops[i]),
+                Duration::ZERO,
+            ))
+        })
+        .collect();
+    let watch_stop = Arc::new(AtomicBool::new(false));
+    let regressions = Arc::new(Mutex::new(Vec::new()));
+    let observer_config = ConsumerConfig::builder()
+        .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
+        .group_id(group.as_str())
+        .client_id("observer")
+        .enable_auto_commit(false)
+        .build()
+        .unwrap();
+    let watcher = tokio::spawn(watch_commits(
+        observer_config,
+        (0..PARTITIONS)
+            .map(|p| TopicPartition::new(&*topic, p))
+            .collect(),
+        Arc::clone(&watch_stop),
+        Arc::clone(&regressions),
+    ));
+    wait_until("the group consumes", Duration::from_secs(120), || {
+        seen.unique() >= 500
+    })
+    .await;
+
+    let mut down: Option<i32> = None;
+    for step in &schedule {
+        sleep(Duration::from_millis(step.after_ms)).await;
+        if let Some(broker) = down.take() {
+            eprintln!("chaos: restart broker {broker}");
+            cluster.act(NodeAction::Restart, broker).await;
+        }
+        let broker = match step.victim {
+            Victim::Coordinator => cluster.coordinator(&group).await,
+            Victim::Leader => {
+                let leaders = cluster.leaders(&topic).await;
+                leaders[usize::try_from(seed).unwrap() % leaders.len()].1
+            }
+            Victim::Broker(id) => id,
+        };
+        eprintln!(
+            "chaos: {:?} broker {broker} ({:?})",
+            step.action, step.victim
+        );
+        cluster.act(step.action, broker).await;
+        down = Some(broker);
+    }
+    if let Some(broker) = down.take() {
+        eprintln!("chaos: restart broker {broker}");
+        cluster.act(NodeAction::Restart, broker).await;
+    }
+
+    produce_stop.store(true, Ordering::SeqCst);
+    let written = producer.await.unwrap();
+    wait_until(
+        "every record written is consumed",
+        Duration::from_secs(180),
+        || seen.unique() >= written,
+    )
+    .await;
+    sleep(Duration::from_secs(3)).await;
+    for stop in &stops {
+        stop.store(true, Ordering::SeqCst);
+    }
+    for handle in members {
+        let mut consumer = handle.await.unwrap();
+        consumer
+            .close(Duration::from_secs(30))
+            .await
+            .expect("a member closes cleanly after the chaos");
+    }
+    watch_stop.store(true, Ordering::SeqCst);
+    let samples = watcher.await.unwrap();
+    let duplicates = check_delivery(&seen, written);
+    let regressions = regressions.lock().unwrap().clone();
+    assert!(
+        regressions.is_empty(),
+        "seed {seed}: committed offsets moved back: {regressions:?}"
+    );
+    eprintln!(
+        "chaos seed {seed} ({protocol}): {written} records produced, {} delivered, {duplicates} \
+         duplicates, {} committed-offset regressions, {samples} commit samples",
+        seen.unique(),
+        regressions.len()
+    );
 }

@@ -138,7 +138,8 @@ async fn seek_and_offsets_for_times_find_the_records() {
     sleep(Duration::from_millis(1_100)).await;
     produce_with_java(&bootstrap, &topic, "none", &batch(50..100));
 
-    let mut consumer = Consumer::new(config(&bootstrap, &unique("compat-times"), "classic")).unwrap();
+    let mut consumer =
+        Consumer::new(config(&bootstrap, &unique("compat-times"), "classic")).unwrap();
     let tp = TopicPartition::new(&*topic, 0);
     consumer.assign([tp.clone()]).await.unwrap();
     let mut records = Vec::new();
@@ -149,7 +150,9 @@ async fn seek_and_offsets_for_times_find_the_records() {
     }
     let second_batch_ts = records[50].timestamp_ms;
     assert!(
-        records[..50].iter().all(|r| r.timestamp_ms < second_batch_ts),
+        records[..50]
+            .iter()
+            .all(|r| r.timestamp_ms < second_batch_ts),
         "the batches' timestamps are apart"
     );
 
@@ -201,10 +204,7 @@ async fn restarted_member_resumes(bootstrap: &str, protocol: &str) {
     first.subscribe([topic.as_str()]).await.unwrap();
     let before = consume(&mut first, RECORDS / 2).await;
     first.commit_sync(None, TIMEOUT).await.unwrap();
-    let committed = first
-        .committed(partitions(&topic), TIMEOUT)
-        .await
-        .unwrap();
+    let committed = first.committed(partitions(&topic), TIMEOUT).await.unwrap();
     first.close(TIMEOUT).await.unwrap();
     let committed: BTreeMap<i32, i64> = committed
         .into_iter()

@@ -178,7 +178,8 @@ impl Cluster {
         loop {
             let mut client = self.client();
             // v4+ (every broker the harness runs): the batched coordinator_keys field.
-            let request = FindCoordinatorRequest::default().with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]);
+            let request = FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]);
             let last = match client.send(Target::LeastLoaded, request).await {
                 Ok(found) => {
                     let (error, node) = match found.body.coordinators.first() {
@@ -287,10 +288,7 @@ impl JavaProducer {
         drop(self.stdin.take());
         let status = self.child.wait().unwrap();
         let stderr = self.stderr.take().unwrap().join().unwrap();
-        assert!(
-            status.success(),
-            "Kafka's ConsoleProducer failed: {stderr}"
-        );
+        assert!(status.success(), "Kafka's ConsoleProducer failed: {stderr}");
         // ConsoleProducer logs a failed send and goes on: such a record was never acked.
         assert!(
             !stderr.contains("Error when sending message"),
