@@ -97,6 +97,8 @@ impl Cluster {
     pub async fn act(&self, action: NodeAction, broker: i32) {
         let state_dir = self.state_dir.clone();
         let version = self.version.clone();
+        // Real-broker support only (compiled out under madsim): a blocking child process.
+        #[allow(clippy::disallowed_methods)]
         let output = tokio::task::spawn_blocking(move || {
             Command::new("bash")
                 .args([HARNESS, action.command(), &broker.to_string()])
@@ -255,6 +257,8 @@ impl JavaProducer {
             .expect("run testing/kafka/run produce");
         let stdin = child.stdin.take();
         let mut pipe = child.stderr.take().unwrap();
+        // Real-broker support only (compiled out under madsim): drains a child's pipe.
+        #[allow(clippy::disallowed_methods)]
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
