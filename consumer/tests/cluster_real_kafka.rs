@@ -254,7 +254,8 @@ async fn consumer_protocol_group_survives_the_coordinator_and_a_leader_being_kil
 #[derive(Debug, Clone, Copy)]
 enum Victim {
     Coordinator,
-    Leader,
+    /// The leader of this partition of the test topic.
+    Leader(i32),
     Broker(i32),
 }
 
@@ -284,7 +285,9 @@ fn chaos_schedule(seed: u64, seconds: u64, brokers: i32) -> Vec<ChaosStep> {
         };
         let victim = match rng.below_inclusive(2) {
             0 => Victim::Coordinator,
-            1 => Victim::Leader,
+            1 => {
+                Victim::Leader(rng.below_inclusive(u64::from(PARTITIONS.unsigned_abs()) - 1) as i32)
+            }
             _ => {
                 Victim::Broker(1 + rng.below_inclusive(u64::try_from(brokers - 1).unwrap()) as i32)
             }
@@ -385,9 +388,14 @@ async fn seeded_chaos_keeps_every_record() {
         }
         let broker = match step.victim {
             Victim::Coordinator => cluster.coordinator(&group).await,
-            Victim::Leader => {
+            Victim::Leader(partition) => {
                 let leaders = cluster.leaders(&topic).await;
-                leaders[usize::try_from(seed).unwrap() % leaders.len()].1
+                // A partition without a leader right now: take any leader instead.
+                leaders
+                    .iter()
+                    .find(|(p, _)| *p == partition)
+                    .unwrap_or(&leaders[0])
+                    .1
             }
             Victim::Broker(id) => id,
         };
