@@ -225,6 +225,8 @@ cluster_log_tail() {
     done
 }
 
+# KAFKA_CLUSTER_VERSION is broker 1's version (all brokers' until a node is restarted on
+# another; 'status' lists each node's).
 cluster_print() {
     echo "KAFKA_CLUSTER_STATE_DIR=$STATE_DIR"
     echo "KAFKA_CLUSTER_VERSION=$(cat "$(cluster_node_dir 1)/version")"
@@ -357,9 +359,9 @@ cmd_cluster_restart() {
     if [[ -n "$KAFKA_VERSION_REQUESTED" ]]; then
         echo "$KAFKA_VERSION_REQUESTED" >"$dir/version"
     fi
-    local probe_version="$KAFKA_VERSION"
+    # cluster_start_node switched the classpath to the node's version: the readiness probe
+    # runs on those (resolved) jars too.
     cluster_start_node "$id"
-    use_version "$probe_version"
     cluster_wait_ready "$id"
     info "$(cluster_node_name "$id") ready"
     cluster_print

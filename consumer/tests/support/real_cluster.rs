@@ -96,16 +96,14 @@ impl Cluster {
     /// stderr if it fails. Runs on a blocking thread: a restart waits for the broker.
     pub async fn act(&self, action: NodeAction, broker: i32) {
         let state_dir = self.state_dir.clone();
-        let version = self.version.clone();
         // Real-broker support only (compiled out under madsim): a blocking child process.
         #[allow(clippy::disallowed_methods)]
         let output = tokio::task::spawn_blocking(move || {
             Command::new("bash")
                 .args([HARNESS, action.command(), &broker.to_string()])
                 .env("KAFKA_STATE_DIR", state_dir)
-                // The cluster's own version: a restart keeps the node on it, and the readiness
-                // probe uses the same jars.
-                .env("KAFKA_VERSION", version)
+                // Unset: with KAFKA_VERSION, `restart` would move the node to that version.
+                .env_remove("KAFKA_VERSION")
                 .output()
                 .expect("run testing/kafka/run")
         })
