@@ -11,7 +11,7 @@
 //! - no poll returns an error (the consumer treats broker loss as retriable, as Java does).
 //!
 //! `seeded_chaos_keeps_every_record`: for `CHAOS_SECONDS` (default 60), a schedule drawn from
-//! `CHAOS_SEED` (random when unset) takes one broker down every 5-15 s (SIGKILL or controlled
+//! `CHAOS_SEED` (random when unset; the group protocol too, unless `CHAOS_PROTOCOL` is set) takes one broker down every 5-15 s (SIGKILL or controlled
 //! shutdown; the coordinator's broker, a partition leader's, or any) and brings it back at the
 //! next step, while the producer writes and a group of three consumes. Same invariants; the
 //! duplicate bound is the group tests' (one poll's worth per revoked or lost partition). The
@@ -315,17 +315,27 @@ async fn seeded_chaos_keeps_every_record() {
                 .expect("CHAOS_SECONDS is a number of seconds")
         })
         .unwrap_or(60);
-    let protocol = if cluster.has_kip848() && seed % 2 == 1 {
-        "consumer"
-    } else {
-        "classic"
+    // CHAOS_PROTOCOL=classic|consumer, else drawn from the seed (consumer only on 4.0+).
+    let protocol = match std::env::var("CHAOS_PROTOCOL").as_deref() {
+        Ok("classic") => "classic",
+        Ok("consumer") => {
+            assert!(
+                cluster.has_kip848(),
+                "CHAOS_PROTOCOL=consumer but Kafka {} has no KIP-848",
+                cluster.version()
+            );
+            "consumer"
+        }
+        Ok(other) => panic!("CHAOS_PROTOCOL must be classic or consumer, got {other:?}"),
+        Err(_) if cluster.has_kip848() && seed % 2 == 1 => "consumer",
+        Err(_) => "classic",
     };
     let brokers = i32::try_from(cluster.bootstrap.len()).unwrap();
     let schedule = chaos_schedule(seed, seconds, brokers);
     eprintln!(
         "chaos: seed {seed}, {seconds} s, group.protocol={protocol}, Kafka {}; repro: \
-         CHAOS_SEED={seed} CHAOS_SECONDS={seconds} cargo test -p kafka-consumer --test \
-         cluster_real_kafka seeded_chaos -- --nocapture",
+         CHAOS_SEED={seed} CHAOS_SECONDS={seconds} CHAOS_PROTOCOL={protocol} cargo test -p \
+         kafka-consumer --test cluster_real_kafka seeded_chaos -- --nocapture",
         cluster.version()
     );
     for step in &schedule {
