@@ -159,7 +159,10 @@ impl ConsumerNetworkThread {
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
             ),
-            fetch: FetchRequestManager::new(settings.retry_backoff_ms),
+            fetch: FetchRequestManager::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             settings,
             client,
             subscriptions: SubscriptionState::default(),

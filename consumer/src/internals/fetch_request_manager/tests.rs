@@ -95,7 +95,7 @@ fn response(
 fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
     let mut p = parts(AutoOffsetReset::Earliest);
     p.subscriptions.set_paused(&tp(1), true);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests.len(), 2);
     assert_eq!(r.requests[0].target, Target::Node(1));
@@ -133,7 +133,7 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
 #[test]
 fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let node1 = r.requests[0].token;
     // Only p1 has data; p0 comes back empty (nothing new at the broker).
@@ -158,7 +158,7 @@ fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
 fn old_brokers_are_fetched_by_topic_name() {
     let mut p = parts(AutoOffsetReset::Earliest);
     p.versions = Some(versions_capped(12, 4));
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests[0].version, Some(12));
     let RequestBody::Fetch(f) = &r.requests[0].body else {
@@ -171,7 +171,7 @@ fn old_brokers_are_fetched_by_topic_name() {
 #[test]
 fn out_of_range_resets_by_policy_or_reports_without_one() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let code = ResponseError::OffsetOutOfRange.code();
     m.on_response(
@@ -186,7 +186,7 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
     assert!(p.effects.errors.is_empty());
 
     let mut p = parts(AutoOffsetReset::None);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(
         &mut p.ctx(),
@@ -208,7 +208,7 @@ fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_po
     let code = ResponseError::OffsetOutOfRange.code();
     let mut p = parts(AutoOffsetReset::None);
     p.buffer.set_position(&tp(0), FetchPosition::new(7));
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let fetched_p0 = |r: &PollResult| {
         r.requests
             .iter()
@@ -284,7 +284,7 @@ fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_po
 #[test]
 fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     // The application seeks p0 while the fetch is in flight.
     p.buffer.set_position(&tp(0), FetchPosition::new(100));
@@ -304,7 +304,7 @@ fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
 #[test]
 fn failed_fetch_backs_off_and_restarts_the_session() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, response(9, vec![]));
     let r = m.poll(&mut p.ctx());
@@ -377,7 +377,7 @@ fn position_with_epoch(p: &mut Parts, offset: i64, offset_epoch: i32) {
 fn fetch_sends_the_last_fetched_epoch() {
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let RequestBody::Fetch(f) = &r.requests[0].body else {
         panic!()
@@ -398,7 +398,7 @@ fn fetch_sends_the_last_fetched_epoch() {
 fn a_diverging_epoch_is_handled_as_a_validation_answer() {
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
     let (position, _) = p.buffer.position(&tp(0)).unwrap();
@@ -411,7 +411,7 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
 
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 60));
     let (position, _) = p.buffer.position(&tp(0)).unwrap();
@@ -419,7 +419,7 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
 
     let mut p = parts(AutoOffsetReset::None);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
     assert!(
@@ -436,4 +436,133 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
         p.subscriptions.fetch_state(&tp(0)),
         Some(FetchState::Fetching)
     );
+}
+
+/// The offsets at which a poll's fetches ask for partition `partition`.
+fn fetched(r: &PollResult, partition: i32) -> Vec<i64> {
+    r.requests
+        .iter()
+        .flat_map(|r| sent(r).2)
+        .filter(|(_, p, _)| *p == partition)
+        .map(|(_, _, offset)| offset)
+        .collect()
+}
+
+/// Answers every fetch of `r` with nothing, freeing the brokers.
+fn answer_empty(m: &mut FetchRequestManager, p: &mut Parts, r: &PollResult) {
+    for request in &r.requests {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+}
+
+/// Issue #18: a non-retriable per-partition error (here TOPIC_AUTHORIZATION_FAILED) used to
+/// leave the partition fetchable, so every poll of the background loop fetched it again at
+/// once and queued one more error for the application: a hot loop. Now, as in Java, where the
+/// failed fetch waits in the buffer until the application collects (and is thrown) the error,
+/// the partition is not fetched again until the application has polled past the error, and
+/// then not before a backoff growing from `retry.backoff.ms`; a seek lifts the hold at once.
+#[test]
+fn a_non_retriable_partition_error_holds_the_partition_until_the_application_polls() {
+    let code = ResponseError::TopicAuthorizationFailed.code();
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert!(
+        matches!(&p.effects.errors[..], [Error::Authorization { .. }]),
+        "{:?}",
+        p.effects.errors
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // The background loop polls its managers far more often than the application polls.
+    for _ in 0..20 {
+        p.advance_ms(50);
+        let r = m.poll(&mut p.ctx());
+        assert!(
+            fetched(&r, 0).is_empty(),
+            "no refetch before the application has seen the error"
+        );
+        assert_eq!(fetched(&r, 1), vec![0], "other partitions keep fetching");
+        answer_empty(&mut m, &mut p, &r);
+    }
+    assert_eq!(p.effects.errors.len(), 1, "one error, not one per fetch");
+
+    // The application polled (and got the error): fetched again, and failing again the
+    // backoff doubles before the next attempt.
+    m.on_poll();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+    m.on_poll();
+    p.advance_ms(79);
+    let r = m.poll(&mut p.ctx());
+    assert!(fetched(&r, 0).is_empty(), "within the backoff");
+    answer_empty(&mut m, &mut p, &r);
+    p.advance_ms(161);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0], "backoff over");
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // A seek (new position) lifts the hold at once.
+    p.buffer.set_position(&tp(0), FetchPosition::new(4));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![4]);
+    assert_eq!(p.effects.errors.len(), 3);
+}
+
+/// Issue #18 (request storms): a retriable per-partition error (NOT_LEADER_OR_FOLLOWER) asks
+/// for metadata; the partition is not fetched again from the same leader at once (that is a
+/// request per round trip until new metadata arrives) but after a backoff from
+/// `retry.backoff.ms`, or as soon as its leader or leader epoch changes.
+#[test]
+fn a_retriable_partition_error_backs_off_until_the_leader_changes() {
+    let code = ResponseError::NotLeaderOrFollower.code();
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert!(p.effects.metadata_refresh);
+    assert!(p.effects.errors.is_empty());
+    answer_empty(&mut m, &mut p, &r);
+    let r = m.poll(&mut p.ctx());
+    assert!(
+        fetched(&r, 0).is_empty(),
+        "not at once from the same leader"
+    );
+    assert!(r.next_poll_at.is_some(), "woken when the backoff ends");
+    answer_empty(&mut m, &mut p, &r);
+    p.advance_ms(120);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0], "backoff over");
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // New metadata moves p0 to broker 2 with a newer epoch: fetched from there at once.
+    p.metadata = metadata(&[(0, 2, 6), (1, 1, 5), (2, 2, 5)]);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
 }
