@@ -19,6 +19,7 @@
 //! static member).
 
 mod reconcile;
+mod repeated_fences;
 mod requests;
 pub(crate) mod state;
 #[cfg(test)]
@@ -43,6 +44,7 @@ use crate::network::NetworkError;
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
 use crate::types::TopicPartition;
+use repeated_fences::RepeatedFences;
 use state::MemberState;
 
 /// The epoch a joining member sends.
@@ -190,6 +192,9 @@ pub(crate) struct ConsumerMembershipManager {
     heartbeat_interval: Duration,
     next_heartbeat_at: Instant,
     heartbeat_state: RequestState,
+    /// Fences in a row with no successful heartbeat between them, and when the rejoin after
+    /// the last may go out (see [`Self::transition_to_fenced`]).
+    fences: RepeatedFences,
     /// The regular heartbeat in flight: token and the incarnation it was sent in.
     heartbeat_in_flight: Option<(u64, u64)>,
     sent: SentFields,
@@ -252,6 +257,7 @@ impl ConsumerMembershipManager {
                 settings.retry_backoff_max_ms,
             ),
             heartbeat_in_flight: None,
+            fences: RepeatedFences::new(settings.retry_backoff_ms, settings.retry_backoff_max_ms),
             sent: SentFields::default(),
             poll_deadline: now + max_poll_interval,
             max_poll_interval,
@@ -483,7 +489,11 @@ impl ConsumerMembershipManager {
         }
     }
 
-    /// Java's `transitionToFenced` (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+    /// Java's `transitionToFenced` (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). The rejoin goes
+    /// out at once after a first fence (Java skips the backoff so the member is back quickly),
+    /// but after a fence with no successful heartbeat since the previous one only after a
+    /// backoff ([`RepeatedFences`]): a coordinator that keeps fencing would otherwise get a
+    /// rejoin per round trip until the session expires.
     fn transition_to_fenced(&mut self, ctx: &mut ManagerContext<'_>, reason: &str) {
         tracing::info!(
             reason,
@@ -505,6 +515,7 @@ impl ConsumerMembershipManager {
             | MemberState::Fatal
             | MemberState::Stale => {}
             _ => {
+                self.fences.on_fence(ctx.now, ctx.rng);
                 self.transition(ctx, MemberState::Fenced);
                 self.member_epoch = JOIN_EPOCH;
                 self.new_incarnation();
@@ -804,6 +815,12 @@ impl ConsumerMembershipManager {
         if self.heartbeat_in_flight.is_some() {
             return;
         }
+        if self.state == MemberState::Joining {
+            if let Some(at) = self.fences.rejoin_not_before(ctx.now) {
+                result.wake_at(at);
+                return;
+            }
+        }
         if !self.heartbeat_state.can_send(ctx.now) {
             if let Some(at) = self.heartbeat_state.backoff_until(ctx.now) {
                 result.wake_at(at);
@@ -931,6 +948,7 @@ impl ConsumerMembershipManager {
         match ResponseError::try_from_code(body.error_code) {
             None => {
                 self.heartbeat_state.on_success();
+                self.fences.on_heartbeat_success();
                 self.on_heartbeat_success(ctx, body);
             }
             Some(code) => {
