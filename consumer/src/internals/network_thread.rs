@@ -153,7 +153,10 @@ impl ConsumerNetworkThread {
             ),
             membership,
             commit: CommitRequestManager::new(&settings),
-            offsets: OffsetsRequestManager::new(settings.retry_backoff_ms),
+            offsets: OffsetsRequestManager::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             metadata: TopicMetadataRequestManager::new(
                 settings.metadata_max_age_ms,
                 settings.retry_backoff_ms,
