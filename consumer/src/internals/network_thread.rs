@@ -839,6 +839,7 @@ impl ConsumerNetworkThread {
             timeout_ms,
         } = request;
         tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
+        self.channels.metrics.record_request(body.kind());
         let options = RequestOptions {
             version,
             timeout_ms,
