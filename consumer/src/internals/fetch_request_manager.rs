@@ -28,7 +28,7 @@ use super::requests::{
 use super::subscription_state::FetchState;
 use crate::config::AutoOffsetReset;
 use crate::error::Error;
-use crate::network::{NetworkError, Target};
+use crate::network::{Broker, LeaderHint, NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
 use crate::types::TopicPartition;
@@ -261,7 +261,11 @@ impl FetchRequestManager {
             }
             return;
         }
+        let endpoints = leader_endpoints(&body);
         self.handle_partitions(ctx, &fetch, body, version);
+        if !ctx.effects.leader_hints.is_empty() {
+            ctx.effects.leader_endpoints.extend(endpoints);
+        }
     }
 
     fn handle_partitions(
@@ -351,6 +355,23 @@ impl FetchRequestManager {
                     ) => {
                         tracing::debug!(partition = %tp, %code, "fetch error: refreshing metadata");
                         ctx.request_metadata_refresh();
+                        // KIP-951: the broker may name the new leader (Java's
+                        // `AbstractFetch.handleFetchSuccess` collects these hints for
+                        // `Metadata.updatePartitionLeadership`).
+                        let leader = &partition.current_leader;
+                        if matches!(
+                            code,
+                            ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch
+                        ) && leader.leader_id.0 >= 0
+                            && leader.leader_epoch >= 0
+                        {
+                            ctx.effects.leader_hints.push(LeaderHint {
+                                topic: tp.topic.to_string(),
+                                partition: tp.partition,
+                                leader_id: leader.leader_id.0,
+                                leader_epoch: leader.leader_epoch,
+                            });
+                        }
                         self.holds.on_failure(
                             &tp,
                             failed_at,
@@ -446,6 +467,21 @@ impl FetchRequestManager {
         );
         ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
     }
+}
+
+/// The brokers a Fetch response's `node_endpoints` describe (v16+, KIP-951).
+fn leader_endpoints(body: &FetchResponse) -> Vec<Broker> {
+    body.node_endpoints
+        .iter()
+        .filter_map(|e| {
+            Some(Broker {
+                node_id: e.node_id.0,
+                host: e.host.to_string(),
+                port: u16::try_from(e.port).ok()?,
+                rack: e.rack.as_ref().map(ToString::to_string),
+            })
+        })
+        .collect()
 }
 
 fn fetch_request(

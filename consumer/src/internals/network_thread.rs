@@ -724,6 +724,17 @@ impl ConsumerNetworkThread {
                 .background_events
                 .append(&mut nested.background_events);
         }
+        if !effects.leader_hints.is_empty() {
+            let updated = self
+                .client
+                .update_partition_leadership(&effects.leader_hints, &effects.leader_endpoints);
+            if !updated.is_empty() {
+                // Java's `maybeValidatePositionForCurrentLeader` for each updated partition.
+                let mut nested = Effects::default();
+                self.with_ctx(now, &mut nested, |ctx, m| m.offsets.on_metadata_update(ctx));
+                effects.errors.append(&mut nested.errors);
+            }
+        }
         for error in effects.errors {
             let _ = self
                 .channels

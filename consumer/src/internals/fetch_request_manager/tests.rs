@@ -566,3 +566,93 @@ fn a_retriable_partition_error_backs_off_until_the_leader_changes() {
     let r = m.poll(&mut p.ctx());
     assert_eq!(fetched(&r, 0), vec![0]);
 }
+
+/// Issue #18 (KIP-951): NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the broker's
+/// `current_leader` and `node_endpoints` moves the partition to its new leader at once, as
+/// Java's `AbstractFetch` hands them to `Metadata.updatePartitionLeadership`: the partition is
+/// fetched from the new leader on the next poll, without waiting for a Metadata response.
+#[test]
+fn leader_hints_move_the_partition_to_its_new_leader_at_once() {
+    use kafka_protocol::messages::fetch_response::{LeaderIdAndEpoch, NodeEndpoint};
+    use kafka_protocol::messages::BrokerId;
+
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    let moved = |code: ResponseError, partition: i32, leader: i32, epoch: i32| {
+        WirePartition::default()
+            .with_partition_index(partition)
+            .with_error_code(code.code())
+            .with_high_watermark(-1)
+            .with_current_leader(
+                LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(epoch),
+            )
+    };
+    let body = FetchResponse::default()
+        .with_responses(vec![FetchableTopicResponse::default()
+            .with_topic_id(Uuid::from_u128(1))
+            .with_partitions(vec![
+                moved(ResponseError::NotLeaderOrFollower, 0, 3, 6),
+                moved(ResponseError::FencedLeaderEpoch, 1, -1, -1),
+            ])])
+        .with_node_endpoints(vec![NodeEndpoint::default()
+            .with_node_id(BrokerId(3))
+            .with_host(StrBytes::from_static_str("b3"))
+            .with_port(9092)
+            .with_rack(Some(StrBytes::from_static_str("r3")))]);
+    let node1 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(1))
+        .expect("node 1");
+    m.on_response(
+        &mut p.ctx(),
+        node1.token,
+        Ok((ResponseBody::Fetch(body), 17)),
+    );
+    assert_eq!(
+        p.effects.leader_hints,
+        vec![LeaderHint {
+            topic: "t".to_owned(),
+            partition: 0,
+            leader_id: 3,
+            leader_epoch: 6,
+        }],
+        "only a hint naming a leader"
+    );
+    assert_eq!(
+        p.effects
+            .leader_endpoints
+            .iter()
+            .map(|b| (b.node_id, b.host.as_str(), b.rack.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![(3, "b3", Some("r3"))]
+    );
+    assert!(p.effects.metadata_refresh, "metadata is still refreshed");
+    // The loop applies the hints to the client's metadata.
+    let hints = std::mem::take(&mut p.effects.leader_hints);
+    let endpoints = std::mem::take(&mut p.effects.leader_endpoints);
+    assert_eq!(
+        p.metadata.update_partition_leadership(&hints, &endpoints),
+        vec![("t".to_owned(), 0)]
+    );
+    answer_empty(&mut m, &mut p, &r);
+    let r = m.poll(&mut p.ctx());
+    let to_node3 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(3))
+        .expect("p0 fetched from its new leader at once");
+    assert_eq!(
+        sent(to_node3).2,
+        [(Uuid::from_u128(1), 0, 0)],
+        "p0 only, at its position"
+    );
+    let RequestBody::Fetch(f) = &to_node3.body else {
+        panic!()
+    };
+    assert_eq!(f.topics[0].partitions[0].current_leader_epoch, 6);
+    assert!(fetched(&r, 1).is_empty(), "p1 waits: no hint, same leader");
+}
