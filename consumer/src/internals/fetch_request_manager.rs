@@ -33,6 +33,7 @@ use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
 use crate::types::TopicPartition;
 use partition_holds::{FailedAt, FailureKind, HoldDecision, PartitionHolds};
+use read_replicas::ReadReplicas;
 
 /// The first Fetch version that names topics by id.
 const TOPIC_ID_VERSION: i16 = 13;
@@ -64,6 +65,8 @@ pub(crate) struct FetchRequestManager {
     /// one fetch, one error per application poll at most, as in Java, where the error is
     /// raised when the application collects the failed fetch.
     holds: PartitionHolds,
+    /// KIP-392: partitions fetched from a follower the leader preferred ([`ReadReplicas`]).
+    read_replicas: ReadReplicas,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
 }
@@ -81,6 +84,7 @@ impl FetchRequestManager {
             node_backoff: BTreeMap::new(),
             next_token: 0,
             holds: PartitionHolds::new(retry_backoff_ms, retry_backoff_max_ms),
+            read_replicas: ReadReplicas::default(),
             responses_received: 0,
         }
     }
@@ -90,13 +94,18 @@ impl FetchRequestManager {
         let mut result = PollResult::default();
         self.node_backoff.retain(|_, at| *at > ctx.now);
         self.holds.retain(|tp| ctx.subscriptions.is_assigned(tp));
+        self.read_replicas
+            .retain(|tp| ctx.subscriptions.is_assigned(tp));
+        self.read_replicas.prune(ctx.metadata, ctx.now);
         let mut by_node: BTreeMap<i32, BTreeMap<TopicPartition, (PartitionData, u64)>> =
             BTreeMap::new();
         let buffered = ctx.buffer.buffered_partitions();
         let nodes_with_buffered: BTreeSet<i32> = buffered
             .iter()
-            .filter_map(|tp| ctx.leader(&tp.topic, tp.partition))
-            .map(|(leader, _)| leader)
+            .filter_map(|tp| {
+                let (leader, _) = ctx.leader(&tp.topic, tp.partition)?;
+                Some(self.read_replicas.select(tp, leader, ctx.metadata, ctx.now))
+            })
             .collect();
         for tp in ctx.subscriptions.fetchable_partitions() {
             if buffered.contains(&tp) {
@@ -120,10 +129,13 @@ impl FetchRequestManager {
                     continue;
                 }
             }
-            if self.busy_nodes.contains(&leader) || nodes_with_buffered.contains(&leader) {
+            let node = self
+                .read_replicas
+                .select(&tp, leader, ctx.metadata, ctx.now);
+            if self.busy_nodes.contains(&node) || nodes_with_buffered.contains(&node) {
                 continue;
             }
-            if let Some(at) = self.node_backoff.get(&leader) {
+            if let Some(at) = self.node_backoff.get(&node) {
                 result.wake_at(*at);
                 continue;
             }
@@ -135,7 +147,7 @@ impl FetchRequestManager {
                 last_fetched_epoch: position.offset_epoch.unwrap_or(-1),
             };
             by_node
-                .entry(leader)
+                .entry(node)
                 .or_default()
                 .insert(tp, (data, generation));
         }
@@ -242,6 +254,12 @@ impl FetchRequestManager {
             Err(error) => {
                 tracing::debug!(node = fetch.node, %error, "fetch failed");
                 session.handle_error();
+                // Fetched from a follower: back to the leader.
+                for tp in fetch.partitions.keys() {
+                    if self.read_replicas.preferred(tp) == Some(fetch.node) {
+                        self.read_replicas.clear(tp);
+                    }
+                }
                 ctx.request_metadata_refresh();
                 self.node_backoff
                     .insert(fetch.node, ctx.now + self.retry_backoff);
@@ -300,6 +318,13 @@ impl FetchRequestManager {
                 let error = ResponseError::try_from_code(partition.error_code);
                 if error.is_none() {
                     self.holds.on_success(&tp);
+                    // KIP-392 (Java's `FetchCollector.handleInitializeSuccess`): the leader
+                    // names a follower to fetch from instead, for `metadata.max.age.ms`.
+                    if version >= RACK_ID_VERSION && partition.preferred_read_replica.0 >= 0 {
+                        let lease = Duration::from_millis(ctx.settings.metadata_max_age_ms);
+                        let replica = partition.preferred_read_replica.0;
+                        self.read_replicas.update(&tp, replica, ctx.now, lease);
+                    }
                 }
                 match error {
                     None if partition.diverging_epoch.epoch >= 0 => self.on_diverging_epoch(
@@ -339,6 +364,15 @@ impl FetchRequestManager {
                         );
                         ctx.buffer.add(completed);
                     }
+                    // Java: out of range on a follower (not caught up yet) is retried on
+                    // the leader, which alone decides whether the offset is out of range.
+                    Some(ResponseError::OffsetOutOfRange)
+                        if self.read_replicas.preferred(&tp) == Some(fetch.node) =>
+                    {
+                        tracing::debug!(partition = %tp, replica = fetch.node, fetch_offset,
+                            "offset out of range on the preferred read replica: retrying on the leader");
+                        self.read_replicas.clear(&tp);
+                    }
                     Some(ResponseError::OffsetOutOfRange) => {
                         self.on_out_of_range(ctx, &tp, failed_at)
                     }
@@ -355,6 +389,8 @@ impl FetchRequestManager {
                     ) => {
                         tracing::debug!(partition = %tp, %code, "fetch error: refreshing metadata");
                         ctx.request_metadata_refresh();
+                        // Java's `requestMetadataUpdate`: a preferred read replica is dropped.
+                        self.read_replicas.clear(&tp);
                         // KIP-951: the broker may name the new leader (Java's
                         // `AbstractFetch.handleFetchSuccess` collects these hints for
                         // `Metadata.updatePartitionLeadership`).
@@ -548,6 +584,7 @@ fn fetch_request(
 }
 
 mod partition_holds;
+mod read_replicas;
 
 #[cfg(test)]
 mod tests;

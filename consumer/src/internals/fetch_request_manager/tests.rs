@@ -656,3 +656,152 @@ fn leader_hints_move_the_partition_to_its_new_leader_at_once() {
     assert_eq!(f.topics[0].partitions[0].current_leader_epoch, 6);
     assert!(fetched(&r, 1).is_empty(), "p1 waits: no hint, same leader");
 }
+
+/// Answers node `node`'s fetch in `r` with `partitions` (index, error code, preferred read
+/// replica), no records.
+fn answer_node(
+    m: &mut FetchRequestManager,
+    p: &mut Parts,
+    r: &PollResult,
+    node: i32,
+    partitions: &[(i32, ResponseError, i32)],
+) {
+    let request = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(node))
+        .unwrap_or_else(|| panic!("a fetch to node {node}: {r:?}"));
+    let partitions = partitions
+        .iter()
+        .map(|&(index, code, replica)| {
+            WirePartition::default()
+                .with_partition_index(index)
+                .with_error_code(if code == ResponseError::UnknownServerError {
+                    0
+                } else {
+                    code.code()
+                })
+                .with_high_watermark(10)
+                .with_preferred_read_replica(kafka_protocol::messages::BrokerId(replica))
+        })
+        .collect();
+    let body = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+        .with_topic_id(Uuid::from_u128(1))
+        .with_partitions(partitions)]);
+    m.on_response(
+        &mut p.ctx(),
+        request.token,
+        Ok((ResponseBody::Fetch(body), 17)),
+    );
+}
+
+/// The node each partition of `r` is fetched from.
+fn targets(r: &PollResult) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = r
+        .requests
+        .iter()
+        .flat_map(|u| {
+            let Target::Node(node) = u.target else {
+                panic!()
+            };
+            sent(u).2.into_iter().map(move |(_, p, _)| (p, node))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Issue #18 (KIP-392): a leader's `preferred_read_replica` moves the partition to that
+/// follower until the lease (`metadata.max.age.ms`) runs out, as Java's
+/// `SubscriptionState.updatePreferredReadReplica` / `AbstractFetch.selectReadReplica`; an
+/// error from the follower, or an offset it has not caught up to, sends it back to the
+/// leader at once.
+#[test]
+fn a_preferred_read_replica_is_fetched_from_until_its_lease_ends_or_it_fails() {
+    // No error code in `answer_node` is spelled UnknownServerError.
+    const OK: ResponseError = ResponseError::UnknownServerError;
+    let mut p = parts(AutoOffsetReset::None);
+    p.settings.metadata_max_age_ms = 10_000;
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2), (1, OK, -1)]);
+    answer_node(&mut m, &mut p, &r, 2, &[(2, OK, -1)]);
+
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 2), (1, 1), (2, 2)],
+        "p0 from the follower"
+    );
+    answer_node(&mut m, &mut p, &r, 1, &[(1, OK, -1)]);
+    answer_node(&mut m, &mut p, &r, 2, &[(0, OK, -1), (2, OK, -1)]);
+    p.advance_ms(9_999);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 2), (1, 1), (2, 2)],
+        "within the lease"
+    );
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    p.advance_ms(1);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 1), (1, 1), (2, 2)],
+        "lease over: the leader"
+    );
+
+    // Preferred again; the follower then answers NOT_LEADER_OR_FOLLOWER: back to the
+    // leader at once (no backoff: the replica that failed is not the leader).
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 2), (1, 1), (2, 2)]);
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(
+        &mut m,
+        &mut p,
+        &r,
+        2,
+        &[(0, ResponseError::NotLeaderOrFollower, -1)],
+    );
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+
+    // Out of range on a follower that has not caught up: retried on the leader, not
+    // reported (even with auto.offset.reset=none) and no reset.
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(
+        &mut m,
+        &mut p,
+        &r,
+        2,
+        &[(0, ResponseError::OffsetOutOfRange, -1)],
+    );
+    assert!(p.effects.errors.is_empty(), "{:?}", p.effects.errors);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+
+    // A lost connection to the follower also ends the preference.
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    let to_2 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(2))
+        .expect("node 2");
+    m.on_response(&mut p.ctx(), to_2.token, Err(NetworkError::NoNodeAvailable));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 1), (1, 1)],
+        "node 2 backs off; p0 on the leader"
+    );
+}
