@@ -412,7 +412,7 @@ mod tests {
                 hint(2, 2, 9), // unknown partition
                 hint(1, 5, 9), // unknown node, no endpoint
             ],
-            &[b3.clone()],
+            std::slice::from_ref(&b3),
         );
         assert_eq!(updated, vec![("orders".to_owned(), 0)]);
         let p0 = md.partition("orders", 0).unwrap();
