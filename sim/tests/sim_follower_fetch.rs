@@ -127,9 +127,9 @@ async fn a_consumer_in_a_followers_rack_fetches_from_that_follower() {
     assert_eq!(fetches.len(), 2, "the third broker gets none: {fetches:?}");
 }
 
-/// Without the selector (Kafka's default) or in the leader's own rack, the leader serves.
+/// Without the selector (Kafka's default `replica.selector.class`), the leader serves.
 #[madsim::test]
-async fn without_the_selector_or_in_the_leaders_rack_the_leader_serves() {
+async fn without_the_selector_the_leader_serves() {
     let follower = |leader: i32| leader % 3 + 1;
     let (leader, fetches) = fetches_by_broker(false, follower).await;
     assert_eq!(
@@ -137,6 +137,11 @@ async fn without_the_selector_or_in_the_leaders_rack_the_leader_serves() {
         vec![leader],
         "{fetches:?}"
     );
+}
+
+/// A consumer in the leader's own rack stays on the leader.
+#[madsim::test]
+async fn in_the_leaders_rack_the_leader_serves() {
     let (leader, fetches) = fetches_by_broker(true, |leader| leader).await;
     assert_eq!(
         fetches.keys().copied().collect::<Vec<_>>(),
