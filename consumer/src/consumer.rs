@@ -122,6 +122,13 @@ pub struct ConsumerMetrics {
     pub rebalances: u64,
     /// How long the last rebalance took, in ms (start to the end of `on_partitions_assigned`).
     pub last_rebalance_ms: u64,
+    /// Group membership and coordinator discovery requests sent so far (FindCoordinator,
+    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat): under persistent
+    /// errors these must back off, not storm.
+    pub group_requests_sent: u64,
+    /// Metadata and offset lookup requests sent so far (Metadata, ListOffsets,
+    /// OffsetForLeaderEpoch, OffsetFetch).
+    pub lookup_requests_sent: u64,
 }
 
 /// How partitions are chosen, as the application side tracks it (the modes exclude each
@@ -1293,6 +1300,8 @@ impl Consumer {
             poll_wakeups: self.metrics.poll_wakeups(),
             rebalances: self.metrics.rebalances(),
             last_rebalance_ms: self.metrics.last_rebalance_ms(),
+            group_requests_sent: self.metrics.group_requests(),
+            lookup_requests_sent: self.metrics.lookup_requests(),
         }
     }
 

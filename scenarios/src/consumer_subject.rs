@@ -375,6 +375,8 @@ impl Subject for ConsumerSubject {
         Some(LoopCounters {
             background: metrics.background_loop_iterations,
             poll: metrics.poll_wakeups,
+            group_requests: metrics.group_requests_sent,
+            lookup_requests: metrics.lookup_requests_sent,
         })
     }
 }

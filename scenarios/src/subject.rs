@@ -108,6 +108,10 @@ pub struct LoopCounters {
     pub background: u64,
     /// Turns of the application side's wait inside `poll`.
     pub poll: u64,
+    /// Group membership and coordinator discovery requests sent (request storms).
+    pub group_requests: u64,
+    /// Metadata and offset lookup requests sent.
+    pub lookup_requests: u64,
 }
 
 /// What a subject is built from.

@@ -36,6 +36,14 @@ pub struct ClusterConfig {
     /// followers caught up, or a leader change truncates them. Off (the default), replication
     /// is instantaneous and every append advances the high watermark.
     pub lagging_followers: bool,
+    /// `replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector`
+    /// (KIP-392): a leader answers a consumer's fetch from a rack that has an in-sync follower
+    /// (but not the leader) with that follower as `preferred_read_replica`, and followers serve
+    /// consumers' fetches (v11+) up to the high watermark. Off (the default, as Kafka's
+    /// `replica.selector.class` is unset), only leaders serve fetches. (Kafka lets v11+
+    /// consumers fetch from followers either way; the model keeps follower reads behind this
+    /// switch so that a fetch to a follower keeps meaning NOT_LEADER_OR_FOLLOWER elsewhere.)
+    pub rack_aware_replica_selector: bool,
 }
 
 impl Default for ClusterConfig {
@@ -54,6 +62,7 @@ impl Default for ClusterConfig {
             coordinator_load_ms: 0,
             fetch_session_cache_slots: 1000,
             lagging_followers: false,
+            rack_aware_replica_selector: false,
         }
     }
 }

@@ -6,7 +6,7 @@ use super::membership::MemberIdentity;
 use super::settings::ConsumerSettings;
 use super::subscription_state::SubscriptionState;
 use crate::error::Error;
-use crate::network::Metadata;
+use crate::network::{Broker, LeaderHint, Metadata};
 use crate::protocol::ApiVersionsTable;
 use crate::rt::{Instant, SeededRng};
 
@@ -30,6 +30,11 @@ pub(crate) struct Effects {
     pub background_events: Vec<BackgroundEvent>,
     /// A rebalance waits for an acknowledged poll ([`BackgroundEvent::PollRequested`]).
     pub poll_requested: bool,
+    /// KIP-951: partitions' new leaders as a Fetch response named them, to apply to the
+    /// metadata at once, with the addresses of those leaders.
+    pub leader_hints: Vec<LeaderHint>,
+    /// The `node_endpoints` that came with [`Self::leader_hints`].
+    pub leader_endpoints: Vec<Broker>,
 }
 
 /// A generation the coordinator refused.

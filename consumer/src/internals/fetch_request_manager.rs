@@ -28,10 +28,12 @@ use super::requests::{
 use super::subscription_state::FetchState;
 use crate::config::AutoOffsetReset;
 use crate::error::Error;
-use crate::network::{NetworkError, Target};
+use crate::network::{Broker, LeaderHint, NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
 use crate::types::TopicPartition;
+use partition_holds::{FailedAt, FailureKind, HoldDecision, PartitionHolds};
+use read_replicas::ReadReplicas;
 
 /// The first Fetch version that names topics by id.
 const TOPIC_ID_VERSION: i16 = 13;
@@ -46,8 +48,9 @@ const LAST_FETCHED_EPOCH_VERSION: i16 = 12;
 
 struct InFlightFetch {
     node: i32,
-    /// Every partition of the session at the time: fetch offset and position generation.
-    partitions: BTreeMap<TopicPartition, (i64, u64)>,
+    /// Every partition of the session at the time: fetch offset, position generation and the
+    /// leader epoch the fetch carried.
+    partitions: BTreeMap<TopicPartition, (i64, u64, i32)>,
 }
 
 /// The fetch manager.
@@ -58,20 +61,21 @@ pub(crate) struct FetchRequestManager {
     busy_nodes: BTreeSet<i32>,
     node_backoff: BTreeMap<i32, Instant>,
     next_token: u64,
-    /// Partitions whose fetch hit OFFSET_OUT_OF_RANGE or a diverging epoch with
-    /// `auto.offset.reset=none`, with the position and generation it was reported for: not
-    /// fetched again until the application has polled past the error (one fetch, one error per
-    /// poll, as in Java, where the error is raised when the application collects the failed
-    /// fetch), nor while the position is unchanged since (a seek moves it on and lifts the
-    /// hold).
-    out_of_range_reported: BTreeMap<TopicPartition, (i64, u64)>,
+    /// Partitions whose last fetch failed, held back from fetching (see [`PartitionHolds`]):
+    /// one fetch, one error per application poll at most, as in Java, where the error is
+    /// raised when the application collects the failed fetch.
+    holds: PartitionHolds,
+    /// KIP-392: partitions fetched from a follower the leader preferred ([`ReadReplicas`]).
+    read_replicas: ReadReplicas,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
 }
 
 impl FetchRequestManager {
-    /// A manager pausing `retry_backoff_ms` before re-fetching from a broker that failed.
-    pub fn new(retry_backoff_ms: u64) -> Self {
+    /// A manager pausing `retry_backoff_ms` before re-fetching from a broker that failed, and
+    /// backing off from `retry_backoff_ms` to `retry_backoff_max_ms` before re-fetching a
+    /// partition whose fetch failed.
+    pub fn new(retry_backoff_ms: u64, retry_backoff_max_ms: u64) -> Self {
         Self {
             retry_backoff: Duration::from_millis(retry_backoff_ms),
             sessions: BTreeMap::new(),
@@ -79,7 +83,8 @@ impl FetchRequestManager {
             busy_nodes: BTreeSet::new(),
             node_backoff: BTreeMap::new(),
             next_token: 0,
-            out_of_range_reported: BTreeMap::new(),
+            holds: PartitionHolds::new(retry_backoff_ms, retry_backoff_max_ms),
+            read_replicas: ReadReplicas::default(),
             responses_received: 0,
         }
     }
@@ -88,13 +93,19 @@ impl FetchRequestManager {
     pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
         let mut result = PollResult::default();
         self.node_backoff.retain(|_, at| *at > ctx.now);
+        self.holds.retain(|tp| ctx.subscriptions.is_assigned(tp));
+        self.read_replicas
+            .retain(|tp| ctx.subscriptions.is_assigned(tp));
+        self.read_replicas.prune(ctx.metadata, ctx.now);
         let mut by_node: BTreeMap<i32, BTreeMap<TopicPartition, (PartitionData, u64)>> =
             BTreeMap::new();
         let buffered = ctx.buffer.buffered_partitions();
         let nodes_with_buffered: BTreeSet<i32> = buffered
             .iter()
-            .filter_map(|tp| ctx.leader(&tp.topic, tp.partition))
-            .map(|(leader, _)| leader)
+            .filter_map(|tp| {
+                let (leader, _) = ctx.leader(&tp.topic, tp.partition)?;
+                Some(self.read_replicas.select(tp, leader, ctx.metadata, ctx.now))
+            })
             .collect();
         for tp in ctx.subscriptions.fetchable_partitions() {
             if buffered.contains(&tp) {
@@ -103,20 +114,28 @@ impl FetchRequestManager {
             let Some((position, generation)) = ctx.buffer.position(&tp) else {
                 continue;
             };
-            if let Some(&reported) = self.out_of_range_reported.get(&tp) {
-                if reported == (position.offset, generation) {
-                    continue;
-                }
-                self.out_of_range_reported.remove(&tp);
-            }
             let Some((leader, epoch)) = ctx.leader(&tp.topic, tp.partition) else {
                 ctx.request_metadata_refresh();
                 continue;
             };
-            if self.busy_nodes.contains(&leader) || nodes_with_buffered.contains(&leader) {
+            match self
+                .holds
+                .decide(&tp, (position.offset, generation), (leader, epoch), ctx.now)
+            {
+                HoldDecision::Fetch => {}
+                HoldDecision::Wait => continue,
+                HoldDecision::WaitUntil(at) => {
+                    result.wake_at(at);
+                    continue;
+                }
+            }
+            let node = self
+                .read_replicas
+                .select(&tp, leader, ctx.metadata, ctx.now);
+            if self.busy_nodes.contains(&node) || nodes_with_buffered.contains(&node) {
                 continue;
             }
-            if let Some(at) = self.node_backoff.get(&leader) {
+            if let Some(at) = self.node_backoff.get(&node) {
                 result.wake_at(*at);
                 continue;
             }
@@ -128,7 +147,7 @@ impl FetchRequestManager {
                 last_fetched_epoch: position.offset_epoch.unwrap_or(-1),
             };
             by_node
-                .entry(leader)
+                .entry(node)
                 .or_default()
                 .insert(tp, (data, generation));
         }
@@ -156,7 +175,7 @@ impl FetchRequestManager {
                     node,
                     partitions: partitions
                         .into_iter()
-                        .map(|(tp, (d, g))| (tp, (d.fetch_offset, g)))
+                        .map(|(tp, (d, g))| (tp, (d.fetch_offset, g, d.current_leader_epoch)))
                         .collect(),
                 },
             );
@@ -180,10 +199,10 @@ impl FetchRequestManager {
         result
     }
 
-    /// The application polled: partitions whose out-of-range error it has been given may be
-    /// fetched again (and report the error again if the position is still out of range).
+    /// The application polled: partitions whose error it has been given may be fetched again
+    /// (after their backoff), and report the error again if it persists.
     pub fn on_poll(&mut self) {
-        self.out_of_range_reported.clear();
+        self.holds.on_poll();
     }
 
     /// Close: ask every broker with a session to close it (best effort; responses ignored).
@@ -235,6 +254,12 @@ impl FetchRequestManager {
             Err(error) => {
                 tracing::debug!(node = fetch.node, %error, "fetch failed");
                 session.handle_error();
+                // Fetched from a follower: back to the leader.
+                for tp in fetch.partitions.keys() {
+                    if self.read_replicas.preferred(tp) == Some(fetch.node) {
+                        self.read_replicas.clear(tp);
+                    }
+                }
                 ctx.request_metadata_refresh();
                 self.node_backoff
                     .insert(fetch.node, ctx.now + self.retry_backoff);
@@ -254,7 +279,11 @@ impl FetchRequestManager {
             }
             return;
         }
+        let endpoints = leader_endpoints(&body);
         self.handle_partitions(ctx, &fetch, body, version);
+        if !ctx.effects.leader_hints.is_empty() {
+            ctx.effects.leader_endpoints.extend(endpoints);
+        }
     }
 
     fn handle_partitions(
@@ -278,14 +307,30 @@ impl FetchRequestManager {
             };
             for partition in topic.partitions {
                 let tp = TopicPartition::new(name.as_str(), partition.partition_index);
-                let Some(&(fetch_offset, generation)) = fetch.partitions.get(&tp) else {
+                let Some(&(fetch_offset, generation, leader_epoch)) = fetch.partitions.get(&tp)
+                else {
                     continue;
                 };
-                match ResponseError::try_from_code(partition.error_code) {
+                let failed_at = FailedAt {
+                    position: (fetch_offset, generation),
+                    leader: (fetch.node, leader_epoch),
+                };
+                let error = ResponseError::try_from_code(partition.error_code);
+                if error.is_none() {
+                    self.holds.on_success(&tp);
+                    // KIP-392 (Java's `FetchCollector.handleInitializeSuccess`): the leader
+                    // names a follower to fetch from instead, for `metadata.max.age.ms`.
+                    if version >= RACK_ID_VERSION && partition.preferred_read_replica.0 >= 0 {
+                        let lease = Duration::from_millis(ctx.settings.metadata_max_age_ms);
+                        let replica = partition.preferred_read_replica.0;
+                        self.read_replicas.update(&tp, replica, ctx.now, lease);
+                    }
+                }
+                match error {
                     None if partition.diverging_epoch.epoch >= 0 => self.on_diverging_epoch(
                         ctx,
                         &tp,
-                        (fetch_offset, generation),
+                        failed_at,
                         partition.diverging_epoch.epoch,
                         partition.diverging_epoch.end_offset,
                     ),
@@ -319,8 +364,17 @@ impl FetchRequestManager {
                         );
                         ctx.buffer.add(completed);
                     }
+                    // Java: out of range on a follower (not caught up yet) is retried on
+                    // the leader, which alone decides whether the offset is out of range.
+                    Some(ResponseError::OffsetOutOfRange)
+                        if self.read_replicas.preferred(&tp) == Some(fetch.node) =>
+                    {
+                        tracing::debug!(partition = %tp, replica = fetch.node, fetch_offset,
+                            "offset out of range on the preferred read replica: retrying on the leader");
+                        self.read_replicas.clear(&tp);
+                    }
                     Some(ResponseError::OffsetOutOfRange) => {
-                        self.on_out_of_range(ctx, &tp, fetch_offset, generation)
+                        self.on_out_of_range(ctx, &tp, failed_at)
                     }
                     Some(
                         code @ (ResponseError::NotLeaderOrFollower
@@ -335,23 +389,51 @@ impl FetchRequestManager {
                     ) => {
                         tracing::debug!(partition = %tp, %code, "fetch error: refreshing metadata");
                         ctx.request_metadata_refresh();
+                        // Java's `requestMetadataUpdate`: a preferred read replica is dropped.
+                        self.read_replicas.clear(&tp);
+                        // KIP-951: the broker may name the new leader (Java's
+                        // `AbstractFetch.handleFetchSuccess` collects these hints for
+                        // `Metadata.updatePartitionLeadership`).
+                        let leader = &partition.current_leader;
+                        if matches!(
+                            code,
+                            ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch
+                        ) && leader.leader_id.0 >= 0
+                            && leader.leader_epoch >= 0
+                        {
+                            ctx.effects.leader_hints.push(LeaderHint {
+                                topic: tp.topic.to_string(),
+                                partition: tp.partition,
+                                leader_id: leader.leader_id.0,
+                                leader_epoch: leader.leader_epoch,
+                            });
+                        }
+                        self.holds.on_failure(
+                            &tp,
+                            failed_at,
+                            FailureKind::Retriable,
+                            ctx.now,
+                            ctx.rng,
+                        );
                     }
                     Some(code) => {
                         tracing::warn!(partition = %tp, %code, "fetch error");
                         ctx.report(Error::from_code(code, format!("fetch of {tp}")));
+                        self.holds.on_failure(
+                            &tp,
+                            failed_at,
+                            FailureKind::Reported,
+                            ctx.now,
+                            ctx.rng,
+                        );
                     }
                 }
             }
         }
     }
 
-    fn on_out_of_range(
-        &mut self,
-        ctx: &mut ManagerContext<'_>,
-        tp: &TopicPartition,
-        fetch_offset: i64,
-        generation: u64,
-    ) {
+    fn on_out_of_range(&mut self, ctx: &mut ManagerContext<'_>, tp: &TopicPartition, at: FailedAt) {
+        let (fetch_offset, generation) = at.position;
         let current = ctx.buffer.position(tp);
         if current.map(|(p, g)| (p.offset, g)) != Some((fetch_offset, generation)) {
             return; // the position moved on meanwhile
@@ -365,8 +447,8 @@ impl FetchRequestManager {
             ctx.report(Error::OffsetOutOfRange {
                 offsets: vec![(tp.clone(), fetch_offset)],
             });
-            self.out_of_range_reported
-                .insert(tp.clone(), (fetch_offset, generation));
+            let kind = FailureKind::ReportedUntilSeek;
+            self.holds.on_failure(tp, at, kind, ctx.now, ctx.rng);
             return;
         }
         ctx.subscriptions
@@ -386,10 +468,11 @@ impl FetchRequestManager {
         &mut self,
         ctx: &mut ManagerContext<'_>,
         tp: &TopicPartition,
-        (fetch_offset, generation): (i64, u64),
+        at: FailedAt,
         epoch: i32,
         end_offset: i64,
     ) {
+        let (fetch_offset, generation) = at.position;
         let Some((current, current_generation)) = ctx.buffer.position(tp) else {
             return;
         };
@@ -403,8 +486,8 @@ impl FetchRequestManager {
             ctx.report(Error::LogTruncation {
                 divergent_offsets: vec![(tp.clone(), end_offset)],
             });
-            self.out_of_range_reported
-                .insert(tp.clone(), (fetch_offset, generation));
+            let kind = FailureKind::ReportedUntilSeek;
+            self.holds.on_failure(tp, at, kind, ctx.now, ctx.rng);
             return;
         }
         let offset = end_offset.min(fetch_offset);
@@ -420,6 +503,21 @@ impl FetchRequestManager {
         );
         ctx.subscriptions.set_fetch_state(tp, FetchState::Fetching);
     }
+}
+
+/// The brokers a Fetch response's `node_endpoints` describe (v16+, KIP-951).
+fn leader_endpoints(body: &FetchResponse) -> Vec<Broker> {
+    body.node_endpoints
+        .iter()
+        .filter_map(|e| {
+            Some(Broker {
+                node_id: e.node_id.0,
+                host: e.host.to_string(),
+                port: u16::try_from(e.port).ok()?,
+                rack: e.rack.as_ref().map(ToString::to_string),
+            })
+        })
+        .collect()
 }
 
 fn fetch_request(
@@ -484,6 +582,9 @@ fn fetch_request(
             StrBytes::default()
         })
 }
+
+mod partition_holds;
+mod read_replicas;
 
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,20 @@ pub(crate) struct SharedMetrics {
     poll_wakeups: AtomicU64,
     rebalances: AtomicU64,
     last_rebalance_ms: AtomicU64,
+    group_requests: AtomicU64,
+    lookup_requests: AtomicU64,
+}
+
+/// What a request is for, as the request counters sort them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestKind {
+    /// Group membership and coordinator discovery: FindCoordinator, JoinGroup, SyncGroup,
+    /// Heartbeat, LeaveGroup, ConsumerGroupHeartbeat.
+    Group,
+    /// Cluster and offset lookups: Metadata, ListOffsets, OffsetForLeaderEpoch, OffsetFetch.
+    Lookup,
+    /// Anything else (Fetch, OffsetCommit): paced by the data and the application.
+    Other,
 }
 
 impl SharedMetrics {
@@ -61,6 +75,26 @@ impl SharedMetrics {
     /// must block, not spin (KAFKA-20426).
     pub fn poll_wakeups(&self) -> u64 {
         self.poll_wakeups.load(Ordering::Relaxed)
+    }
+
+    /// Counts one request sent.
+    pub fn record_request(&self, kind: RequestKind) {
+        let counter = match kind {
+            RequestKind::Group => &self.group_requests,
+            RequestKind::Lookup => &self.lookup_requests,
+            RequestKind::Other => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Group membership and coordinator discovery requests sent so far.
+    pub fn group_requests(&self) -> u64 {
+        self.group_requests.load(Ordering::Relaxed)
+    }
+
+    /// Metadata and offset lookup requests sent so far.
+    pub fn lookup_requests(&self) -> u64 {
+        self.lookup_requests.load(Ordering::Relaxed)
     }
 
     /// Fetch responses received so far.

@@ -153,13 +153,19 @@ impl ConsumerNetworkThread {
             ),
             membership,
             commit: CommitRequestManager::new(&settings),
-            offsets: OffsetsRequestManager::new(settings.retry_backoff_ms),
+            offsets: OffsetsRequestManager::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             metadata: TopicMetadataRequestManager::new(
                 settings.metadata_max_age_ms,
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
             ),
-            fetch: FetchRequestManager::new(settings.retry_backoff_ms),
+            fetch: FetchRequestManager::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             settings,
             client,
             subscriptions: SubscriptionState::default(),
@@ -718,6 +724,17 @@ impl ConsumerNetworkThread {
                 .background_events
                 .append(&mut nested.background_events);
         }
+        if !effects.leader_hints.is_empty() {
+            let updated = self
+                .client
+                .update_partition_leadership(&effects.leader_hints, &effects.leader_endpoints);
+            if !updated.is_empty() {
+                // Java's `maybeValidatePositionForCurrentLeader` for each updated partition.
+                let mut nested = Effects::default();
+                self.with_ctx(now, &mut nested, |ctx, m| m.offsets.on_metadata_update(ctx));
+                effects.errors.append(&mut nested.errors);
+            }
+        }
         for error in effects.errors {
             let _ = self
                 .channels
@@ -833,6 +850,7 @@ impl ConsumerNetworkThread {
             timeout_ms,
         } = request;
         tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
+        self.channels.metrics.record_request(body.kind());
         let options = RequestOptions {
             version,
             timeout_ms,

@@ -28,12 +28,14 @@ use super::completion::Completion;
 use super::context::ManagerContext;
 use super::events::ListedOffsets;
 use super::fetch_buffer::FetchPosition;
+use super::request_state::{RETRY_BACKOFF_JITTER, RETRY_BACKOFF_MULTIPLIER};
 use super::requests::{
     group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{AutoOffsetReset, LATEST_TIMESTAMP};
 use crate::error::Error;
+use crate::network::backoff::ExponentialBackoff;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{wall_clock_ms, Duration, Instant};
@@ -72,6 +74,8 @@ struct UserListOffsets {
     results: ListedOffsets,
     in_flight: BTreeSet<TopicPartition>,
     retry_at: Option<Instant>,
+    /// Rounds in a row that left partitions to retry, for the backoff.
+    failed_rounds: u32,
     completion: Completion<ListedOffsets>,
 }
 
@@ -84,7 +88,12 @@ enum ListOutcome {
 
 /// The offsets manager.
 pub(crate) struct OffsetsRequestManager {
-    retry_backoff: Duration,
+    /// From `retry.backoff.ms`, doubling per failure in a row to `retry.backoff.max.ms`.
+    retry_backoff: ExponentialBackoff,
+    /// Failures in a row of each partition's lookups for one fetch state: a lookup that keeps
+    /// failing (a leader that stays unavailable, an error that persists) is retried ever more
+    /// slowly instead of every `retry.backoff.ms`.
+    failures: BTreeMap<TopicPartition, (FetchStateId, u32)>,
     next_token: u64,
     in_flight: BTreeMap<u64, InFlight>,
     /// Partitions with a reset or validation in flight, with the state it is for: a partition
@@ -106,10 +115,17 @@ pub(crate) struct OffsetsRequestManager {
 }
 
 impl OffsetsRequestManager {
-    /// A manager retrying failed lookups after `retry_backoff_ms`.
-    pub fn new(retry_backoff_ms: u64) -> Self {
+    /// A manager retrying failed lookups after a backoff from `retry_backoff_ms` doubling to
+    /// `retry_backoff_max_ms`.
+    pub fn new(retry_backoff_ms: u64, retry_backoff_max_ms: u64) -> Self {
         Self {
-            retry_backoff: Duration::from_millis(retry_backoff_ms),
+            retry_backoff: ExponentialBackoff::new(
+                retry_backoff_ms,
+                RETRY_BACKOFF_MULTIPLIER,
+                retry_backoff_max_ms.max(retry_backoff_ms),
+                RETRY_BACKOFF_JITTER,
+            ),
+            failures: BTreeMap::new(),
             next_token: 0,
             in_flight: BTreeMap::new(),
             busy: BTreeMap::new(),
@@ -138,6 +154,7 @@ impl OffsetsRequestManager {
             results: BTreeMap::new(),
             in_flight: BTreeSet::new(),
             retry_at: None,
+            failed_rounds: 0,
             completion,
         });
     }
@@ -178,6 +195,8 @@ impl OffsetsRequestManager {
             .retain(|tp, (at, id)| *at > ctx.now && subscriptions.is_current(tp, *id));
         self.reset_to_latest
             .retain(|tp, id| subscriptions.is_current(tp, *id));
+        self.failures
+            .retain(|tp, (id, _)| subscriptions.is_current(tp, *id));
         for (at, _) in self.backoff_until.values() {
             result.wake_at(*at);
         }
@@ -455,9 +474,15 @@ impl OffsetsRequestManager {
         }
     }
 
-    fn back_off(&mut self, ctx: &ManagerContext<'_>, tp: &TopicPartition, id: FetchStateId) {
+    fn back_off(&mut self, ctx: &mut ManagerContext<'_>, tp: &TopicPartition, id: FetchStateId) {
+        let failures = self.failures.entry(tp.clone()).or_insert((id, 0));
+        if failures.0 != id {
+            *failures = (id, 0);
+        }
+        let delay_ms = self.retry_backoff.backoff_ms(failures.1, ctx.rng);
+        failures.1 = failures.1.saturating_add(1);
         self.backoff_until
-            .insert(tp.clone(), (ctx.now + self.retry_backoff, id));
+            .insert(tp.clone(), (ctx.now + Duration::from_millis(delay_ms), id));
     }
 
     fn apply_reset(
@@ -612,7 +637,9 @@ impl OffsetsRequestManager {
             }
         }
         if retry {
-            lookup.retry_at = Some(ctx.now + self.retry_backoff);
+            let delay_ms = self.retry_backoff.backoff_ms(lookup.failed_rounds, ctx.rng);
+            lookup.failed_rounds = lookup.failed_rounds.saturating_add(1);
+            lookup.retry_at = Some(ctx.now + Duration::from_millis(delay_ms));
         }
         if lookup.results.len() == lookup.timestamps.len() {
             let lookup = self.user.remove(index);

@@ -5,9 +5,9 @@ use crate::network::backoff::ExponentialBackoff;
 use crate::rt::{Duration, Instant, SeededRng};
 
 /// Kafka's multiplier for retry backoff (`CommonClientConfigs.RETRY_BACKOFF_EXP_BASE`).
-const RETRY_BACKOFF_MULTIPLIER: f64 = 2.0;
+pub(crate) const RETRY_BACKOFF_MULTIPLIER: f64 = 2.0;
 /// Kafka's jitter for retry backoff (`CommonClientConfigs.RETRY_BACKOFF_JITTER`).
-const RETRY_BACKOFF_JITTER: f64 = 0.2;
+pub(crate) const RETRY_BACKOFF_JITTER: f64 = 0.2;
 
 /// One request's send/backoff state.
 #[derive(Debug, Clone)]

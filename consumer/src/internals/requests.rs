@@ -11,6 +11,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
+use super::metrics::RequestKind;
 use crate::network::{NetworkError, Target};
 use crate::protocol::{Api, ApiVersionsTable};
 use crate::rt::Instant;
@@ -86,6 +87,25 @@ bodies! {
     Heartbeat(HeartbeatRequest, HeartbeatResponse),
     LeaveGroup(LeaveGroupRequest, LeaveGroupResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+}
+
+impl RequestBody {
+    /// Which request counter counts it ([`RequestKind`]).
+    pub fn kind(&self) -> RequestKind {
+        match self {
+            Self::FindCoordinator(_)
+            | Self::JoinGroup(_)
+            | Self::SyncGroup(_)
+            | Self::Heartbeat(_)
+            | Self::LeaveGroup(_)
+            | Self::ConsumerGroupHeartbeat(_) => RequestKind::Group,
+            Self::Metadata(_)
+            | Self::ListOffsets(_)
+            | Self::OffsetForLeaderEpoch(_)
+            | Self::OffsetFetch(_) => RequestKind::Lookup,
+            Self::Fetch(_) | Self::OffsetCommit(_) => RequestKind::Other,
+        }
+    }
 }
 
 /// A request and where to send it.

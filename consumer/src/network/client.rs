@@ -16,7 +16,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::backoff::ExponentialBackoff;
 use super::connection::ConnectionSettings;
-use super::metadata::{Metadata, MetadataScope};
+use super::metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 use super::node::{read_status, ConnectionSecurity, NodeStatus, NodeTask, SharedStatus};
 use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
 use super::tls::{self, TlsSetupError};
@@ -320,6 +320,16 @@ impl NetworkClient {
     /// The cluster metadata known so far.
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
+    }
+
+    /// Applies KIP-951 leader hints ([`Metadata::update_partition_leadership`]); returns the
+    /// partitions whose leader moved.
+    pub fn update_partition_leadership(
+        &mut self,
+        hints: &[LeaderHint],
+        endpoints: &[Broker],
+    ) -> Vec<(String, i32)> {
+        self.metadata.update_partition_leadership(hints, endpoints)
     }
 
     /// Applies a Metadata response: brokers' addresses take effect for the next request.

@@ -236,6 +236,65 @@ impl Metadata {
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionMetadata> {
         self.topics.get(topic)?.partitions.get(&partition)
     }
+
+    /// Applies KIP-951 leader hints (a Fetch or Produce response's `current_leader` and
+    /// `node_endpoints`) without waiting for a Metadata response, as Kafka's
+    /// `Metadata.updatePartitionLeadership` does: a hint is taken only for a partition already
+    /// known, with a leader epoch newer than the cached one, and a leader whose address is known
+    /// (from `endpoints` or the cached brokers). The leader and epoch change; replicas and ISR
+    /// stay until the next Metadata response. Brokers in `endpoints` join the known brokers.
+    /// Returns the partitions whose leader was updated.
+    pub fn update_partition_leadership(
+        &mut self,
+        hints: &[LeaderHint],
+        endpoints: &[Broker],
+    ) -> Vec<(String, i32)> {
+        let mut updated = Vec::new();
+        for hint in hints {
+            let known_node = self.brokers.contains_key(&hint.leader_id)
+                || endpoints.iter().any(|b| b.node_id == hint.leader_id);
+            let Some(partition) = self
+                .topics
+                .get_mut(&hint.topic)
+                .and_then(|t| t.partitions.get_mut(&hint.partition))
+            else {
+                continue;
+            };
+            if hint.leader_id < 0 || hint.leader_epoch <= partition.leader_epoch || !known_node {
+                tracing::debug!(
+                    ?hint,
+                    cached_epoch = partition.leader_epoch,
+                    known_node,
+                    "leader hint not applied"
+                );
+                continue;
+            }
+            tracing::debug!(?hint, from = ?partition.leader_id, "leader hint applied");
+            partition.leader_id = Some(hint.leader_id);
+            partition.leader_epoch = hint.leader_epoch;
+            partition.error = None;
+            updated.push((hint.topic.clone(), hint.partition));
+        }
+        if !updated.is_empty() {
+            for broker in endpoints {
+                self.brokers.insert(broker.node_id, broker.clone());
+            }
+        }
+        updated
+    }
+}
+
+/// A partition's new leader as a response named it (KIP-951).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderHint {
+    /// The topic.
+    pub topic: String,
+    /// The partition index.
+    pub partition: i32,
+    /// The leader's node id.
+    pub leader_id: i32,
+    /// Its leader epoch.
+    pub leader_epoch: i32,
 }
 
 /// A Metadata request for every topic in the cluster.
@@ -318,6 +377,56 @@ mod tests {
             .with_controller_id(BrokerId(2))
             .with_cluster_id(Some(StrBytes::from_static_str("cluster-x")))
             .with_topics(topics)
+    }
+
+    /// KIP-951 (issue #18): a Fetch response's leader hint moves a partition's leader at once,
+    /// as Kafka's `Metadata.updatePartitionLeadership`: only a newer epoch, only a known
+    /// partition, only a leader whose address is known; new endpoints become brokers.
+    #[test]
+    fn leader_hints_move_known_partitions_to_newer_epochs_only() {
+        let mut md = Metadata::default();
+        md.update(
+            &response(vec![topic(
+                "orders",
+                7,
+                vec![partition(0, 1, 3), partition(1, 1, 3)],
+            )]),
+            MetadataScope::AllTopics,
+        );
+        let hint = |partition, leader_id, leader_epoch| LeaderHint {
+            topic: "orders".to_owned(),
+            partition,
+            leader_id,
+            leader_epoch,
+        };
+        let b3 = Broker {
+            node_id: 3,
+            host: "b3".to_owned(),
+            port: 9094,
+            rack: Some("rack-c".to_owned()),
+        };
+        let updated = md.update_partition_leadership(
+            &[
+                hint(0, 3, 4), // newer epoch, endpoint given: applied
+                hint(1, 2, 3), // same epoch: stale
+                hint(2, 2, 9), // unknown partition
+                hint(1, 5, 9), // unknown node, no endpoint
+            ],
+            std::slice::from_ref(&b3),
+        );
+        assert_eq!(updated, vec![("orders".to_owned(), 0)]);
+        let p0 = md.partition("orders", 0).unwrap();
+        assert_eq!((p0.leader_id, p0.leader_epoch), (Some(3), 4));
+        assert_eq!(p0.replica_nodes, [1, 2], "replicas wait for Metadata");
+        assert_eq!(md.broker(3), Some(&b3));
+        let p1 = md.partition("orders", 1).unwrap();
+        assert_eq!((p1.leader_id, p1.leader_epoch), (Some(1), 3));
+        assert!(md.partition("orders", 2).is_none());
+        assert!(
+            md.update_partition_leadership(&[hint(1, 2, 4)], &[])
+                .contains(&("orders".to_owned(), 1)),
+            "a cached broker needs no endpoint"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub mod tls;
 pub use client::{NetworkClient, RequestOptions, Target};
 pub use config::NetworkConfig;
 pub use error::{CloseReason, NetworkError};
-pub use metadata::{Metadata, MetadataScope};
+pub use metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 pub use request::{Response, ResponseFuture};
 pub use secret::Secret;
 pub use security::{SecurityConfig, SecurityProtocol};

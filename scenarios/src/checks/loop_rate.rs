@@ -21,20 +21,22 @@ const PREFIX: &str = "loop-counters ";
 pub fn counters_note(counters: LoopCounters) -> Event {
     Event::Note {
         text: format!(
-            "{PREFIX}background={} poll={}",
-            counters.background, counters.poll
+            "{PREFIX}background={} poll={} group_requests={} lookup_requests={}",
+            counters.background, counters.poll, counters.group_requests, counters.lookup_requests
         ),
     }
 }
 
 /// The sample in a note written by [`counters_note`].
-fn parse(text: &str) -> Option<LoopCounters> {
+pub(crate) fn parse(text: &str) -> Option<LoopCounters> {
     let rest = text.strip_prefix(PREFIX)?;
     let mut counters = LoopCounters::default();
     for word in rest.split_whitespace() {
         match word.split_once('=')? {
             ("background", n) => counters.background = n.parse().ok()?,
             ("poll", n) => counters.poll = n.parse().ok()?,
+            ("group_requests", n) => counters.group_requests = n.parse().ok()?,
+            ("lookup_requests", n) => counters.lookup_requests = n.parse().ok()?,
             _ => return None,
         }
     }
@@ -123,7 +125,11 @@ mod tests {
     use super::*;
 
     fn sample(background: u64, poll: u64) -> Event {
-        counters_note(LoopCounters { background, poll })
+        counters_note(LoopCounters {
+            background,
+            poll,
+            ..LoopCounters::default()
+        })
     }
 
     fn check(events: Vec<(u64, Event)>) -> Vec<Violation> {
@@ -146,7 +152,8 @@ mod tests {
             parse(&text),
             Some(LoopCounters {
                 background: 7,
-                poll: 9
+                poll: 9,
+                ..LoopCounters::default()
             })
         );
         assert_eq!(parse("loop-counters spin=3"), None);

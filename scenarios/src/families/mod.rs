@@ -27,6 +27,7 @@ pub mod mixed_protocols;
 pub mod network_partition;
 pub mod pattern_topics;
 pub mod rebalance_storm;
+pub mod request_storm;
 pub mod rolling_restart;
 pub mod static_members;
 pub mod zombie;

@@ -37,6 +37,8 @@ pub struct WireEvent {
     pub len: usize,
     /// FNV-1a 64 of the frame (0 for `NoResponse` and `Closed`).
     pub digest: u64,
+    /// A request's API key (the frame's first two bytes); `None` for other events.
+    pub api_key: Option<i16>,
 }
 
 impl fmt::Display for WireEvent {
@@ -84,6 +86,10 @@ impl WireTap {
         } else {
             (frame.len(), fnv1a(frame))
         };
+        let api_key = match (kind, frame) {
+            (WireKind::Request, [k0, k1, ..]) => Some(i16::from_be_bytes([*k0, *k1])),
+            _ => None,
+        };
         self.lock().push(WireEvent {
             at_us,
             broker,
@@ -91,6 +97,7 @@ impl WireTap {
             kind,
             len,
             digest,
+            api_key,
         });
     }
 

@@ -120,6 +120,10 @@ pub enum ViolationKind {
     /// earlier state (an automatic reset, a validation, an earlier seek) overwrote it
     /// (KAFKA-7703).
     SeekOverridden,
+    /// A member sent group or lookup requests faster than any backoff allows while the
+    /// cluster kept refusing them (a rejoin per round trip while fenced, a retry per
+    /// response): the project's own invariant (issue #18).
+    RequestStorm,
 }
 
 /// One broken invariant, located in virtual time.

@@ -71,7 +71,7 @@ fn answer(code: i16, records: Option<Bytes>) -> Result<(ResponseBody, i16), Netw
 #[test]
 fn out_of_range_for_a_position_sought_away_keeps_the_seek() {
     let mut p = parts();
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     seek(&mut p, SeekTarget::Offset(OffsetAndMetadata::new(7)));
     let code = ResponseError::OffsetOutOfRange.code();
@@ -87,7 +87,7 @@ fn out_of_range_for_a_position_sought_away_keeps_the_seek() {
 #[test]
 fn out_of_range_after_seek_to_end_keeps_the_users_reset() {
     let mut p = parts();
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     seek(&mut p, SeekTarget::End);
     let id = p.subscriptions.fetch_state_id(&tp(0));
@@ -108,7 +108,7 @@ fn out_of_range_after_seek_to_end_keeps_the_users_reset() {
 #[test]
 fn records_fetched_before_a_seek_or_a_pause_are_not_delivered() {
     let mut p = parts();
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     seek(&mut p, SeekTarget::Beginning);
     m.on_response(
@@ -119,7 +119,7 @@ fn records_fetched_before_a_seek_or_a_pause_are_not_delivered() {
     assert!(p.buffer.buffered_partitions().is_empty(), "seek: dropped");
 
     let mut p = parts();
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     p.subscriptions.set_paused(&tp(0), true);
     p.buffer.drop_buffered(&tp(0));

@@ -95,7 +95,7 @@ fn response(
 fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
     let mut p = parts(AutoOffsetReset::Earliest);
     p.subscriptions.set_paused(&tp(1), true);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests.len(), 2);
     assert_eq!(r.requests[0].target, Target::Node(1));
@@ -133,7 +133,7 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
 #[test]
 fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let node1 = r.requests[0].token;
     // Only p1 has data; p0 comes back empty (nothing new at the broker).
@@ -158,7 +158,7 @@ fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
 fn old_brokers_are_fetched_by_topic_name() {
     let mut p = parts(AutoOffsetReset::Earliest);
     p.versions = Some(versions_capped(12, 4));
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests[0].version, Some(12));
     let RequestBody::Fetch(f) = &r.requests[0].body else {
@@ -171,7 +171,7 @@ fn old_brokers_are_fetched_by_topic_name() {
 #[test]
 fn out_of_range_resets_by_policy_or_reports_without_one() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let code = ResponseError::OffsetOutOfRange.code();
     m.on_response(
@@ -186,7 +186,7 @@ fn out_of_range_resets_by_policy_or_reports_without_one() {
     assert!(p.effects.errors.is_empty());
 
     let mut p = parts(AutoOffsetReset::None);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(
         &mut p.ctx(),
@@ -208,7 +208,7 @@ fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_po
     let code = ResponseError::OffsetOutOfRange.code();
     let mut p = parts(AutoOffsetReset::None);
     p.buffer.set_position(&tp(0), FetchPosition::new(7));
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let fetched_p0 = |r: &PollResult| {
         r.requests
             .iter()
@@ -284,7 +284,7 @@ fn out_of_range_without_a_policy_keeps_the_position_and_reports_again_after_a_po
 #[test]
 fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     // The application seeks p0 while the fetch is in flight.
     p.buffer.set_position(&tp(0), FetchPosition::new(100));
@@ -304,7 +304,7 @@ fn leader_errors_refresh_metadata_and_data_for_a_seeked_partition_is_dropped() {
 #[test]
 fn failed_fetch_backs_off_and_restarts_the_session() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, response(9, vec![]));
     let r = m.poll(&mut p.ctx());
@@ -377,7 +377,7 @@ fn position_with_epoch(p: &mut Parts, offset: i64, offset_epoch: i32) {
 fn fetch_sends_the_last_fetched_epoch() {
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let RequestBody::Fetch(f) = &r.requests[0].body else {
         panic!()
@@ -398,7 +398,7 @@ fn fetch_sends_the_last_fetched_epoch() {
 fn a_diverging_epoch_is_handled_as_a_validation_answer() {
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
     let (position, _) = p.buffer.position(&tp(0)).unwrap();
@@ -411,7 +411,7 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
 
     let mut p = parts(AutoOffsetReset::Earliest);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 60));
     let (position, _) = p.buffer.position(&tp(0)).unwrap();
@@ -419,7 +419,7 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
 
     let mut p = parts(AutoOffsetReset::None);
     position_with_epoch(&mut p, 40, 3);
-    let mut m = FetchRequestManager::new(100);
+    let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, diverging(0, 2, 25));
     assert!(
@@ -435,5 +435,373 @@ fn a_diverging_epoch_is_handled_as_a_validation_answer() {
     assert_eq!(
         p.subscriptions.fetch_state(&tp(0)),
         Some(FetchState::Fetching)
+    );
+}
+
+/// The offsets at which a poll's fetches ask for partition `partition`.
+fn fetched(r: &PollResult, partition: i32) -> Vec<i64> {
+    r.requests
+        .iter()
+        .flat_map(|r| sent(r).2)
+        .filter(|(_, p, _)| *p == partition)
+        .map(|(_, _, offset)| offset)
+        .collect()
+}
+
+/// Answers every fetch of `r` with nothing, freeing the brokers.
+fn answer_empty(m: &mut FetchRequestManager, p: &mut Parts, r: &PollResult) {
+    for request in &r.requests {
+        m.on_response(&mut p.ctx(), request.token, response(0, vec![]));
+    }
+}
+
+/// Issue #18: a non-retriable per-partition error (here TOPIC_AUTHORIZATION_FAILED) used to
+/// leave the partition fetchable, so every poll of the background loop fetched it again at
+/// once and queued one more error for the application: a hot loop. Now, as in Java, where the
+/// failed fetch waits in the buffer until the application collects (and is thrown) the error,
+/// the partition is not fetched again until the application has polled past the error, and
+/// then not before a backoff growing from `retry.backoff.ms`; a seek lifts the hold at once.
+#[test]
+fn a_non_retriable_partition_error_holds_the_partition_until_the_application_polls() {
+    let code = ResponseError::TopicAuthorizationFailed.code();
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert!(
+        matches!(&p.effects.errors[..], [Error::Authorization { .. }]),
+        "{:?}",
+        p.effects.errors
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // The background loop polls its managers far more often than the application polls.
+    for _ in 0..20 {
+        p.advance_ms(50);
+        let r = m.poll(&mut p.ctx());
+        assert!(
+            fetched(&r, 0).is_empty(),
+            "no refetch before the application has seen the error"
+        );
+        assert_eq!(fetched(&r, 1), vec![0], "other partitions keep fetching");
+        answer_empty(&mut m, &mut p, &r);
+    }
+    assert_eq!(p.effects.errors.len(), 1, "one error, not one per fetch");
+
+    // The application polled (and got the error): fetched again, and failing again the
+    // backoff doubles before the next attempt.
+    m.on_poll();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+    m.on_poll();
+    p.advance_ms(79);
+    let r = m.poll(&mut p.ctx());
+    assert!(fetched(&r, 0).is_empty(), "within the backoff");
+    answer_empty(&mut m, &mut p, &r);
+    p.advance_ms(161);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0], "backoff over");
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // A seek (new position) lifts the hold at once.
+    p.buffer.set_position(&tp(0), FetchPosition::new(4));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![4]);
+    assert_eq!(p.effects.errors.len(), 3);
+}
+
+/// Issue #18 (request storms): a retriable per-partition error (NOT_LEADER_OR_FOLLOWER) asks
+/// for metadata; the partition is not fetched again from the same leader at once (that is a
+/// request per round trip until new metadata arrives) but after a backoff from
+/// `retry.backoff.ms`, or as soon as its leader or leader epoch changes.
+#[test]
+fn a_retriable_partition_error_backs_off_until_the_leader_changes() {
+    let code = ResponseError::NotLeaderOrFollower.code();
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    assert!(p.effects.metadata_refresh);
+    assert!(p.effects.errors.is_empty());
+    answer_empty(&mut m, &mut p, &r);
+    let r = m.poll(&mut p.ctx());
+    assert!(
+        fetched(&r, 0).is_empty(),
+        "not at once from the same leader"
+    );
+    assert!(r.next_poll_at.is_some(), "woken when the backoff ends");
+    answer_empty(&mut m, &mut p, &r);
+    p.advance_ms(120);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0], "backoff over");
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        response(0, vec![(0, code, None)]),
+    );
+    answer_empty(&mut m, &mut p, &r);
+
+    // New metadata moves p0 to broker 2 with a newer epoch: fetched from there at once.
+    p.metadata = metadata(&[(0, 2, 6), (1, 1, 5), (2, 2, 5)]);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(fetched(&r, 0), vec![0]);
+}
+
+/// Issue #18 (KIP-951): NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH with the broker's
+/// `current_leader` and `node_endpoints` moves the partition to its new leader at once, as
+/// Java's `AbstractFetch` hands them to `Metadata.updatePartitionLeadership`: the partition is
+/// fetched from the new leader on the next poll, without waiting for a Metadata response.
+#[test]
+fn leader_hints_move_the_partition_to_its_new_leader_at_once() {
+    use kafka_protocol::messages::fetch_response::{LeaderIdAndEpoch, NodeEndpoint};
+    use kafka_protocol::messages::BrokerId;
+
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    let moved = |code: ResponseError, partition: i32, leader: i32, epoch: i32| {
+        WirePartition::default()
+            .with_partition_index(partition)
+            .with_error_code(code.code())
+            .with_high_watermark(-1)
+            .with_current_leader(
+                LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader))
+                    .with_leader_epoch(epoch),
+            )
+    };
+    let body = FetchResponse::default()
+        .with_responses(vec![FetchableTopicResponse::default()
+            .with_topic_id(Uuid::from_u128(1))
+            .with_partitions(vec![
+                moved(ResponseError::NotLeaderOrFollower, 0, 3, 6),
+                moved(ResponseError::FencedLeaderEpoch, 1, -1, -1),
+            ])])
+        .with_node_endpoints(vec![NodeEndpoint::default()
+            .with_node_id(BrokerId(3))
+            .with_host(StrBytes::from_static_str("b3"))
+            .with_port(9092)
+            .with_rack(Some(StrBytes::from_static_str("r3")))]);
+    let node1 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(1))
+        .expect("node 1");
+    m.on_response(
+        &mut p.ctx(),
+        node1.token,
+        Ok((ResponseBody::Fetch(body), 17)),
+    );
+    assert_eq!(
+        p.effects.leader_hints,
+        vec![LeaderHint {
+            topic: "t".to_owned(),
+            partition: 0,
+            leader_id: 3,
+            leader_epoch: 6,
+        }],
+        "only a hint naming a leader"
+    );
+    assert_eq!(
+        p.effects
+            .leader_endpoints
+            .iter()
+            .map(|b| (b.node_id, b.host.as_str(), b.rack.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![(3, "b3", Some("r3"))]
+    );
+    assert!(p.effects.metadata_refresh, "metadata is still refreshed");
+    // The loop applies the hints to the client's metadata.
+    let hints = std::mem::take(&mut p.effects.leader_hints);
+    let endpoints = std::mem::take(&mut p.effects.leader_endpoints);
+    assert_eq!(
+        p.metadata.update_partition_leadership(&hints, &endpoints),
+        vec![("t".to_owned(), 0)]
+    );
+    answer_empty(&mut m, &mut p, &r);
+    let r = m.poll(&mut p.ctx());
+    let to_node3 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(3))
+        .expect("p0 fetched from its new leader at once");
+    assert_eq!(
+        sent(to_node3).2,
+        [(Uuid::from_u128(1), 0, 0)],
+        "p0 only, at its position"
+    );
+    let RequestBody::Fetch(f) = &to_node3.body else {
+        panic!()
+    };
+    assert_eq!(f.topics[0].partitions[0].current_leader_epoch, 6);
+    assert!(fetched(&r, 1).is_empty(), "p1 waits: no hint, same leader");
+}
+
+/// Answers node `node`'s fetch in `r` with `partitions` (index, error code, preferred read
+/// replica), no records.
+fn answer_node(
+    m: &mut FetchRequestManager,
+    p: &mut Parts,
+    r: &PollResult,
+    node: i32,
+    partitions: &[(i32, ResponseError, i32)],
+) {
+    let request = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(node))
+        .unwrap_or_else(|| panic!("a fetch to node {node}: {r:?}"));
+    let partitions = partitions
+        .iter()
+        .map(|&(index, code, replica)| {
+            WirePartition::default()
+                .with_partition_index(index)
+                .with_error_code(if code == ResponseError::UnknownServerError {
+                    0
+                } else {
+                    code.code()
+                })
+                .with_high_watermark(10)
+                .with_preferred_read_replica(kafka_protocol::messages::BrokerId(replica))
+        })
+        .collect();
+    let body = FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+        .with_topic_id(Uuid::from_u128(1))
+        .with_partitions(partitions)]);
+    m.on_response(
+        &mut p.ctx(),
+        request.token,
+        Ok((ResponseBody::Fetch(body), 17)),
+    );
+}
+
+/// The node each partition of `r` is fetched from.
+fn targets(r: &PollResult) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = r
+        .requests
+        .iter()
+        .flat_map(|u| {
+            let Target::Node(node) = u.target else {
+                panic!()
+            };
+            sent(u).2.into_iter().map(move |(_, p, _)| (p, node))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Issue #18 (KIP-392): a leader's `preferred_read_replica` moves the partition to that
+/// follower until the lease (`metadata.max.age.ms`) runs out, as Java's
+/// `SubscriptionState.updatePreferredReadReplica` / `AbstractFetch.selectReadReplica`; an
+/// error from the follower, or an offset it has not caught up to, sends it back to the
+/// leader at once.
+#[test]
+fn a_preferred_read_replica_is_fetched_from_until_its_lease_ends_or_it_fails() {
+    // No error code in `answer_node` is spelled UnknownServerError.
+    const OK: ResponseError = ResponseError::UnknownServerError;
+    let mut p = parts(AutoOffsetReset::None);
+    p.settings.metadata_max_age_ms = 10_000;
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2), (1, OK, -1)]);
+    answer_node(&mut m, &mut p, &r, 2, &[(2, OK, -1)]);
+
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 2), (1, 1), (2, 2)],
+        "p0 from the follower"
+    );
+    answer_node(&mut m, &mut p, &r, 1, &[(1, OK, -1)]);
+    answer_node(&mut m, &mut p, &r, 2, &[(0, OK, -1), (2, OK, -1)]);
+    p.advance_ms(9_999);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 2), (1, 1), (2, 2)],
+        "within the lease"
+    );
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    p.advance_ms(1);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 1), (1, 1), (2, 2)],
+        "lease over: the leader"
+    );
+
+    // Preferred again; the follower then answers NOT_LEADER_OR_FOLLOWER: back to the
+    // leader at once (no backoff: the replica that failed is not the leader).
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 2), (1, 1), (2, 2)]);
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(
+        &mut m,
+        &mut p,
+        &r,
+        2,
+        &[(0, ResponseError::NotLeaderOrFollower, -1)],
+    );
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+
+    // Out of range on a follower that has not caught up: retried on the leader, not
+    // reported (even with auto.offset.reset=none) and no reset.
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    answer_node(
+        &mut m,
+        &mut p,
+        &r,
+        2,
+        &[(0, ResponseError::OffsetOutOfRange, -1)],
+    );
+    assert!(p.effects.errors.is_empty(), "{:?}", p.effects.errors);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(targets(&r), vec![(0, 1), (1, 1), (2, 2)]);
+
+    // A lost connection to the follower also ends the preference.
+    answer_node(&mut m, &mut p, &r, 1, &[(0, OK, 2)]);
+    answer_node(&mut m, &mut p, &r, 2, &[]);
+    let r = m.poll(&mut p.ctx());
+    answer_node(&mut m, &mut p, &r, 1, &[]);
+    let to_2 = r
+        .requests
+        .iter()
+        .find(|u| u.target == Target::Node(2))
+        .expect("node 2");
+    m.on_response(&mut p.ctx(), to_2.token, Err(NetworkError::NoNodeAvailable));
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        targets(&r),
+        vec![(0, 1), (1, 1)],
+        "node 2 backs off; p0 on the leader"
     );
 }

@@ -10,6 +10,7 @@
 pub(crate) mod classic;
 pub(crate) mod consumer;
 mod heartbeat;
+mod repeated_failures;
 mod state;
 
 pub(crate) use classic::ClassicMembershipManager;

@@ -43,7 +43,7 @@ fn seek_to_end_during_the_automatic_reset_wins_over_the_late_earliest_answer() {
     // The issue's run: auto.offset.reset=earliest, the EARLIEST lookup is slow, the
     // application calls seek_to_end meanwhile.
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let earliest = to_p0(m.poll(&mut p.ctx()));
     assert_eq!(requested(&earliest[0]), [(0, -2, 5)]);
 
@@ -86,7 +86,7 @@ fn the_late_earliest_answer_is_not_installed_after_seek_to_end() {
     // must not become the position (the issue saw position 0 and the whole partition
     // delivered again), and the LATEST lookup goes out next.
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let earliest = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::End);
     m.on_response(
@@ -112,7 +112,7 @@ fn the_last_of_two_seek_to_end_calls_wins() {
     p.subscriptions
         .set_fetch_state(&tp(1), FetchState::Fetching);
     seek(&mut p, 0, SeekTarget::End);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let first = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::Offset(OffsetAndMetadata::new(5)));
     seek(&mut p, 0, SeekTarget::End);
@@ -142,7 +142,7 @@ fn seek_to_an_offset_during_a_reset_keeps_the_offset() {
     // Also the shape of an offsets_for_times-based seek: the application looks the offset up
     // and seeks to it while the automatic reset is under way.
     let mut p = parts(AutoOffsetReset::Latest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let reset = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::Offset(OffsetAndMetadata::new(12)));
     assert!(to_p0(m.poll(&mut p.ctx())).is_empty(), "nothing to look up");
@@ -158,7 +158,7 @@ fn seek_to_an_offset_during_a_reset_keeps_the_offset() {
 #[test]
 fn seek_to_beginning_then_end_then_beginning_applies_only_the_last_answer() {
     let mut p = parts(AutoOffsetReset::Latest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     seek(&mut p, 0, SeekTarget::Beginning);
     let a = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::End);
@@ -181,7 +181,7 @@ fn seek_to_beginning_then_end_then_beginning_applies_only_the_last_answer() {
 #[test]
 fn a_failed_reset_does_not_hold_back_the_seek_that_replaces_it() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let reset = to_p0(m.poll(&mut p.ctx()));
     let code = ResponseError::NotLeaderOrFollower.code();
     m.on_response(
@@ -199,7 +199,7 @@ fn a_failed_reset_does_not_hold_back_the_seek_that_replaces_it() {
 #[test]
 fn a_superseded_reset_that_fails_reports_nothing_and_backs_nothing_off() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let reset = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::End);
     let latest = to_p0(m.poll(&mut p.ctx()));
@@ -231,7 +231,7 @@ fn a_seek_with_another_epoch_during_validation_gets_its_own_validation() {
         0,
         SeekTarget::Offset(OffsetAndMetadata::with_leader_epoch(100, Some(5))),
     );
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let first = to_p0(m.poll(&mut p.ctx()));
     seek(
         &mut p,
@@ -262,7 +262,7 @@ fn seek_to_end_during_validation_drops_the_validation_answer() {
         0,
         SeekTarget::Offset(OffsetAndMetadata::with_leader_epoch(100, Some(3))),
     );
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let validation = to_p0(m.poll(&mut p.ctx()));
     seek(&mut p, 0, SeekTarget::End);
     let latest = to_p0(m.poll(&mut p.ctx()));
@@ -293,7 +293,7 @@ fn a_reset_during_validation_drops_the_validation_answer() {
         0,
         SeekTarget::Offset(OffsetAndMetadata::with_leader_epoch(100, Some(3))),
     );
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let validation = to_p0(m.poll(&mut p.ctx()));
     p.subscriptions
         .set_fetch_state(&tp(0), FetchState::AwaitingReset(AutoOffsetReset::Earliest));
@@ -310,7 +310,7 @@ fn a_reset_during_validation_drops_the_validation_answer() {
 fn a_reset_answer_still_applies_to_a_paused_partition_which_stays_unfetched() {
     // Pausing is not a seek: the reset goes on, and the partition is fetched once resumed.
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let reset = to_p0(m.poll(&mut p.ctx()));
     p.subscriptions.set_paused(&tp(0), true);
     p.buffer.drop_buffered(&tp(0));
@@ -326,7 +326,7 @@ fn a_reset_answer_for_a_partition_unassigned_and_assigned_again_is_dropped() {
     // assign([p0, p1]); the reset is in flight; assign([p1]); assign([p0, p1]): the
     // partition is new again and gets a lookup of its own.
     let mut p = parts(AutoOffsetReset::Latest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let old = to_p0(m.poll(&mut p.ctx()));
     let only_p1 = [tp(1)].into_iter().collect();
     p.subscriptions.assign_from_user(&only_p1);
@@ -371,7 +371,7 @@ fn a_by_duration_fallback_to_latest_belongs_to_its_own_reset() {
     // by_duration reset starts over with its timestamp.
     let hour = Duration::from_secs(3_600);
     let mut p = parts(AutoOffsetReset::ByDuration(hour));
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = to_p0(m.poll(&mut p.ctx()));
     m.on_response(&mut p.ctx(), r[0].token, list_response(&[(0, 0, -1, -1)]));
     seek(&mut p, 0, SeekTarget::Beginning);

@@ -65,7 +65,7 @@ pub(super) fn requested(r: &UnsentRequest) -> Vec<(i32, i64, i32)> {
 #[test]
 fn without_group_new_partitions_reset_by_policy_to_each_leader() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests.len(), 2, "one ListOffsets per leader");
     assert_eq!(r.requests[0].target, Target::Node(1));
@@ -99,16 +99,50 @@ fn without_group_new_partitions_reset_by_policy_to_each_leader() {
     assert!(p.effects.metadata_refresh);
     let r = m.poll(&mut p.ctx());
     assert!(r.requests.is_empty());
-    assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(100)));
-    p.advance_ms(100);
+    let wait = r.next_poll_at.expect("a backoff") - p.now;
+    assert!((80..120).contains(&wait.as_millis()), "{wait:?}");
+    p.advance_ms(120);
     assert_eq!(m.poll(&mut p.ctx()).requests.len(), 1);
+}
+
+/// Issue #18 (request storms): a reset whose ListOffsets keeps failing (the leader stays
+/// unavailable) is retried after a backoff doubling from `retry.backoff.ms` (100) to
+/// `retry.backoff.max.ms` (1 000), not every 100 ms for as long as the error lasts.
+#[test]
+fn a_lookup_that_keeps_failing_backs_off_exponentially() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
+    let code = ResponseError::LeaderNotAvailable.code();
+    let mut waits_ms = Vec::new();
+    let mut r = m.poll(&mut p.ctx());
+    for _ in 0..6 {
+        let request = r
+            .requests
+            .iter()
+            .find(|u| u.target == Target::Node(1))
+            .expect("p0's reset");
+        m.on_response(
+            &mut p.ctx(),
+            request.token,
+            list_response(&[(0, code, -1, -1)]),
+        );
+        let waiting = m.poll(&mut p.ctx());
+        assert!(waiting.requests.is_empty(), "{waiting:?}");
+        let wake = waiting.next_poll_at.expect("a backoff");
+        waits_ms.push((wake - p.now).as_millis());
+        p.now = wake;
+        r = m.poll(&mut p.ctx());
+    }
+    assert!((160..240).contains(&waits_ms[1]), "{waits_ms:?}");
+    assert!((320..480).contains(&waits_ms[2]), "{waits_ms:?}");
+    assert!((800..=1_000).contains(&waits_ms[5]), "{waits_ms:?}");
 }
 
 #[test]
 fn by_duration_lists_offsets_by_time_and_falls_back_to_latest() {
     let hour = Duration::from_secs(3_600);
     let mut p = parts(AutoOffsetReset::ByDuration(hour));
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let before = crate::rt::wall_clock_ms();
     let r = m.poll(&mut p.ctx());
     let after = crate::rt::wall_clock_ms();
@@ -161,12 +195,12 @@ fn by_duration_lists_offsets_by_time_and_falls_back_to_latest() {
 #[test]
 fn latest_policy_and_no_policy_error_on_poll() {
     let mut p = parts(AutoOffsetReset::Latest);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(requested(&r.requests[0]), [(0, -1, 5)]);
 
     let mut p = parts(AutoOffsetReset::None);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     assert!(
         m.poll(&mut p.ctx()).requests.is_empty(),
         "nothing to ask with policy none"
@@ -212,7 +246,7 @@ fn awaiting_validation(p: &mut Parts, offset: i64, offset_epoch: i32) {
 fn validation_detects_truncation_and_moves_to_the_divergence_point() {
     let mut p = parts(AutoOffsetReset::Earliest);
     awaiting_validation(&mut p, 100, 3);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     let RequestBody::OffsetForLeaderEpoch(body) = &r.requests[0].body else {
         panic!()
@@ -232,7 +266,7 @@ fn validation_detects_truncation_and_moves_to_the_divergence_point() {
 fn validation_without_truncation_keeps_the_position_and_none_policy_reports_truncation() {
     let mut p = parts(AutoOffsetReset::Earliest);
     awaiting_validation(&mut p, 100, 3);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(150, 3));
     let (position, _) = p.buffer.position(&tp(0)).unwrap();
@@ -247,7 +281,7 @@ fn validation_without_truncation_keeps_the_position_and_none_policy_reports_trun
 
     let mut p = parts(AutoOffsetReset::None);
     awaiting_validation(&mut p, 100, 3);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
     assert!(matches!(
@@ -269,7 +303,7 @@ fn leader_epoch_change_triggers_validation() {
     );
     p.subscriptions
         .set_fetch_state(&tp(0), FetchState::Fetching);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     m.on_metadata_update(&mut p.ctx());
     assert_eq!(
         p.subscriptions.fetch_state(&tp(0)),
@@ -284,7 +318,7 @@ fn user_lookups_complete_when_every_partition_answered() {
         .set_fetch_state(&tp(0), FetchState::Fetching);
     p.subscriptions
         .set_fetch_state(&tp(1), FetchState::Fetching);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let (c, rx) = Completion::new("end_offsets", Some(p.now + Duration::from_secs(5)), 5_000);
     m.list_offsets([(tp(0), -1), (tp(1), -1)].into_iter().collect(), c);
     let r = m.poll(&mut p.ctx());
@@ -313,7 +347,7 @@ fn user_lookups_complete_when_every_partition_answered() {
 fn truncation_without_a_policy_keeps_the_position_and_reports_again_after_a_poll() {
     let mut p = parts(AutoOffsetReset::None);
     awaiting_validation(&mut p, 100, 3);
-    let mut m = OffsetsRequestManager::new(100);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
     let truncations = |errors: Vec<Error>| -> Vec<Vec<(TopicPartition, i64)>> {

@@ -1,6 +1,11 @@
 //! Fetch (1): sessions (KIP-227), long polling on virtual time woken by appends, Kafka's size
 //! rules, `read_committed` up to the last stable offset with aborted transactions, leader
-//! epoch checks and diverging-epoch detection.
+//! epoch checks and diverging-epoch detection, KIP-951 leader hints, and KIP-392 follower
+//! fetching when the cluster has a rack-aware replica selector
+//! ([`crate::config::ClusterConfig::rack_aware_replica_selector`]).
+
+/// The first Fetch version with `rack_id` and `preferred_read_replica` (KIP-392).
+const RACK_ID_VERSION: i16 = 11;
 
 use kafka_consumer::records::LOG_OVERHEAD_BYTES;
 use kafka_consumer::rt::{Duration, Instant};
@@ -99,6 +104,10 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
     let mut changes = broker.controller.subscribe();
     let buggify = broker.faults.buggify();
+    let replicas = ReplicaSelection {
+        from_consumer: version >= RACK_ID_VERSION && consumer_replica_id(&request, version) < 0,
+        client_rack: request.rack_id.to_string(),
+    };
     loop {
         changes.borrow_and_update();
         let reads = {
@@ -111,6 +120,7 @@ pub(crate) async fn handle(ctx: &RequestCtx<'_>, request: FetchRequest) -> Fetch
                 read_committed,
                 version,
                 &buggify,
+                &replicas,
             )
         };
         let bytes: usize = reads
@@ -166,6 +176,80 @@ fn topic_name(state: &ClusterState, name: &TopicName, topic_id: Uuid, version: i
     }
 }
 
+/// The replica id a fetch names: a consumer's is negative (Fetch v15+ moved it into
+/// `replica_state`).
+fn consumer_replica_id(request: &FetchRequest, version: i16) -> i32 {
+    if version >= 15 {
+        request.replica_state.replica_id.0
+    } else {
+        request.replica_id.0
+    }
+}
+
+/// What a fetch tells about follower fetching (KIP-392).
+struct ReplicaSelection {
+    /// A consumer's fetch at v11+: it may read from a follower and be sent to one.
+    from_consumer: bool,
+    /// Its `client.rack` (empty: none).
+    client_rack: String,
+}
+
+/// Kafka's `RackAwareReplicaSelector` as `ReplicaManager.findPreferredReadReplica` applies it
+/// on the leader: the in-sync replicas on live brokers in the client's rack; none there, or
+/// the leader among them, means the leader (`None`); otherwise the most caught-up of them
+/// (all are, replication being instantaneous here), the lowest id to be deterministic.
+fn preferred_read_replica(
+    state: &ClusterState,
+    part: &crate::controller::PartitionState,
+    client_rack: &str,
+) -> Option<i32> {
+    if client_rack.is_empty() {
+        return None;
+    }
+    let same_rack: Vec<i32> = part
+        .isr
+        .iter()
+        .copied()
+        .filter(|id| {
+            state
+                .brokers
+                .get(id)
+                .is_some_and(|b| b.alive && b.rack.as_deref() == Some(client_rack))
+        })
+        .collect();
+    if same_rack.is_empty() || same_rack.contains(&part.leader) {
+        return None;
+    }
+    same_rack.into_iter().min()
+}
+
+/// The partition a consumer may read from this broker as a follower (KIP-392): the broker is
+/// an in-sync replica and the leader epoch checks pass as on the leader.
+fn follower_partition<'a>(
+    state: &'a ClusterState,
+    node_id: i32,
+    topic: &str,
+    partition: i32,
+    current_leader_epoch: i32,
+) -> Result<&'a crate::controller::PartitionState, ResponseError> {
+    let part = state
+        .partition(topic, partition)
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    if !part.isr.contains(&node_id) {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    if current_leader_epoch >= 0 {
+        if current_leader_epoch < part.leader_epoch {
+            return Err(ResponseError::FencedLeaderEpoch);
+        }
+        if current_leader_epoch > part.leader_epoch {
+            return Err(ResponseError::UnknownLeaderEpoch);
+        }
+    }
+    Ok(part)
+}
+
+#[allow(clippy::too_many_arguments)] // the whole request context, as `read_partition`
 fn read_all(
     state: &ClusterState,
     node_id: i32,
@@ -174,6 +258,7 @@ fn read_all(
     read_committed: bool,
     version: i16,
     buggify: &Buggify,
+    replicas: &ReplicaSelection,
 ) -> Vec<(FetchKey, PartitionData)> {
     let mut remaining = max_bytes;
     // KIP-74: until some partition returns data, the first batch comes back whole even if it
@@ -192,6 +277,7 @@ fn read_all(
                 min_one_batch,
                 read_committed,
                 version,
+                replicas,
             );
             // Buggify: only the first batch, as when the limits had been smaller.
             let data = if crate::buggify!(buggify) {
@@ -219,6 +305,7 @@ fn read_partition(
     min_one_batch: bool,
     read_committed: bool,
     version: i16,
+    replicas: &ReplicaSelection,
 ) -> PartitionData {
     let base = PartitionData::default()
         .with_partition_index(key.partition)
@@ -260,13 +347,25 @@ fn read_partition(
             ResponseError::UnknownTopicOrPartition
         });
     }
-    let part = match leader_partition(
-        state,
-        node_id,
-        &key.topic,
-        key.partition,
-        params.current_leader_epoch,
-    ) {
+    let selector = state.config.rack_aware_replica_selector && replicas.from_consumer;
+    let found = if selector {
+        follower_partition(
+            state,
+            node_id,
+            &key.topic,
+            key.partition,
+            params.current_leader_epoch,
+        )
+    } else {
+        leader_partition(
+            state,
+            node_id,
+            &key.topic,
+            key.partition,
+            params.current_leader_epoch,
+        )
+    };
+    let part = match found {
         Ok(part) => part,
         Err(code) => return error(code),
     };
@@ -277,6 +376,15 @@ fn read_partition(
         .with_last_stable_offset(log.last_stable_offset());
     if version >= 5 {
         data = data.with_log_start_offset(log.log_start_offset());
+    }
+    // KIP-392: the leader sends a consumer in another replica's rack there, with no records
+    // (Kafka's `ReplicaManager.readFromLog` skips the read when a preferred replica is set).
+    if selector && part.leader == node_id {
+        if let Some(replica) = preferred_read_replica(state, part, &replicas.client_rack) {
+            return data
+                .with_preferred_read_replica(BrokerId(replica))
+                .with_records(Some(Default::default()));
+        }
     }
     if params.last_fetched_epoch >= 0 {
         let (epoch, end_offset) = log.end_offset_for_epoch(params.last_fetched_epoch);

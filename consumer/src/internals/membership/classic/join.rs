@@ -208,6 +208,10 @@ impl ClassicMembershipManager {
             }
             return;
         }
+        if let Some(at) = self.refusals.not_before(ctx.now) {
+            result.wake_at(at);
+            return;
+        }
         let Some(version) = requests::join_group_version(ctx.versions) else {
             ctx.request_metadata_refresh();
             return;
@@ -262,7 +266,10 @@ impl ClassicMembershipManager {
         self.step = Step::Idle;
         self.transition(ctx, MemberState::Unjoined);
         match retry {
-            Retry::Now => self.join_backoff.on_success(),
+            Retry::Now => {
+                self.join_backoff.on_success();
+                self.refusals.on_failure(ctx.now, ctx.rng, reason);
+            }
             Retry::Backoff => self.join_backoff.on_failure(ctx.now, ctx.rng),
         }
         self.request_rejoin(reason);
@@ -466,6 +473,7 @@ impl ClassicMembershipManager {
             }
         };
         self.transition(ctx, MemberState::Stable);
+        self.refusals.on_success();
         self.step = Step::Idle;
         self.timers.reset_session(ctx.now);
         self.session_lapsed = false;

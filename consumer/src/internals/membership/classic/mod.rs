@@ -30,6 +30,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::heartbeat::HeartbeatTimers;
+use super::repeated_failures::RepeatedFailures;
 use super::state::MemberState;
 use super::MemberIdentity;
 use crate::assignor::{assignor_by_name, ConsumerPartitionAssignor, RebalanceProtocol};
@@ -45,6 +46,10 @@ use crate::internals::settings::ConsumerSettings;
 use crate::network::NetworkError;
 use crate::rt::Instant;
 use crate::types::TopicPartition;
+
+/// Refusals of a run that rejoin at once: a normal join may take a MEMBER_ID_REQUIRED, then a
+/// REBALANCE_IN_PROGRESS when another member joins meanwhile, and one more for luck.
+const FREE_REJOINS: u32 = 3;
 
 /// Java's `Generation`: what the coordinator last said this member is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +162,10 @@ pub(crate) struct ClassicMembershipManager {
     timers: HeartbeatTimers,
     step: Step,
     join_backoff: RequestState,
+    /// Refusals that rejoin at once (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+    /// REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED) since the last completed join: past the
+    /// first few, rejoins back off.
+    refusals: RepeatedFailures,
     /// The heartbeat in flight: its token and the generation it carries.
     heartbeat_in_flight: Option<(u64, i32)>,
     leave: Option<Leave>,
@@ -254,6 +263,11 @@ impl ClassicMembershipManager {
             ),
             step: Step::Idle,
             join_backoff: RequestState::new(
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
+            refusals: RepeatedFailures::new(
+                FREE_REJOINS,
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
             ),

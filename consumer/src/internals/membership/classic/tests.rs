@@ -1021,3 +1021,72 @@ fn leader_rejoins_when_a_subscribed_topic_appears_after_the_assignment() {
         "a subscribed topic appeared after the assignment: the leader must rejoin"
     );
 }
+
+/// Issue #18 (request storms): a coordinator that keeps refusing the member after letting it
+/// join (here: every SyncGroup answered UNKNOWN_MEMBER_ID) used to get a JoinGroup and a
+/// SyncGroup per round trip, since these errors rejoin at once (as in Java). The first three
+/// refusals of a run still rejoin at once (a normal join takes a MEMBER_ID_REQUIRED and maybe a
+/// REBALANCE_IN_PROGRESS); later ones wait a backoff from `retry.backoff.ms` doubling to
+/// `retry.backoff.max.ms`, until a join completes.
+#[test]
+fn repeated_refusals_without_a_completed_join_back_off() {
+    let mut h = Harness::eager();
+    h.app_polls();
+    let mut waits_ms = Vec::new();
+    let mut join = Some(h.one_request());
+    for round in 0..6 {
+        let (token, body) = join.take().unwrap_or_else(|| h.one_request());
+        assert!(matches!(body, RequestBody::JoinGroup(_)), "{body:?}");
+        h.respond(token, join_response(round + 1, "m-1", "elsewhere", "range"));
+        let (token, body) = h.one_request();
+        assert!(matches!(body, RequestBody::SyncGroup(_)), "{body:?}");
+        h.respond(
+            token,
+            ResponseBody::SyncGroup(
+                SyncGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code()),
+            ),
+        );
+        let r = h.poll();
+        if round < 3 {
+            assert_eq!(r.requests.len(), 1, "free retry {round}: at once");
+            let request = r.requests.into_iter().next().expect("one");
+            join = Some((request.token, request.body));
+            continue;
+        }
+        assert!(r.requests.is_empty(), "round {round} waits: {r:?}");
+        let wake = r.next_poll_at.expect("woken when the backoff ends");
+        waits_ms.push((wake - h.p.now).as_millis());
+        h.p.now = wake;
+    }
+    assert_eq!(waits_ms.len(), 3, "{waits_ms:?}");
+    assert!((80..120).contains(&waits_ms[0]), "{waits_ms:?}");
+    assert!((160..240).contains(&waits_ms[1]), "{waits_ms:?}");
+    assert!((320..480).contains(&waits_ms[2]), "{waits_ms:?}");
+
+    // A completed join ends the run: the next refusal rejoins at once.
+    let (token, _) = h.one_request();
+    h.respond(token, join_response(9, "m-1", "elsewhere", "range"));
+    let (token, _) = h.one_request();
+    h.respond(token, sync_response(&[]));
+    for (id, _, _) in h.callbacks() {
+        h.complete(id);
+    }
+    h.p.advance_ms(3_000);
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    let rebalancing = heartbeat_response(Some(ResponseError::RebalanceInProgress));
+    h.respond(token, rebalancing);
+    h.app_polls();
+    assert!(h.poll().requests.is_empty(), "join prepare first");
+    for (id, _, _) in h.callbacks() {
+        h.complete(id);
+    }
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::JoinGroup(_)), "{body:?}");
+    h.respond(token, join_error(ResponseError::UnknownMemberId, ""));
+    let (_, body) = h.one_request();
+    assert!(
+        matches!(body, RequestBody::JoinGroup(_)),
+        "a new run rejoins at once: {body:?}"
+    );
+}

@@ -35,6 +35,7 @@ use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::{GenerationReset, ManagerContext};
 use crate::internals::events::RebalanceCallback;
+use crate::internals::membership::repeated_failures::RepeatedFailures;
 use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls, PollGate};
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
@@ -190,6 +191,9 @@ pub(crate) struct ConsumerMembershipManager {
     heartbeat_interval: Duration,
     next_heartbeat_at: Instant,
     heartbeat_state: RequestState,
+    /// Fences in a row with no successful heartbeat between them, and when the rejoin after
+    /// the last may go out (see [`Self::transition_to_fenced`]).
+    fences: RepeatedFailures,
     /// The regular heartbeat in flight: token and the incarnation it was sent in.
     heartbeat_in_flight: Option<(u64, u64)>,
     sent: SentFields,
@@ -252,6 +256,11 @@ impl ConsumerMembershipManager {
                 settings.retry_backoff_max_ms,
             ),
             heartbeat_in_flight: None,
+            fences: RepeatedFailures::new(
+                1,
+                settings.retry_backoff_ms,
+                settings.retry_backoff_max_ms,
+            ),
             sent: SentFields::default(),
             poll_deadline: now + max_poll_interval,
             max_poll_interval,
@@ -483,7 +492,11 @@ impl ConsumerMembershipManager {
         }
     }
 
-    /// Java's `transitionToFenced` (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+    /// Java's `transitionToFenced` (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). The rejoin goes
+    /// out at once after a first fence (Java skips the backoff so the member is back quickly),
+    /// but after a fence with no successful heartbeat since the previous one only after a
+    /// backoff ([`RepeatedFailures`]): a coordinator that keeps fencing would otherwise get a
+    /// rejoin per round trip until the session expires.
     fn transition_to_fenced(&mut self, ctx: &mut ManagerContext<'_>, reason: &str) {
         tracing::info!(
             reason,
@@ -505,6 +518,7 @@ impl ConsumerMembershipManager {
             | MemberState::Fatal
             | MemberState::Stale => {}
             _ => {
+                self.fences.on_failure(ctx.now, ctx.rng, reason);
                 self.transition(ctx, MemberState::Fenced);
                 self.member_epoch = JOIN_EPOCH;
                 self.new_incarnation();
@@ -804,6 +818,12 @@ impl ConsumerMembershipManager {
         if self.heartbeat_in_flight.is_some() {
             return;
         }
+        if self.state == MemberState::Joining {
+            if let Some(at) = self.fences.not_before(ctx.now) {
+                result.wake_at(at);
+                return;
+            }
+        }
         if !self.heartbeat_state.can_send(ctx.now) {
             if let Some(at) = self.heartbeat_state.backoff_until(ctx.now) {
                 result.wake_at(at);
@@ -931,6 +951,7 @@ impl ConsumerMembershipManager {
         match ResponseError::try_from_code(body.error_code) {
             None => {
                 self.heartbeat_state.on_success();
+                self.fences.on_success();
                 self.on_heartbeat_success(ctx, body);
             }
             Some(code) => {

@@ -1278,3 +1278,51 @@ fn an_unacknowledged_poll_does_not_start_a_revoking_reconciliation() {
     assert!(!h.commit.has_pending_commits());
     assert!(h.callbacks().is_empty());
 }
+
+/// Issue #18 (request storms): the first fence rejoins with epoch 0 at once, as Java does; but
+/// a coordinator that keeps fencing the rejoin (it still holds the old epoch) used to get a
+/// heartbeat per round trip until the session expired (~70 a second in the simulator). A
+/// fence with no successful heartbeat since the previous one waits a backoff growing from
+/// `retry.backoff.ms` (100) to `retry.backoff.max.ms` (1 000) before rejoining; a successful
+/// heartbeat ends the run.
+#[test]
+fn a_repeated_fence_rejoins_after_an_exponential_backoff() {
+    let mut h = Harness::new();
+    let member = h.join_stable(4, &[]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, error(ResponseError::FencedMemberEpoch));
+    assert_eq!(
+        h.m.state(),
+        MemberState::Joining,
+        "nothing owned: no callback"
+    );
+    let (token, hb) = h.heartbeat();
+    assert_eq!(hb.member_epoch, 0, "the first fence rejoins at once");
+
+    let mut waits_ms = Vec::new();
+    let mut token = token;
+    for _ in 0..6 {
+        h.respond(token, error(ResponseError::FencedMemberEpoch));
+        let start = h.p.now;
+        let r = h.poll();
+        assert!(r.requests.is_empty(), "a repeated fence waits: {r:?}");
+        let wake = r.next_poll_at.expect("woken when the backoff ends");
+        waits_ms.push((wake - start).as_millis());
+        h.p.now = wake;
+        let (next, hb) = h.heartbeat();
+        assert_eq!(hb.member_epoch, 0);
+        token = next;
+    }
+    assert!((80..120).contains(&waits_ms[0]), "{waits_ms:?}");
+    assert!((160..240).contains(&waits_ms[1]), "{waits_ms:?}");
+    assert!(waits_ms[5] <= 1_000 && waits_ms[5] >= 800, "{waits_ms:?}");
+
+    // The coordinator accepts the rejoin: a later fence rejoins at once again.
+    h.respond(token, ok(&member, 7, Some(&[])));
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, error(ResponseError::UnknownMemberId));
+    let (_, hb) = h.heartbeat();
+    assert_eq!(hb.member_epoch, 0);
+}
