@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::kafka_version::KafkaVersion;
+
 /// Settings shared by every broker of a cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterConfig {
@@ -36,6 +38,11 @@ pub struct ClusterConfig {
     /// followers caught up, or a leader change truncates them. Off (the default), replication
     /// is instantaneous and every append advances the high watermark.
     pub lagging_followers: bool,
+    /// The Kafka release every broker runs unless `broker_versions` says otherwise: what its
+    /// ApiVersions lists and which versions it accepts.
+    pub kafka_version: KafkaVersion,
+    /// Per node id, the release a broker starts on (a cluster mid-upgrade).
+    pub broker_versions: BTreeMap<i32, KafkaVersion>,
 }
 
 impl Default for ClusterConfig {
@@ -54,6 +61,8 @@ impl Default for ClusterConfig {
             coordinator_load_ms: 0,
             fetch_session_cache_slots: 1000,
             lagging_followers: false,
+            kafka_version: KafkaVersion::default(),
+            broker_versions: BTreeMap::new(),
         }
     }
 }

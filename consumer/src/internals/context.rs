@@ -37,6 +37,9 @@ pub(crate) struct Effects {
     /// Nodes a manager waits to build a request for: the loop connects them, and polls the
     /// managers again once connected.
     pub connect_nodes: BTreeSet<i32>,
+    /// A cluster-wide request waits for a connected broker: the loop connects the least
+    /// loaded one (as sending to `Target::LeastLoaded` would have).
+    pub connect_least_loaded: bool,
 }
 
 /// A generation the coordinator refused.

@@ -96,19 +96,22 @@ impl CoordinatorRequestManager {
         }
         // The request's fields depend on the version, so it is built for one connected broker
         // that offers it, from that broker's own versions (another may be older or newer).
-        // Until one is connected, wait: the metadata manager connects a broker, and its
-        // response wakes us.
+        // Until one is connected, wait: the loop connects the least loaded broker, and the
+        // connection wakes us.
         let Some((node_id, version)) = ctx
             .versions
             .least_loaded_supporting::<FindCoordinatorRequest>(FindCoordinatorRequest::VERSIONS)
         else {
             if ctx.versions.any_candidate_connected() {
+                // Connected brokers that all lack the API: other brokers may have it, and
+                // fresh metadata may name them.
                 tracing::warn!(
                     group_id,
                     "no connected broker offers FindCoordinator; refreshing metadata"
                 );
+                ctx.request_metadata_refresh();
             }
-            ctx.request_metadata_refresh();
+            ctx.effects.connect_least_loaded = true;
             return result;
         };
         let key = StrBytes::from_string(group_id.clone());
@@ -471,8 +474,8 @@ mod tests {
         let mut m = CoordinatorRequestManager::new(Some("g".into()), 100, 1_000);
         assert!(m.poll(&mut p.ctx()).requests.is_empty());
         assert!(
-            p.effects.metadata_refresh,
-            "asks for a connection via metadata"
+            p.effects.connect_least_loaded,
+            "asks the loop to connect a broker"
         );
     }
 

@@ -751,6 +751,11 @@ impl ConsumerNetworkThread {
         if let Some(reason) = effects.coordinator_unknown {
             self.coordinator.mark_coordinator_unknown(now, &reason);
         }
+        if std::mem::take(&mut effects.connect_least_loaded) {
+            if let Some(node_id) = self.client.least_loaded_node() {
+                effects.connect_nodes.insert(node_id);
+            }
+        }
         for node_id in std::mem::take(&mut effects.connect_nodes) {
             if self.client.connect(node_id) {
                 self.awaiting_connection.insert(node_id);

@@ -28,6 +28,7 @@ pub mod network_partition;
 pub mod pattern_topics;
 pub mod rebalance_storm;
 pub mod rolling_restart;
+pub mod rolling_upgrade;
 pub mod static_members;
 pub mod zombie;
 
