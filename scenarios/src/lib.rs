@@ -184,6 +184,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::request_storm::NAME,
             build: families::request_storm::scenario,
         },
+        ScenarioInfo {
+            name: families::rolling_upgrade::NAME,
+            build: families::rolling_upgrade::scenario,
+        },
     ]
 }
 

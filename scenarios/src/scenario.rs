@@ -5,6 +5,7 @@
 use sim::check::CheckerSet;
 use sim::fault::FaultPlan;
 use sim::history::Tp;
+use sim::kafka_version::KafkaVersion;
 
 use crate::app::{AppBehaviour, UserSeek};
 use crate::legacy::LegacyVersion;
@@ -22,6 +23,9 @@ pub struct ClusterSpec {
     /// KIP-848 broker settings `group.consumer.heartbeat.interval.ms` and
     /// `group.consumer.session.timeout.ms`; `None` keeps Kafka's defaults (5 s, 45 s).
     pub kip848_timeouts_ms: Option<(i32, i32)>,
+    /// The Kafka release every broker starts on (its ApiVersions table); a plan may upgrade
+    /// brokers one by one (`Fault::UpgradeBroker`).
+    pub kafka_version: KafkaVersion,
 }
 
 /// One consumer under test: its configuration and its application's behaviour.
@@ -165,6 +169,7 @@ impl Scenario {
                     topics: Vec::new(),
                     offsets_partitions: 1,
                     kip848_timeouts_ms: None,
+                    kafka_version: KafkaVersion::default(),
                 },
                 subjects: Vec::new(),
                 producers: Vec::new(),
@@ -254,6 +259,12 @@ impl ScenarioBuilder {
     ) -> Self {
         self.scenario.cluster.kip848_timeouts_ms =
             Some((heartbeat_interval_ms, session_timeout_ms));
+        self
+    }
+
+    /// The Kafka release every broker starts on.
+    pub fn kafka_version(mut self, version: KafkaVersion) -> Self {
+        self.scenario.cluster.kafka_version = version;
         self
     }
 

@@ -466,3 +466,55 @@ fn data_path_late_topic() {
         }
     }
 }
+
+#[test]
+fn rolling_upgrade() {
+    use families::rolling_upgrade::{draw, scenario, Step, Upgrade};
+    let killed = |u: &Upgrade| {
+        u.steps
+            .iter()
+            .any(|(_, s, _)| matches!(s, Step::KillThenStart { .. }))
+    };
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|u: &Upgrade| killed(u) && u.members[REPLACED_FIRST].protocol == Protocol::Consumer,
+            &|u: &Upgrade| u.members[REPLACED_FIRST].protocol == Protocol::Classic,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let h = &r.history;
+        let upgrades: Vec<u64> = h
+            .faults()
+            .iter()
+            .filter(|(_, k)| k.starts_with("UpgradeBroker"))
+            .map(|(at, _)| *at)
+            .collect();
+        assert_eq!(upgrades.len(), 3, "{}", r.repro());
+        // Mixed versions were consumed through: records delivered between the first and the
+        // last broker's upgrade.
+        let (first, last) = (upgrades[0], upgrades[2]);
+        assert!(
+            h.entries().iter().any(|e| e.at_ms > first
+                && e.at_ms < last
+                && matches!(e.event, Event::Delivered { .. })),
+            "{}: nothing delivered while the cluster was mixed",
+            r.repro()
+        );
+        // No version mismatch ever reached the application.
+        assert_eq!(
+            count(
+                h,
+                None,
+                |e| matches!(e, Event::PollEnd { error: Some(err), .. }
+                if err.contains("no common version") || err.contains("does not support"))
+            ),
+            0,
+            "{}",
+            r.repro()
+        );
+    }
+}
+
+/// The first replacement member of `family-rolling-upgrade` (`c3`).
+const REPLACED_FIRST: usize = 3;

@@ -202,6 +202,11 @@ impl Cluster {
                     self.controller.update(|s| s.broker_stopped(*broker));
                 }
             }
+            Fault::UpgradeBroker { broker, version } => {
+                self.controller
+                    .update(|s| s.set_broker_version(*broker, *version));
+                self.apply(&Fault::RestartBroker { broker: *broker });
+            }
             Fault::RestartBroker { broker } => {
                 if let Some(node) = self.broker_node(*broker) {
                     // Registration on start (in `serve`) brings it back into the image.

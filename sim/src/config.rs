@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::kafka_version::KafkaVersion;
+
 /// Settings shared by every broker of a cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterConfig {
@@ -44,6 +46,11 @@ pub struct ClusterConfig {
     /// consumers fetch from followers either way; the model keeps follower reads behind this
     /// switch so that a fetch to a follower keeps meaning NOT_LEADER_OR_FOLLOWER elsewhere.)
     pub rack_aware_replica_selector: bool,
+    /// The Kafka release every broker runs unless `broker_versions` says otherwise: what its
+    /// ApiVersions lists and which versions it accepts.
+    pub kafka_version: KafkaVersion,
+    /// Per node id, the release a broker starts on (a cluster mid-upgrade).
+    pub broker_versions: BTreeMap<i32, KafkaVersion>,
 }
 
 impl Default for ClusterConfig {
@@ -63,6 +70,8 @@ impl Default for ClusterConfig {
             fetch_session_cache_slots: 1000,
             lagging_followers: false,
             rack_aware_replica_selector: false,
+            kafka_version: KafkaVersion::default(),
+            broker_versions: BTreeMap::new(),
         }
     }
 }

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::ClusterConfig;
+use crate::kafka_version::KafkaVersion;
 use crate::log::PartitionLog;
 
 /// Kafka's group offsets topic.
@@ -81,6 +82,8 @@ pub struct ClusterState {
     rng: SeededRng,
     /// The next producer id InitProducerId hands out (Kafka's `ProducerIdManager` block).
     next_producer_id: i64,
+    /// Releases brokers were upgraded (or downgraded) to, taking effect at their next start.
+    upgraded: BTreeMap<i32, KafkaVersion>,
 }
 
 /// Why a topic operation failed, in Kafka's error terms.
@@ -311,6 +314,21 @@ impl ClusterState {
         }
     }
 
+    /// The Kafka release broker `node_id` runs (or will run at its next start).
+    pub fn broker_version(&self, node_id: i32) -> KafkaVersion {
+        self.upgraded
+            .get(&node_id)
+            .or_else(|| self.config.broker_versions.get(&node_id))
+            .copied()
+            .unwrap_or(self.config.kafka_version)
+    }
+
+    /// Installs `version` on broker `node_id`: it runs it from its next start (a rolling
+    /// upgrade restarts each broker into the new release).
+    pub fn set_broker_version(&mut self, node_id: i32, version: KafkaVersion) {
+        self.upgraded.insert(node_id, version);
+    }
+
     /// A broker (re)registered: it catches up at once and rejoins the ISR of its partitions,
     /// and takes over any of them that were offline.
     pub fn broker_started(&mut self, node_id: i32) {
@@ -390,6 +408,7 @@ impl Controller {
             topics: BTreeMap::new(),
             rng,
             next_producer_id: 0,
+            upgraded: BTreeMap::new(),
         };
         let offsets = state.config.offsets_partitions;
         let rf = state.config.offsets_replication_factor(state.brokers.len());

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use kafka_consumer::rt::SeededRng;
 
 use crate::buggify::Buggify;
+use crate::kafka_version::KafkaVersion;
 use tokio::sync::watch;
 
 /// When a response rule fires.
@@ -89,6 +90,14 @@ pub enum Fault {
     RestartBroker {
         /// The broker's node id.
         broker: i32,
+    },
+    /// Upgrades (or downgrades) a broker to another Kafka release: it is restarted, as a
+    /// rolling upgrade does, and comes back serving that release's ApiVersions table.
+    UpgradeBroker {
+        /// The broker's node id.
+        broker: i32,
+        /// The release it comes back on.
+        version: KafkaVersion,
     },
     /// Stops scheduling a broker's tasks (a GC stall); timers and the network go on.
     PauseBroker {
@@ -377,6 +386,7 @@ pub mod text {
     use std::str::FromStr;
 
     use super::{Direction, Fault, FaultPlan, ResponseAction, ResponseRule, Trigger};
+    use crate::kafka_version::UnknownKafkaVersion;
 
     /// A fault that does not parse.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -440,6 +450,9 @@ pub mod text {
                 Fault::ResetConnections { broker } => write!(f, "reset-connections {broker}"),
                 Fault::KillBroker { broker } => write!(f, "kill-broker {broker}"),
                 Fault::RestartBroker { broker } => write!(f, "restart-broker {broker}"),
+                Fault::UpgradeBroker { broker, version } => {
+                    write!(f, "upgrade-broker {broker} to={version}")
+                }
                 Fault::PauseBroker { broker } => write!(f, "pause-broker {broker}"),
                 Fault::ResumeBroker { broker } => write!(f, "resume-broker {broker}"),
                 Fault::ClogLink { from, to } => write!(f, "clog-link {from} {to}"),
@@ -589,6 +602,12 @@ pub mod text {
                         _ => Fault::ResumeBroker { broker },
                     }
                 }
+                "upgrade-broker" => Fault::UpgradeBroker {
+                    broker: num(text, word(text, next())?)?,
+                    version: kv(text, next(), "to")?
+                        .parse()
+                        .map_err(|e: UnknownKafkaVersion| err(text, &e.to_string()))?,
+                },
                 "clog-link" | "unclog-link" => {
                     let from = word(text, next())?.to_owned();
                     let to = word(text, next())?.to_owned();
@@ -677,6 +696,7 @@ pub mod text {
         use kafka_consumer::rt::SeededRng;
 
         use super::*;
+        use crate::kafka_version::KafkaVersion;
 
         fn pick(rng: &mut SeededRng, n: u64) -> u64 {
             rng.below_inclusive(n - 1)
@@ -695,7 +715,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 18) {
+            match pick(rng, 19) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -758,6 +778,10 @@ pub mod text {
                     topic: name(rng),
                     partitions: n,
                 },
+                17 => Fault::UpgradeBroker {
+                    broker: n,
+                    version: KafkaVersion::ALL[pick(rng, 2) as usize],
+                },
                 _ => Fault::CreatePartitions {
                     topic: name(rng),
                     count: n,
@@ -775,7 +799,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 18, "{kinds:?}");
+            assert_eq!(kinds.len(), 19, "{kinds:?}");
         }
 
         #[test]
@@ -793,6 +817,15 @@ pub mod text {
             let e = "kill-broker 1 2".parse::<Fault>().unwrap_err();
             assert!(e.0.contains("unexpected `2`"), "{e}");
             assert!("teleport 1".parse::<Fault>().is_err());
+            assert_eq!(
+                "upgrade-broker 2 to=4.1.1".parse::<Fault>(),
+                Ok(Fault::UpgradeBroker {
+                    broker: 2,
+                    version: KafkaVersion::V4_1
+                })
+            );
+            let e = "upgrade-broker 2 to=5.0".parse::<Fault>().unwrap_err();
+            assert!(e.0.contains("unknown Kafka version `5.0`"), "{e}");
             assert_eq!(
                 "response api=8 broker=* trigger=until-cleared action=error:3".parse::<Fault>(),
                 Ok(Fault::Response(ResponseRule {

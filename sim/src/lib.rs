@@ -3,6 +3,7 @@
 //!
 //! - [`controller`]: the cluster state KRaft would hold (metadata image) plus the durable logs.
 //! - [`log`]: one partition's log.
+//! - [`kafka_version`]: the Kafka release each broker runs (its ApiVersions table).
 //! - [`broker`]: the wire front end, one file per API under `broker/api/`.
 //! - [`coordinator`]: the seam group coordinators plug into ([`coordinator::GroupShard`]).
 //! - [`group`]: the group coordinators' sans-IO state machines.
@@ -23,6 +24,7 @@ pub mod coordinator;
 pub mod fault;
 pub mod group;
 pub mod history;
+pub mod kafka_version;
 pub mod log;
 #[cfg(not(madsim))]
 pub mod real;

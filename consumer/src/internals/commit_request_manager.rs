@@ -21,16 +21,17 @@ use kafka_protocol::messages::offset_fetch_request::{
 use kafka_protocol::messages::{
     GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Message, StrBytes};
 
 use super::completion::{Completion, CompletionReceiver};
 use super::context::{GenerationReset, ManagerContext};
 use super::events::CommittedOffsets;
 use super::fetch_buffer::FetchPosition;
 use super::membership::MemberIdentity;
+use super::node_versions::VersionChoice;
 use super::request_state::RequestState;
 use super::requests::{
-    group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+    group_runs, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{GroupProtocol, IsolationLevel};
@@ -360,8 +361,26 @@ impl CommitRequestManager {
             self.commits
                 .retain(|c| c.token.is_some() || !c.offsets.is_empty());
         }
-        let Some(version) = select_version::<OffsetFetchRequest>(ctx.versions) else {
-            return result;
+        // Built for the coordinator's own versions (the layout changed in v8); while its
+        // connection is not up, the loop connects it and polls us again.
+        let version = match ctx
+            .version_for::<OffsetFetchRequest>(coordinator, OffsetFetchRequest::VERSIONS)
+        {
+            VersionChoice::Version(version) => version,
+            VersionChoice::NotConnected => return result,
+            VersionChoice::Unsupported(source) => {
+                let error = Error::Network(NetworkError::UnsupportedApi {
+                    broker: format!("coordinator (connection {coordinator})"),
+                    source,
+                });
+                for index in (0..self.fetches.len()).rev() {
+                    let fetch = &self.fetches[index];
+                    if fetch.token.is_none() && fetch.state.can_send(ctx.now) {
+                        self.fail_fetch(ctx, index, error.clone());
+                    }
+                }
+                return result;
+            }
         };
         let require_stable = ctx.settings.isolation_level == IsolationLevel::ReadCommitted;
         for fetch in &mut self.fetches {
@@ -622,29 +641,33 @@ impl CommitRequestManager {
                 tracing::debug!(%error, "OffsetFetch failed, retrying");
                 fetch.state.on_failure(ctx.now, ctx.rng);
             }
-            Outcome::Fail(error) => {
-                let fetch = self.fetches.remove(index);
-                match fetch.purpose {
-                    FetchPurpose::User(c) => {
-                        c.complete(Err(error));
-                    }
-                    FetchPurpose::Positions(mut ids) => {
-                        tracing::warn!(%error, "cannot fetch committed offsets for positions");
-                        ctx.report(error);
-                        // Level-triggered: the partitions still initializing are fetched
-                        // again, after a backoff.
-                        ids.retain(|tp, id| ctx.subscriptions.is_current(tp, *id));
-                        if !ids.is_empty() {
-                            let mut state = self.request_state();
-                            state.on_failure(ctx.now, ctx.rng);
-                            self.fetches.push(PendingOffsetFetch {
-                                partitions: ids.keys().cloned().collect(),
-                                purpose: FetchPurpose::Positions(ids),
-                                state,
-                                token: None,
-                            });
-                        }
-                    }
+            Outcome::Fail(error) => self.fail_fetch(ctx, index, error),
+        }
+    }
+
+    /// Fails the OffsetFetch at `index`: `committed()` gets the error; positions report it to
+    /// the application and are fetched again after a backoff.
+    fn fail_fetch(&mut self, ctx: &mut ManagerContext<'_>, index: usize, error: Error) {
+        let fetch = self.fetches.remove(index);
+        match fetch.purpose {
+            FetchPurpose::User(c) => {
+                c.complete(Err(error));
+            }
+            FetchPurpose::Positions(mut ids) => {
+                tracing::warn!(%error, "cannot fetch committed offsets for positions");
+                ctx.report(error);
+                // Level-triggered: the partitions still initializing are fetched
+                // again, after a backoff.
+                ids.retain(|tp, id| ctx.subscriptions.is_current(tp, *id));
+                if !ids.is_empty() {
+                    let mut state = self.request_state();
+                    state.on_failure(ctx.now, ctx.rng);
+                    self.fetches.push(PendingOffsetFetch {
+                        partitions: ids.keys().cloned().collect(),
+                        purpose: FetchPurpose::Positions(ids),
+                        state,
+                        token: None,
+                    });
                 }
             }
         }

@@ -1,13 +1,17 @@
 //! What every request manager may read and change during one `poll` or `on_response` call.
 
+use std::collections::BTreeSet;
+
+use kafka_protocol::protocol::{Request, VersionRange};
+
 use super::events::BackgroundEvent;
 use super::fetch_buffer::FetchBuffer;
 use super::membership::MemberIdentity;
+use super::node_versions::{NodeVersions, VersionChoice};
 use super::settings::ConsumerSettings;
 use super::subscription_state::SubscriptionState;
 use crate::error::Error;
 use crate::network::{Broker, LeaderHint, Metadata};
-use crate::protocol::ApiVersionsTable;
 use crate::rt::{Instant, SeededRng};
 
 /// Side effects a manager asks of the loop, applied after the call returns so that no manager
@@ -35,6 +39,12 @@ pub(crate) struct Effects {
     pub leader_hints: Vec<LeaderHint>,
     /// The `node_endpoints` that came with [`Self::leader_hints`].
     pub leader_endpoints: Vec<Broker>,
+    /// Nodes a manager waits to build a request for: the loop connects them, and polls the
+    /// managers again once connected.
+    pub connect_nodes: BTreeSet<i32>,
+    /// A cluster-wide request waits for a connected broker: the loop connects the least
+    /// loaded one (as sending to `Target::LeastLoaded` would have).
+    pub connect_least_loaded: bool,
 }
 
 /// A generation the coordinator refused.
@@ -61,8 +71,8 @@ pub(crate) struct ManagerContext<'a> {
     pub buffer: &'a FetchBuffer,
     /// Cluster metadata.
     pub metadata: &'a Metadata,
-    /// API versions of the cluster, once a connection negotiated them.
-    pub versions: Option<&'a ApiVersionsTable>,
+    /// The API versions each connected node negotiated.
+    pub versions: &'a NodeVersions,
     /// The coordinator's connection id, while known.
     pub coordinator: Option<i32>,
     /// The group member's identity in subscribe mode (`None` in assign mode).
@@ -85,6 +95,16 @@ impl ManagerContext<'_> {
     /// Reports the coordinator unknown.
     pub fn mark_coordinator_unknown(&mut self, reason: impl Into<String>) {
         self.effects.coordinator_unknown = Some(reason.into());
+    }
+
+    /// The version of `R` within `ours` to build a request to `node_id` for, from that
+    /// node's own ApiVersions; while it is not connected, asks the loop to connect it.
+    pub fn version_for<R: Request>(&mut self, node_id: i32, ours: VersionRange) -> VersionChoice {
+        let choice = self.versions.select::<R>(node_id, ours);
+        if choice == VersionChoice::NotConnected {
+            self.effects.connect_nodes.insert(node_id);
+        }
+        choice
     }
 
     /// Queues an error for the application.
@@ -111,7 +131,7 @@ pub(crate) mod testing {
         pub subscriptions: SubscriptionState,
         pub buffer: FetchBuffer,
         pub metadata: Metadata,
-        pub versions: Option<ApiVersionsTable>,
+        pub versions: NodeVersions,
         pub coordinator: Option<i32>,
         pub member: Option<MemberIdentity>,
         pub metadata_version: u64,
@@ -127,7 +147,7 @@ pub(crate) mod testing {
                 subscriptions: SubscriptionState::default(),
                 buffer: FetchBuffer::default(),
                 metadata: Metadata::default(),
-                versions: None,
+                versions: NodeVersions::default(),
                 coordinator: None,
                 member: None,
                 metadata_version: 0,
@@ -143,7 +163,7 @@ pub(crate) mod testing {
                 subscriptions: &mut self.subscriptions,
                 buffer: &self.buffer,
                 metadata: &self.metadata,
-                versions: self.versions.as_ref(),
+                versions: &self.versions,
                 coordinator: self.coordinator,
                 member: self.member.as_ref(),
                 metadata_version: self.metadata_version,

@@ -8,11 +8,11 @@
 //! of coordinator traffic (KAFKA-17293).
 
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Message, StrBytes};
 
 use super::context::ManagerContext;
 use super::request_state::RequestState;
-use super::requests::{select_version, PollResult, RequestBody, ResponseBody, UnsentRequest};
+use super::requests::{PollResult, RequestBody, ResponseBody, UnsentRequest};
 use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
@@ -94,10 +94,24 @@ impl CoordinatorRequestManager {
             }
             return result;
         }
-        // The request's fields depend on the version; until a connection has negotiated
-        // versions, wait (the metadata manager connects at startup, and its response wakes us).
-        let Some(version) = select_version::<FindCoordinatorRequest>(ctx.versions) else {
-            ctx.request_metadata_refresh();
+        // The request's fields depend on the version, so it is built for one connected broker
+        // that offers it, from that broker's own versions (another may be older or newer).
+        // Until one is connected, wait: the loop connects the least loaded broker, and the
+        // connection wakes us.
+        let Some((node_id, version)) = ctx
+            .versions
+            .least_loaded_supporting::<FindCoordinatorRequest>(FindCoordinatorRequest::VERSIONS)
+        else {
+            if ctx.versions.any_candidate_connected() {
+                // Connected brokers that all lack the API: other brokers may have it, and
+                // fresh metadata may name them.
+                tracing::warn!(
+                    group_id,
+                    "no connected broker offers FindCoordinator; refreshing metadata"
+                );
+                ctx.request_metadata_refresh();
+            }
+            ctx.effects.connect_least_loaded = true;
             return result;
         };
         let key = StrBytes::from_string(group_id.clone());
@@ -116,7 +130,7 @@ impl CoordinatorRequestManager {
         tracing::debug!(group_id, version, "sending FindCoordinator");
         result.requests.push(UnsentRequest {
             timeout_ms: None,
-            target: Target::LeastLoaded,
+            target: Target::Node(node_id),
             version: Some(version),
             body: RequestBody::FindCoordinator(request),
             token: self.next_token,
@@ -264,7 +278,7 @@ mod tests {
 
     fn parts() -> Parts {
         let mut p = Parts::new(ConsumerSettings::default());
-        p.versions = Some(all_versions());
+        p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
         p
     }
 
@@ -310,7 +324,7 @@ mod tests {
         let r = m.poll(&mut p.ctx());
         let token = sent_token(&r);
         let request = &r.requests[0];
-        assert_eq!(request.target, Target::LeastLoaded);
+        assert_eq!(request.target, Target::Node(-1));
         assert_eq!(request.version, Some(6));
         let RequestBody::FindCoordinator(body) = &request.body else {
             panic!()
@@ -331,7 +345,9 @@ mod tests {
     #[test]
     fn old_brokers_get_the_single_key_request() {
         let mut p = parts();
-        p.versions = Some(crate::internals::test_support::versions_capped(10, 3));
+        p.versions = crate::internals::node_versions::NodeVersions::every_node(
+            crate::internals::test_support::versions_capped(10, 3),
+        );
         let mut m = CoordinatorRequestManager::new(Some("g".into()), 100, 1_000);
         let r = m.poll(&mut p.ctx());
         let RequestBody::FindCoordinator(body) = &r.requests[0].body else {
@@ -421,14 +437,45 @@ mod tests {
         assert!(m.coordinator().is_none());
     }
 
+    /// Two brokers of different versions: the request goes to one of them, built for that
+    /// broker's own FindCoordinator range (a single key for the old one).
+    #[test]
+    fn the_request_is_built_for_the_broker_it_goes_to() {
+        use crate::internals::node_versions::NodeVersions;
+        use crate::internals::test_support::{versions_capped, versions_without};
+        use kafka_protocol::messages::ApiKey;
+        let mut p = Parts::new(ConsumerSettings::default());
+        p.versions = NodeVersions::default()
+            .with_node(1, versions_capped(10, 3))
+            .with_node(2, all_versions());
+        let mut m = CoordinatorRequestManager::new(Some("g".into()), 100, 1_000);
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests[0].target, Target::Node(1));
+        assert_eq!(r.requests[0].version, Some(3));
+        let RequestBody::FindCoordinator(body) = &r.requests[0].body else {
+            panic!()
+        };
+        assert_eq!(body.key.as_str(), "g");
+
+        // A broker without FindCoordinator is passed over for one that has it.
+        let mut p = Parts::new(ConsumerSettings::default());
+        p.versions = NodeVersions::default()
+            .with_node(1, versions_without(&[ApiKey::FindCoordinator]))
+            .with_node(2, all_versions());
+        let mut m = CoordinatorRequestManager::new(Some("g".into()), 100, 1_000);
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests[0].target, Target::Node(2));
+        assert_eq!(r.requests[0].version, Some(6));
+    }
+
     #[test]
     fn waits_for_negotiated_versions() {
         let mut p = Parts::new(ConsumerSettings::default());
         let mut m = CoordinatorRequestManager::new(Some("g".into()), 100, 1_000);
         assert!(m.poll(&mut p.ctx()).requests.is_empty());
         assert!(
-            p.effects.metadata_refresh,
-            "asks for a connection via metadata"
+            p.effects.connect_least_loaded,
+            "asks the loop to connect a broker"
         );
     }
 

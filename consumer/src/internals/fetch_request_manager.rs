@@ -16,14 +16,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
-use kafka_protocol::protocol::{StrBytes, VersionRange};
+use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 use super::completed_fetch::{AbortedTransaction, CompletedFetch, PartitionFetchInfo};
 use super::context::ManagerContext;
 use super::fetch_buffer::FetchPosition;
 use super::fetch_session::{FetchSessionHandler, PartitionData, FINAL_EPOCH};
+use super::node_versions::VersionChoice;
 use super::requests::{
-    group_runs, select_version_in, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+    group_runs, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::FetchState;
 use crate::config::AutoOffsetReset;
@@ -67,6 +68,8 @@ pub(crate) struct FetchRequestManager {
     holds: PartitionHolds,
     /// KIP-392: partitions fetched from a follower the leader preferred ([`ReadReplicas`]).
     read_replicas: ReadReplicas,
+    /// Leaders that offer no Fetch version we speak, already reported to the application.
+    unsupported_reported: BTreeSet<i32>,
     /// Fetch responses received, for metrics.
     pub responses_received: u64,
 }
@@ -85,6 +88,7 @@ impl FetchRequestManager {
             next_token: 0,
             holds: PartitionHolds::new(retry_backoff_ms, retry_backoff_max_ms),
             read_replicas: ReadReplicas::default(),
+            unsupported_reported: BTreeSet::new(),
             responses_received: 0,
         }
     }
@@ -158,8 +162,10 @@ impl FetchRequestManager {
             } else {
                 FETCH_VERSIONS_BY_NAME
             };
-            let Some(version) = select_version_in::<FetchRequest>(ctx.versions, range) else {
-                continue; // no negotiated versions yet: a metadata response will wake us
+            // Built for the leader's own versions: brokers differ during a rolling upgrade.
+            let version = match self.version_for(ctx, node, range) {
+                Some(version) => version,
+                None => continue,
             };
             let session = self.sessions.entry(node).or_default();
             let wanted = partitions
@@ -199,6 +205,43 @@ impl FetchRequestManager {
         result
     }
 
+    /// The Fetch version to build a request to `node` for, from its own versions, within
+    /// `range` or, for a broker that cannot name topics by id, by name (Java's
+    /// `FetchRequest.Builder` caps the version the same way). `None` while the node is not
+    /// connected (the loop connects it and polls again), or when it offers no usable Fetch
+    /// version: that is reported once, as an error naming the broker and both ranges, until
+    /// the node offers one (after a broker upgrade, say).
+    fn version_for(
+        &mut self,
+        ctx: &mut ManagerContext<'_>,
+        node: i32,
+        range: VersionRange,
+    ) -> Option<i16> {
+        let mut choice = ctx.version_for::<FetchRequest>(node, range);
+        if matches!(choice, VersionChoice::Unsupported(_)) && range.max > FETCH_VERSIONS_BY_NAME.max
+        {
+            choice = ctx.version_for::<FetchRequest>(node, FETCH_VERSIONS_BY_NAME);
+        }
+        match choice {
+            VersionChoice::Version(version) => {
+                self.unsupported_reported.remove(&node);
+                Some(version)
+            }
+            VersionChoice::NotConnected => None,
+            VersionChoice::Unsupported(source) => {
+                if self.unsupported_reported.insert(node) {
+                    let error = NetworkError::UnsupportedApi {
+                        broker: format!("node {node}"),
+                        source,
+                    };
+                    tracing::error!(%error, "the partition leader cannot serve our Fetch");
+                    ctx.report(Error::Network(error));
+                }
+                None
+            }
+        }
+    }
+
     /// The application polled: partitions whose error it has been given may be fetched again
     /// (after their backoff), and report the error again if it persists.
     pub fn on_poll(&mut self) {
@@ -208,11 +251,17 @@ impl FetchRequestManager {
     /// Close: ask every broker with a session to close it (best effort; responses ignored).
     pub fn poll_on_close(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
         let mut result = PollResult::default();
-        let Some(version) = select_version_in::<FetchRequest>(ctx.versions, FETCH_VERSIONS) else {
-            return result;
-        };
         for (node, session) in std::mem::take(&mut self.sessions) {
             let Some(session_id) = session.session_to_close() else {
+                continue;
+            };
+            // Best effort: a broker whose connection is gone has no session worth closing
+            // from here (and closing is no time to wait for a connection).
+            let Some(version) = ctx.versions.of(node).and_then(|table| {
+                table
+                    .select(crate::protocol::Api(FetchRequest::KEY), FETCH_VERSIONS)
+                    .ok()
+            }) else {
                 continue;
             };
             tracing::debug!(node, session_id, "closing fetch session");

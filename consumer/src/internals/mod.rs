@@ -20,6 +20,7 @@ pub(crate) mod fetch_session;
 pub(crate) mod membership;
 pub(crate) mod metrics;
 pub(crate) mod network_thread;
+pub(crate) mod node_versions;
 pub(crate) mod offsets_request_manager;
 pub(crate) mod request_state;
 pub(crate) mod requests;

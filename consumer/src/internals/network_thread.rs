@@ -32,6 +32,7 @@ use super::fetch_buffer::FetchBuffer;
 use super::fetch_request_manager::FetchRequestManager;
 use super::membership::{MemberIdentity, Membership};
 use super::metrics::SharedMetrics;
+use super::node_versions::NodeVersions;
 use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
     earliest, ManagerId, PollResult, RequestBody, ResponseBody, ResponseEnvelope, UnsentRequest,
@@ -43,7 +44,7 @@ use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{Error, Result};
-use crate::network::{NetworkClient, RequestOptions};
+use crate::network::{NetworkClient, NodeEvent, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 
@@ -114,6 +115,9 @@ pub(crate) struct ConsumerNetworkThread {
     /// events any more and listener calls are answered here.
     application_gone: bool,
     auth_failures: AuthFailures,
+    /// Nodes a manager waits for a connection to before it builds its request (the request's
+    /// version comes from the node's own ApiVersions).
+    awaiting_connection: BTreeSet<i32>,
 }
 
 /// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
@@ -181,6 +185,7 @@ impl ConsumerNetworkThread {
             metadata_version: 0,
             outstanding_callbacks: BTreeSet::new(),
             application_gone: false,
+            awaiting_connection: BTreeSet::new(),
         }
     }
 
@@ -216,6 +221,7 @@ impl ConsumerNetworkThread {
                     None => self.on_application_dropped(Instant::now()),
                 },
                 Some(envelope) = self.responses_rx.recv() => self.dispatch(envelope),
+                event = self.client.next_node_event() => self.on_node_event(event, Instant::now()),
                 () = tokio::time::sleep_until(wake_at) => {}
             }
         }
@@ -258,14 +264,14 @@ impl ConsumerNetworkThread {
         let result = {
             let mut effects = Effects::default();
             let metadata = self.client.metadata();
-            let versions = self.client.any_api_versions();
+            let versions = NodeVersions::from_connected(self.client.connected_nodes());
             let mut ctx = ManagerContext {
                 now,
                 settings: &self.settings,
                 subscriptions: &mut self.subscriptions,
                 buffer: &self.channels.buffer,
                 metadata,
-                versions: versions.as_ref(),
+                versions: &versions,
                 coordinator: None,
                 member: None,
                 metadata_version: self.metadata_version,
@@ -542,7 +548,7 @@ impl ConsumerNetworkThread {
         effects: &mut Effects,
         f: impl FnOnce(&mut ManagerContext<'_>, &mut Managers<'_>) -> R,
     ) -> R {
-        let versions = self.client.any_api_versions();
+        let versions = NodeVersions::from_connected(self.client.connected_nodes());
         let member: Option<MemberIdentity> = self
             .membership
             .as_ref()
@@ -554,7 +560,7 @@ impl ConsumerNetworkThread {
             subscriptions: &mut self.subscriptions,
             buffer: &self.channels.buffer,
             metadata: self.client.metadata(),
-            versions: versions.as_ref(),
+            versions: &versions,
             coordinator: self.coordinator.coordinator().map(|c| c.connection_id),
             member: member.as_ref(),
             metadata_version: self.metadata_version,
@@ -762,6 +768,16 @@ impl ConsumerNetworkThread {
         if let Some(reason) = effects.coordinator_unknown {
             self.coordinator.mark_coordinator_unknown(now, &reason);
         }
+        if std::mem::take(&mut effects.connect_least_loaded) {
+            if let Some(node_id) = self.client.least_loaded_node() {
+                effects.connect_nodes.insert(node_id);
+            }
+        }
+        for node_id in std::mem::take(&mut effects.connect_nodes) {
+            if self.client.connect(node_id) {
+                self.awaiting_connection.insert(node_id);
+            }
+        }
         if effects.metadata_refresh {
             self.metadata.request_refresh();
         }
@@ -827,6 +843,34 @@ impl ConsumerNetworkThread {
         }
         self.fail_commits_on_membership_fatal();
         self.apply(effects, now);
+    }
+
+    /// A node connected or failed to. The managers are polled again after this (the loop
+    /// goes round), so one waiting to build a request for a node that just connected sends it
+    /// now. A failed attempt to a node a manager waits for is handled as a failed request to
+    /// it would be (Java's `NetworkClient` fails such requests with a disconnect): the
+    /// coordinator's connection marks the coordinator unknown, another's asks for metadata
+    /// (its leadership may have moved). The manager asks again, and the node's reconnect
+    /// backoff paces the attempts.
+    fn on_node_event(&mut self, event: NodeEvent, now: Instant) {
+        match event {
+            NodeEvent::Connected(node_id) => {
+                self.awaiting_connection.remove(&node_id);
+            }
+            NodeEvent::ConnectFailed(node_id) => {
+                if !self.awaiting_connection.remove(&node_id) {
+                    return;
+                }
+                if self.registered_coordinator == Some(node_id) {
+                    self.coordinator.mark_coordinator_unknown(
+                        now,
+                        &format!("the connection to the coordinator (node {node_id}) failed"),
+                    );
+                } else {
+                    self.metadata.request_refresh();
+                }
+            }
+        }
     }
 
     /// A fatal membership error fails every pending commit at once instead of letting it

@@ -24,13 +24,16 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochResponse,
 };
 
+use kafka_protocol::protocol::Message;
+
 use super::completion::Completion;
 use super::context::ManagerContext;
 use super::events::ListedOffsets;
 use super::fetch_buffer::FetchPosition;
 use super::request_state::{RETRY_BACKOFF_JITTER, RETRY_BACKOFF_MULTIPLIER};
+use super::node_versions::VersionChoice;
 use super::requests::{
-    group_runs, select_version, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
+    group_runs, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{AutoOffsetReset, LATEST_TIMESTAMP};
@@ -295,12 +298,18 @@ impl OffsetsRequestManager {
                 }
                 self.truncation_reported.remove(&tp);
             }
-            let usable = select_version::<OffsetForLeaderEpochRequest>(ctx.versions).is_some();
             match position {
-                Some(position) if position.offset_epoch.is_some() && usable => {
-                    due.push((tp, (position, id)));
+                Some(position) if position.offset_epoch.is_some() => {
+                    match validation_supported(ctx, &tp) {
+                        Some(true) => due.push((tp, (position, id))),
+                        // The leader cannot validate: trust the position.
+                        Some(false) => {
+                            ctx.subscriptions.set_fetch_state(&tp, FetchState::Fetching);
+                        }
+                        None => {} // the leader's connection is on its way
+                    }
                 }
-                // Nothing to validate against (or the broker cannot): trust the position.
+                // Nothing to validate against: trust the position.
                 Some(_) => ctx.subscriptions.set_fetch_state(&tp, FetchState::Fetching),
                 None => ctx.subscriptions.set_fetch_state(
                     &tp,
@@ -722,6 +731,22 @@ fn list_outcomes(
         }
     }
     out
+}
+
+/// Whether the partition's leader offers OffsetForLeaderEpoch (KIP-320 validation), from the
+/// leader's own versions; `None` while its connection is not up (the loop connects it). With
+/// no known leader, `Some(true)`: the lookup then asks for metadata as any other does.
+fn validation_supported(ctx: &mut ManagerContext<'_>, tp: &TopicPartition) -> Option<bool> {
+    let Some((leader, _)) = ctx.leader(&tp.topic, tp.partition) else {
+        return Some(true);
+    };
+    match ctx
+        .version_for::<OffsetForLeaderEpochRequest>(leader, OffsetForLeaderEpochRequest::VERSIONS)
+    {
+        VersionChoice::Version(_) => Some(true),
+        VersionChoice::Unsupported(_) => Some(false),
+        VersionChoice::NotConnected => None,
+    }
 }
 
 #[cfg(test)]

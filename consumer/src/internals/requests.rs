@@ -9,11 +9,11 @@ use kafka_protocol::messages::{
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
-use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
+use kafka_protocol::protocol::{Request, StrBytes};
 
 use super::metrics::RequestKind;
 use crate::network::{NetworkError, Target};
-use crate::protocol::{Api, ApiVersionsTable};
+use crate::protocol::Api;
 use crate::rt::Instant;
 
 /// A topic name as requests carry it.
@@ -158,20 +158,6 @@ pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
         (a, None) => a,
         (None, b) => b,
     }
-}
-
-/// The highest version of `R` both we and the cluster support (see
-/// `NetworkClient::any_api_versions`); `None` until a broker connection has negotiated.
-pub(crate) fn select_version<R: Request>(versions: Option<&ApiVersionsTable>) -> Option<i16> {
-    select_version_in::<R>(versions, R::VERSIONS)
-}
-
-/// Like [`select_version`] within `ours`.
-pub(crate) fn select_version_in<R: Request>(
-    versions: Option<&ApiVersionsTable>,
-    ours: VersionRange,
-) -> Option<i16> {
-    versions?.select(Api(R::KEY), ours).ok()
 }
 
 #[cfg(test)]

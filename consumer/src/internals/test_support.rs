@@ -36,6 +36,21 @@ pub fn versions_capped(max: i16, find_coordinator_max: i16) -> ApiVersionsTable 
     ApiVersionsTable::from_response(&ApiVersionsResponse::default().with_api_keys(keys))
 }
 
+/// A broker that does not offer `missing` at all (and every version of everything else), as
+/// Kafka 3.9 without KIP-848 enabled lacks ConsumerGroupHeartbeat.
+pub fn versions_without(missing: &[ApiKey]) -> ApiVersionsTable {
+    let keys = ApiKey::iter()
+        .filter(|key| !missing.contains(key))
+        .map(|key| {
+            ApiVersion::default()
+                .with_api_key(key as i16)
+                .with_min_version(0)
+                .with_max_version(key.valid_versions().max)
+        })
+        .collect();
+    ApiVersionsTable::from_response(&ApiVersionsResponse::default().with_api_keys(keys))
+}
+
 /// Metadata with brokers 1 and 2 and topic `t` (id 1) whose partitions' leaders and epochs are
 /// given.
 pub fn metadata(partitions: &[(i32, i32, i32)]) -> Metadata {

@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::MetadataResponse;
 use kafka_protocol::protocol::{Request, StrBytes};
-use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, Notify};
 
 use super::backoff::ExponentialBackoff;
 use super::connection::ConnectionSettings;
 use super::metadata::{Broker, LeaderHint, Metadata, MetadataScope};
-use super::node::{read_status, ConnectionSecurity, NodeStatus, NodeTask, SharedStatus};
+use super::node::{read_status, ConnectionSecurity, NodeEvent, NodeStatus, NodeTask, SharedStatus};
 use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
 use super::tls::{self, TlsSetupError};
 use super::{NetworkConfig, NetworkError};
@@ -52,6 +52,22 @@ struct NodeHandle {
     commands: mpsc::Sender<Command>,
     status: SharedStatus,
     outstanding: Arc<AtomicUsize>,
+    connect: Arc<Notify>,
+}
+
+/// A connected node's negotiated versions and its unanswered requests, as the background task
+/// sees them when it builds requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectedNode {
+    /// The node id.
+    pub node_id: i32,
+    /// What its connection negotiated.
+    pub versions: ApiVersionsTable,
+    /// Requests sent to it and not answered yet.
+    pub outstanding: usize,
+    /// Whether cluster-wide requests may go to it: a broker from Metadata, or a bootstrap
+    /// server before Metadata named any broker (what `least_loaded_node` chooses among).
+    pub least_loaded_candidate: bool,
 }
 
 /// The network client. Owned by the background task; `send` never blocks.
@@ -66,6 +82,8 @@ pub struct NetworkClient {
     /// own connection, under a synthetic id as Java does).
     registered: BTreeMap<i32, (String, u16)>,
     rng: SeededRng,
+    events_tx: mpsc::UnboundedSender<NodeEvent>,
+    events_rx: mpsc::UnboundedReceiver<NodeEvent>,
 }
 
 impl NetworkClient {
@@ -94,6 +112,7 @@ impl NetworkClient {
             .iter()
             .map(|address| parse_address(address))
             .collect::<Result<Vec<_>, _>>()?;
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let settings = ConnectionSettings {
             client_id: Some(StrBytes::from_string(config.client_id.clone())),
             max_in_flight: config.max_in_flight_requests_per_connection.max(1),
@@ -109,6 +128,8 @@ impl NetworkClient {
             nodes: BTreeMap::new(),
             registered: BTreeMap::new(),
             rng: SeededRng::from_runtime(),
+            events_tx,
+            events_rx,
         })
     }
 
@@ -217,6 +238,7 @@ impl NetworkClient {
         let broker = format!("node {node_id} ({host}:{port})");
         let (commands, receiver) = mpsc::channel(self.config.max_queued_requests_per_node.max(1));
         let status = SharedStatus::default();
+        let connect = Arc::new(Notify::new());
         NodeTask {
             node_id,
             host: host.clone(),
@@ -232,6 +254,8 @@ impl NetworkClient {
             rng: SeededRng::seed_from_u64(rand::RngCore::next_u64(&mut self.rng)),
             commands: receiver,
             status: status.clone(),
+            connect: Arc::clone(&connect),
+            events: self.events_tx.clone(),
         }
         .spawn();
         NodeHandle {
@@ -241,6 +265,7 @@ impl NetworkClient {
             commands,
             status,
             outstanding: Arc::new(AtomicUsize::new(0)),
+            connect,
         }
     }
 
@@ -289,15 +314,52 @@ impl NetworkClient {
         }
     }
 
-    /// The versions negotiated with any connected node. Brokers of one cluster normally support
-    /// the same versions, so this lets a caller choose a version (and the fields it needs)
-    /// before its target's own connection exists; a broker that disagrees fails the pinned
-    /// request with `UnsupportedApi`.
-    pub fn any_api_versions(&self) -> Option<ApiVersionsTable> {
-        let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
-        ids.sort_unstable();
-        ids.into_iter()
-            .find_map(|id| read_status(&self.nodes[&id].status).versions)
+    /// Starts connecting to a node that is not connected, without a request: a caller that
+    /// must choose a request's version (and the fields that depend on it) from the node's own
+    /// ApiVersions waits for [`NodeEvent::Connected`]. A node backing off after a failed
+    /// attempt connects when the backoff ends. Returns `false` for an unknown node id.
+    pub fn connect(&mut self, node_id: i32) -> bool {
+        let Some(node) = self.node(node_id) else {
+            return false;
+        };
+        let status = read_status(&node.status);
+        if status.versions.is_none() {
+            node.connect.notify_one();
+        }
+        true
+    }
+
+    /// The next connection made or attempt failed on any node (cancel-safe).
+    pub async fn next_node_event(&mut self) -> NodeEvent {
+        match self.events_rx.recv().await {
+            Some(event) => event,
+            // The client holds a sender itself, so the channel never closes.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Every connected node with its own negotiated versions: request builders choose each
+    /// request's version from its target's entry, never from another broker's (brokers of
+    /// one cluster differ during a rolling upgrade).
+    pub fn connected_nodes(&self) -> Vec<ConnectedNode> {
+        let from_metadata = self.metadata.brokers().next().is_some();
+        self.nodes
+            .iter()
+            .filter_map(|(&node_id, handle)| {
+                let versions = read_status(&handle.status).versions?;
+                let least_loaded_candidate = if from_metadata {
+                    self.metadata.broker(node_id).is_some()
+                } else {
+                    node_id < 0 && !self.registered.contains_key(&node_id)
+                };
+                Some(ConnectedNode {
+                    node_id,
+                    versions,
+                    outstanding: handle.outstanding.load(Ordering::Relaxed),
+                    least_loaded_candidate,
+                })
+            })
+            .collect()
     }
 
     /// The versions negotiated with a node, while it is connected.

@@ -16,10 +16,11 @@ mod secret;
 mod security;
 pub mod tls;
 
-pub use client::{NetworkClient, RequestOptions, Target};
+pub use client::{ConnectedNode, NetworkClient, RequestOptions, Target};
 pub use config::NetworkConfig;
 pub use error::{CloseReason, NetworkError};
 pub use metadata::{Broker, LeaderHint, Metadata, MetadataScope};
+pub use node::NodeEvent;
 pub use request::{Response, ResponseFuture};
 pub use secret::Secret;
 pub use security::{SecurityConfig, SecurityProtocol};

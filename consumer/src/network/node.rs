@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tracing::Instrument;
 
 use super::backoff::ExponentialBackoff;
@@ -32,6 +32,17 @@ pub(crate) struct NodeStatus {
 }
 
 pub(crate) type SharedStatus = Arc<Mutex<NodeStatus>>;
+
+/// A change of a node's connection the background task may be waiting for: a request manager
+/// builds a version-dependent request only once its target's own connection has negotiated
+/// (as Java's `NetworkClient` builds each request for its destination's `NodeApiVersions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// The node's connection negotiated its versions.
+    Connected(i32),
+    /// A connection attempt to the node failed; the next waits for the reconnect backoff.
+    ConnectFailed(i32),
+}
 
 pub(crate) fn read_status(status: &SharedStatus) -> NodeStatus {
     status
@@ -66,6 +77,10 @@ pub(crate) struct NodeTask {
     pub rng: SeededRng,
     pub commands: mpsc::Receiver<Command>,
     pub status: SharedStatus,
+    /// Asks the task to connect without a request (`NetworkClient::connect`).
+    pub connect: Arc<Notify>,
+    /// Where the task reports connections made and attempts failed.
+    pub events: mpsc::UnboundedSender<NodeEvent>,
 }
 
 impl NodeTask {
@@ -79,8 +94,13 @@ impl NodeTask {
         let mut failed_attempts = 0u32;
         let mut reconnect_at: Option<Instant> = None;
         loop {
-            let Some(first) = self.commands.recv().await else {
-                return; // the client dropped this node
+            // A request, or a bare connect asked for by the client.
+            let first = tokio::select! {
+                command = self.commands.recv() => match command {
+                    Some(command) => Some(command),
+                    None => return, // the client dropped this node
+                },
+                () = self.connect.notified() => None,
             };
             if let Some(at) = reconnect_at.take() {
                 tokio::time::sleep_until(at).await;
@@ -93,7 +113,8 @@ impl NodeTask {
                         s.versions = Some(versions);
                         s.reconnect_at = None;
                     });
-                    let reason = connection.run(Some(first), &mut self.commands).await;
+                    let _ = self.events.send(NodeEvent::Connected(self.node_id));
+                    let reason = connection.run(first, &mut self.commands).await;
                     write_status(&self.status, |s| s.versions = None);
                     if reason == CloseReason::Shutdown {
                         return;
@@ -105,7 +126,10 @@ impl NodeTask {
                 }
                 Err(error) => {
                     tracing::info!(%error, "connection attempt failed");
-                    first.request.fail(error.clone());
+                    if let Some(first) = first {
+                        first.request.fail(error.clone());
+                    }
+                    let _ = self.events.send(NodeEvent::ConnectFailed(self.node_id));
                     error
                 }
             };

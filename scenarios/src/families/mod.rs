@@ -29,6 +29,7 @@ pub mod pattern_topics;
 pub mod rebalance_storm;
 pub mod request_storm;
 pub mod rolling_restart;
+pub mod rolling_upgrade;
 pub mod static_members;
 pub mod zombie;
 

@@ -103,6 +103,8 @@ pub async fn run_with_plan(
     let mut builder = Cluster::builder()
         .brokers(scenario.cluster.brokers)
         .offsets_partitions(scenario.cluster.offsets_partitions);
+    let kafka_version = scenario.cluster.kafka_version;
+    builder = builder.config(|c| c.kafka_version = kafka_version);
     let mut factory = GroupCoordinatorFactory::default();
     if let Some((heartbeat_ms, session_ms)) = scenario.cluster.kip848_timeouts_ms {
         factory.consumer.heartbeat_interval_ms = heartbeat_ms;

@@ -20,12 +20,15 @@ use crate::controller::Controller;
 use crate::coordinator::runtime::CoordinatorRuntime;
 use crate::coordinator::GroupShardFactory;
 use crate::fault::FaultControls;
+use crate::kafka_version::KafkaVersion;
 use fetch_session::FetchSessionCache;
 pub use wire_tap::{WireEvent, WireKind, WireTap};
 
 /// A broker's shared pieces, handed to every connection.
 pub(crate) struct Broker {
     pub(crate) node_id: i32,
+    /// The release this incarnation runs (fixed until the broker restarts).
+    pub(crate) version: KafkaVersion,
     pub(crate) controller: Controller,
     pub(crate) faults: FaultControls,
     pub(crate) sessions: Mutex<FetchSessionCache>,
@@ -60,9 +63,13 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
         wire_tap,
     } = spec;
     controller.update(|state| state.broker_started(node_id));
-    let (seed, slots) = {
+    let (seed, slots, version) = {
         let state = controller.read();
-        (state.config.seed, state.config.fetch_session_cache_slots)
+        (
+            state.config.seed,
+            state.config.fetch_session_cache_slots,
+            state.broker_version(node_id),
+        )
     };
     // Per incarnation: a restarted broker must not hand out the same session ids again.
     let incarnation = controller.now_ms();
@@ -76,6 +83,7 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
     });
     let broker = Arc::new(Broker {
         node_id,
+        version,
         controller,
         faults,
         sessions: Mutex::new(FetchSessionCache::new(slots, rng)),

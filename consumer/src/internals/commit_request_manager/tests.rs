@@ -30,7 +30,7 @@ fn settings(auto_commit: bool) -> ConsumerSettings {
 
 pub(super) fn parts(auto_commit: bool) -> Parts {
     let mut p = Parts::new(settings(auto_commit));
-    p.versions = Some(all_versions());
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
     p.coordinator = Some(COORDINATOR);
     p.metadata = metadata(&[(0, 1, 5), (1, 2, 5)]);
     p
@@ -439,7 +439,9 @@ fn positions_start_from_committed_offsets_or_await_reset() {
 #[test]
 fn committed_answers_and_old_versions_use_the_single_group_layout() {
     let mut p = parts(false);
-    p.versions = Some(crate::internals::test_support::versions_capped(7, 3));
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(
+        crate::internals::test_support::versions_capped(7, 3),
+    );
     let mut m = CommitRequestManager::new(&p.settings);
     let (c, rx) = Completion::new("committed", Some(p.now + Duration::from_secs(5)), 5_000);
     m.fetch_committed([tp(0), tp(1)].into_iter().collect(), c);

@@ -27,7 +27,7 @@ fn parts() -> Parts {
         auto_offset_reset: AutoOffsetReset::Earliest,
         ..ConsumerSettings::default()
     });
-    p.versions = Some(all_versions());
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
     p.metadata = metadata(&[(0, 1, 5)]);
     p.subscriptions
         .assign_from_user(&[tp(0)].into_iter().collect());

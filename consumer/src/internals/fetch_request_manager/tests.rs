@@ -21,7 +21,7 @@ fn parts(policy: AutoOffsetReset) -> Parts {
         auto_offset_reset: policy,
         ..ConsumerSettings::default()
     });
-    p.versions = Some(all_versions());
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
     p.metadata = metadata(&[(0, 1, 5), (1, 1, 5), (2, 2, 5)]);
     p.subscriptions
         .assign_from_user(&[tp(0), tp(1), tp(2)].into_iter().collect());
@@ -157,7 +157,7 @@ fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
 #[test]
 fn old_brokers_are_fetched_by_topic_name() {
     let mut p = parts(AutoOffsetReset::Earliest);
-    p.versions = Some(versions_capped(12, 4));
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(versions_capped(12, 4));
     let mut m = FetchRequestManager::new(100, 1_000);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests[0].version, Some(12));
@@ -804,4 +804,95 @@ fn a_preferred_read_replica_is_fetched_from_until_its_lease_ends_or_it_fails() {
         vec![(0, 1), (1, 1)],
         "node 2 backs off; p0 on the leader"
     );
+}
+
+/// A rolling upgrade: broker 1 is new (Fetch by topic id), broker 2 still old (Fetch v12 at
+/// most). Each leader's fetch is built for its own versions; a version taken from broker 1
+/// would pin broker 2's fetch to a version it lacks.
+#[test]
+fn each_leader_is_fetched_at_its_own_version() {
+    use crate::internals::node_versions::NodeVersions;
+    let mut p = parts(AutoOffsetReset::Earliest);
+    p.versions = NodeVersions::default()
+        .with_node(1, all_versions())
+        .with_node(2, versions_capped(12, 4));
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 2, "{r:?}");
+    let by_target = |node| {
+        r.requests
+            .iter()
+            .find(|q| q.target == Target::Node(node))
+            .unwrap()
+    };
+    let new = by_target(1);
+    assert_eq!(new.version, Some(FETCH_VERSIONS.max));
+    let (_, _, partitions, _) = sent(new);
+    assert!(partitions
+        .iter()
+        .all(|(id, _, _)| *id == Uuid::from_u128(1)));
+    let old = by_target(2);
+    assert_eq!(old.version, Some(12));
+    let RequestBody::Fetch(f) = &old.body else {
+        panic!()
+    };
+    assert_eq!(
+        f.topics[0].topic.0.as_str(),
+        "t",
+        "by name for the old broker"
+    );
+    assert!(f.topics[0].topic_id.is_nil());
+}
+
+/// A leader with no connection yet gets no fetch built from another broker's versions: the
+/// manager waits and asks the loop to connect it.
+#[test]
+fn a_leader_not_connected_is_connected_before_its_fetch_is_built() {
+    use crate::internals::node_versions::NodeVersions;
+    let mut p = parts(AutoOffsetReset::Earliest);
+    p.versions = NodeVersions::default().with_node(1, all_versions());
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(1));
+    assert_eq!(
+        p.effects.connect_nodes.iter().copied().collect::<Vec<_>>(),
+        [2]
+    );
+    p.versions = p.versions.clone().with_node(2, all_versions());
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(2));
+}
+
+/// A leader that offers no Fetch version we speak is reported once, as a typed error naming
+/// the API, not fetched in a loop, and fetched once it is upgraded.
+#[test]
+fn a_leader_without_a_usable_fetch_is_reported_once() {
+    use crate::internals::node_versions::NodeVersions;
+    use crate::internals::test_support::versions_without;
+    use kafka_protocol::messages::ApiKey;
+    let mut p = parts(AutoOffsetReset::Earliest);
+    p.versions = NodeVersions::default()
+        .with_node(1, all_versions())
+        .with_node(2, versions_without(&[ApiKey::Fetch]));
+    let mut m = FetchRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert!(matches!(
+        &p.effects.errors[..],
+        [Error::Network(NetworkError::UnsupportedApi { .. })]
+    ));
+    assert!(
+        p.effects.errors[0].to_string().contains("Fetch"),
+        "{}",
+        p.effects.errors[0]
+    );
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty(), "node 1 busy, node 2 unusable");
+    assert_eq!(p.effects.errors.len(), 1, "reported once");
+    p.versions = p.versions.clone().with_node(2, all_versions());
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(2));
 }

@@ -20,7 +20,7 @@ pub(super) fn parts(policy: AutoOffsetReset) -> Parts {
         auto_offset_reset: policy,
         ..ConsumerSettings::default()
     });
-    p.versions = Some(all_versions());
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
     // p0 led by broker 1 (epoch 5), p1 by broker 2 (epoch 7).
     p.metadata = metadata(&[(0, 1, 5), (1, 2, 7)]);
     p.subscriptions

@@ -1,59 +1,38 @@
-//! ApiVersions (18): the APIs and version ranges this broker serves.
+//! ApiVersions (18): the APIs and version ranges this broker serves, by the Kafka release it
+//! runs (`crate::kafka_version`).
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Message, VersionRange};
+use kafka_protocol::protocol::VersionRange;
 
 use crate::broker::dispatch::RequestCtx;
 use crate::broker::Broker;
 
-/// Every API we serve, at every version `kafka-protocol` supports (which match Kafka 4.x's).
-const BROKER_APIS: [(ApiKey, VersionRange); 11] = [
-    (ApiKey::Produce, ProduceRequest::VERSIONS),
-    (ApiKey::Fetch, FetchRequest::VERSIONS),
-    (ApiKey::ListOffsets, ListOffsetsRequest::VERSIONS),
-    (ApiKey::Metadata, MetadataRequest::VERSIONS),
-    (ApiKey::FindCoordinator, FindCoordinatorRequest::VERSIONS),
-    (ApiKey::ApiVersions, ApiVersionsRequest::VERSIONS),
-    (ApiKey::CreateTopics, CreateTopicsRequest::VERSIONS),
-    (ApiKey::DeleteTopics, DeleteTopicsRequest::VERSIONS),
-    (
-        ApiKey::OffsetForLeaderEpoch,
-        OffsetForLeaderEpochRequest::VERSIONS,
-    ),
-    (ApiKey::CreatePartitions, CreatePartitionsRequest::VERSIONS),
-    (ApiKey::InitProducerId, InitProducerIdRequest::VERSIONS),
+/// The group APIs: offered only when a group coordinator is plugged in.
+const GROUP_APIS: [ApiKey; 11] = [
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
-/// Offered only when a group coordinator is plugged in.
-const GROUP_APIS: [(ApiKey, VersionRange); 11] = [
-    (ApiKey::OffsetCommit, OffsetCommitRequest::VERSIONS),
-    (ApiKey::OffsetFetch, OffsetFetchRequest::VERSIONS),
-    (ApiKey::JoinGroup, JoinGroupRequest::VERSIONS),
-    (ApiKey::Heartbeat, HeartbeatRequest::VERSIONS),
-    (ApiKey::LeaveGroup, LeaveGroupRequest::VERSIONS),
-    (ApiKey::SyncGroup, SyncGroupRequest::VERSIONS),
-    (ApiKey::DescribeGroups, DescribeGroupsRequest::VERSIONS),
-    (ApiKey::ListGroups, ListGroupsRequest::VERSIONS),
-    (ApiKey::DeleteGroups, DeleteGroupsRequest::VERSIONS),
-    (
-        ApiKey::ConsumerGroupHeartbeat,
-        ConsumerGroupHeartbeatRequest::VERSIONS,
-    ),
-    (
-        ApiKey::ConsumerGroupDescribe,
-        ConsumerGroupDescribeRequest::VERSIONS,
-    ),
-];
-
+/// What this broker's release lists (`KafkaVersion`), in API key order; the group APIs only
+/// with a coordinator.
 fn offered(broker: &Broker) -> Vec<(ApiKey, VersionRange)> {
-    let mut apis: Vec<(ApiKey, VersionRange)> = BROKER_APIS.to_vec();
-    if broker.coordinator.is_some() {
-        apis.extend(GROUP_APIS);
-    }
-    apis.sort_by_key(|(key, _)| *key as i16);
-    apis
+    broker
+        .version
+        .apis()
+        .into_iter()
+        .filter(|(key, _)| broker.coordinator.is_some() || !GROUP_APIS.contains(key))
+        .collect()
 }
 
 /// The versions of `api` this broker serves, if any.

@@ -16,6 +16,7 @@ use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
 use crate::internals::membership::MemberState;
 use crate::internals::membership::{set_assignment, stop_fetching};
+use crate::internals::node_versions::VersionChoice;
 use crate::internals::requests::{PollResult, ResponseBody};
 use crate::network::NetworkError;
 use crate::protocol::ResponseError;
@@ -212,9 +213,25 @@ impl ClassicMembershipManager {
             result.wake_at(at);
             return;
         }
-        let Some(version) = requests::join_group_version(ctx.versions) else {
-            ctx.request_metadata_refresh();
-            return;
+        // Built for the coordinator's own versions; while its connection is not up, the loop
+        // connects it and polls again. A coordinator without JoinGroup cannot host us.
+        let version = match requests::join_group_version(ctx, coordinator) {
+            VersionChoice::Version(version) => version,
+            VersionChoice::NotConnected => return,
+            VersionChoice::Unsupported(source) => {
+                let error = NetworkError::UnsupportedApi {
+                    broker: format!("the group coordinator (connection {coordinator})"),
+                    source,
+                };
+                self.fail(
+                    ctx,
+                    Error::Fatal {
+                        code: Some(ResponseError::UnsupportedVersion),
+                        message: error.to_string(),
+                    },
+                );
+                return;
+            }
         };
         if self.group_instance_id.is_some() && version < requests::STATIC_MEMBERSHIP_VERSION {
             self.fail(

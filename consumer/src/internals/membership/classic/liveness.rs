@@ -208,7 +208,7 @@ impl ClassicMembershipManager {
         {
             return None;
         }
-        let version = requests::leave_group_version(ctx.versions)?;
+        let version = requests::leave_group_version(ctx, coordinator)?;
         tracing::info!(
             member_id = self.generation.member_id,
             reason,

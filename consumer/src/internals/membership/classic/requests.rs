@@ -9,15 +9,16 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Message, StrBytes};
 
 use super::ClassicMembershipManager;
 use crate::assignor::protocol::{encode_subscription, CONSUMER_PROTOCOL_VERSION, PROTOCOL_TYPE};
 use crate::assignor::Subscription;
 use crate::error::Error;
-use crate::internals::requests::{select_version, RequestBody, UnsentRequest};
+use crate::internals::context::ManagerContext;
+use crate::internals::node_versions::VersionChoice;
+use crate::internals::requests::{RequestBody, UnsentRequest};
 use crate::network::Target;
-use crate::protocol::ApiVersionsTable;
 use crate::types::TopicPartition;
 
 /// Java's `JOIN_GROUP_TIMEOUT_LAPSE`: JoinGroup waits for the whole rebalance, plus this.
@@ -31,9 +32,9 @@ fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
 }
 
-/// The JoinGroup version to use, once a connection negotiated versions.
-pub(super) fn join_group_version(versions: Option<&ApiVersionsTable>) -> Option<i16> {
-    select_version::<JoinGroupRequest>(versions)
+/// The JoinGroup version to build for the coordinator, from its own connection's versions.
+pub(super) fn join_group_version(ctx: &mut ManagerContext<'_>, coordinator: i32) -> VersionChoice {
+    ctx.version_for::<JoinGroupRequest>(coordinator, JoinGroupRequest::VERSIONS)
 }
 
 /// A request to the coordinator.
@@ -168,7 +169,10 @@ pub(super) fn leave_group(
     }
 }
 
-/// The LeaveGroup version to use.
-pub(super) fn leave_group_version(versions: Option<&ApiVersionsTable>) -> Option<i16> {
-    select_version::<LeaveGroupRequest>(versions)
+/// The LeaveGroup version to build for the coordinator, while its connection is up (a
+/// leave is best effort: it does not wait for a connection).
+pub(super) fn leave_group_version(ctx: &ManagerContext<'_>, coordinator: i32) -> Option<i16> {
+    ctx.versions
+        .select::<LeaveGroupRequest>(coordinator, LeaveGroupRequest::VERSIONS)
+        .version()
 }

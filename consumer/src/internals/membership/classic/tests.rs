@@ -59,7 +59,7 @@ impl Harness {
         let settings = settings(strategy, auto_commit);
         let commit = CommitRequestManager::new(&settings);
         let mut p = Parts::new(settings);
-        p.versions = Some(all_versions());
+        p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
         p.coordinator = Some(COORDINATOR);
         p.metadata = metadata(&[(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1)]);
         p.subscriptions

@@ -37,6 +37,7 @@ use crate::internals::context::{GenerationReset, ManagerContext};
 use crate::internals::events::RebalanceCallback;
 use crate::internals::membership::repeated_failures::RepeatedFailures;
 use crate::internals::membership::{set_assignment, stop_fetching, ListenerCalls, PollGate};
+use crate::internals::node_versions::VersionChoice;
 use crate::internals::request_state::RequestState;
 use crate::internals::requests::{PollResult, ResponseBody, UnsentRequest};
 use crate::internals::settings::ConsumerSettings;
@@ -834,7 +835,7 @@ impl ConsumerMembershipManager {
             result.wake_at(self.next_heartbeat_at);
             return;
         }
-        let Some(version) = self.heartbeat_version(ctx) else {
+        let Some(version) = self.heartbeat_version(ctx, coordinator) else {
             return;
         };
         let request = requests::heartbeat(self, ctx);
@@ -852,17 +853,22 @@ impl ConsumerMembershipManager {
         self.on_heartbeat_generated(ctx);
     }
 
-    /// The ConsumerGroupHeartbeat version, once negotiated; a broker without it is fatal.
-    fn heartbeat_version(&mut self, ctx: &mut ManagerContext<'_>) -> Option<i16> {
-        match requests::heartbeat_version(ctx.versions) {
-            Some(version) => Some(version),
-            None if ctx.versions.is_some() => {
-                self.fail(ctx, requests::unsupported_version_error(None));
+    /// The ConsumerGroupHeartbeat version the coordinator's own connection negotiated; a
+    /// coordinator without it is fatal (Java: UnsupportedVersionException naming the
+    /// protocol). While its connection is not up, the loop connects it and polls again.
+    fn heartbeat_version(&mut self, ctx: &mut ManagerContext<'_>, coordinator: i32) -> Option<i16> {
+        match requests::heartbeat_version(ctx.versions, coordinator) {
+            VersionChoice::Version(version) => Some(version),
+            VersionChoice::Unsupported(source) => {
+                let cause = NetworkError::UnsupportedApi {
+                    broker: format!("the group coordinator (connection {coordinator})"),
+                    source,
+                };
+                self.fail(ctx, requests::unsupported_version_error(Some(&cause)));
                 None
             }
-            None => {
-                // No connection negotiated versions yet: a metadata request makes one.
-                ctx.request_metadata_refresh();
+            VersionChoice::NotConnected => {
+                ctx.effects.connect_nodes.insert(coordinator);
                 None
             }
         }
@@ -905,7 +911,7 @@ impl ConsumerMembershipManager {
     /// The leave heartbeat, when the coordinator is known and the version negotiated.
     fn leave_request(&mut self, ctx: &ManagerContext<'_>, reason: &str) -> Option<UnsentRequest> {
         let coordinator = ctx.coordinator?;
-        let version = requests::heartbeat_version(ctx.versions)?;
+        let version = requests::heartbeat_version(ctx.versions, coordinator).version()?;
         tracing::info!(
             member_id = self.member_id,
             epoch = self.member_epoch,

@@ -8,15 +8,16 @@ use std::collections::BTreeSet;
 
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Message, StrBytes};
 
 use super::state::MemberState;
 use super::ConsumerMembershipManager;
 use crate::error::Error;
 use crate::internals::context::ManagerContext;
-use crate::internals::requests::{select_version, topic_name, RequestBody, UnsentRequest};
+use crate::internals::node_versions::{NodeVersions, VersionChoice};
+use crate::internals::requests::{topic_name, RequestBody, UnsentRequest};
 use crate::network::{NetworkError, Target};
-use crate::protocol::{ApiVersionsTable, ResponseError};
+use crate::protocol::ResponseError;
 
 fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
@@ -28,9 +29,13 @@ impl From<ConsumerGroupHeartbeatRequest> for RequestBody {
     }
 }
 
-/// The ConsumerGroupHeartbeat version to use, once a connection negotiated versions.
-pub(super) fn heartbeat_version(versions: Option<&ApiVersionsTable>) -> Option<i16> {
-    select_version::<ConsumerGroupHeartbeatRequest>(versions)
+/// The ConsumerGroupHeartbeat version to build for the coordinator, from its own
+/// connection's versions (not another broker's: during a rolling upgrade only some offer it).
+pub(super) fn heartbeat_version(versions: &NodeVersions, coordinator: i32) -> VersionChoice {
+    versions.select::<ConsumerGroupHeartbeatRequest>(
+        coordinator,
+        ConsumerGroupHeartbeatRequest::VERSIONS,
+    )
 }
 
 /// A request to the coordinator.

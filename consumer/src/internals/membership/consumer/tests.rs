@@ -62,7 +62,7 @@ impl Harness {
         let settings = settings(auto_commit, instance_id);
         let commit = CommitRequestManager::new(&settings);
         let mut p = Parts::new(settings);
-        p.versions = Some(all_versions());
+        p.versions = crate::internals::node_versions::NodeVersions::every_node(all_versions());
         p.coordinator = Some(COORDINATOR);
         p.metadata = metadata(&[(0, 1, 1), (1, 1, 1), (2, 2, 1), (3, 2, 1)]);
         p.subscriptions
@@ -960,28 +960,20 @@ fn fatal_errors_are_reported_stop_the_member_and_lose_its_partitions() {
     }
 }
 
-/// A broker (Redpanda, Kafka before 4.0) that does not offer ConsumerGroupHeartbeat.
+/// A broker (Redpanda, Kafka 3.x without KIP-848 enabled) that does not offer
+/// ConsumerGroupHeartbeat.
 fn versions_without_consumer_group_heartbeat() -> crate::protocol::ApiVersionsTable {
-    use kafka_protocol::messages::api_versions_response::ApiVersion;
-    use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
-    let keys = ApiKey::iter()
-        .filter(|key| *key != ApiKey::ConsumerGroupHeartbeat)
-        .map(|key| {
-            ApiVersion::default()
-                .with_api_key(key as i16)
-                .with_min_version(0)
-                .with_max_version(key.valid_versions().max)
-        })
-        .collect();
-    crate::protocol::ApiVersionsTable::from_response(
-        &ApiVersionsResponse::default().with_api_keys(keys),
-    )
+    crate::internals::test_support::versions_without(&[
+        kafka_protocol::messages::ApiKey::ConsumerGroupHeartbeat,
+    ])
 }
 
 #[test]
 fn a_broker_without_consumer_group_heartbeat_is_fatal_with_a_hint() {
     let mut h = Harness::new();
-    h.p.versions = Some(versions_without_consumer_group_heartbeat());
+    h.p.versions = crate::internals::node_versions::NodeVersions::every_node(
+        versions_without_consumer_group_heartbeat(),
+    );
     h.app_polls();
     h.no_requests();
     assert_eq!(h.m.state(), MemberState::Fatal);
@@ -989,6 +981,60 @@ fn a_broker_without_consumer_group_heartbeat_is_fatal_with_a_hint() {
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].code(), Some(ResponseError::UnsupportedVersion));
     assert!(errors[0].to_string().contains("group.protocol=classic"));
+}
+
+/// A rolling upgrade half done: broker 1 (the lowest id, so the first connected) is still old
+/// and lacks ConsumerGroupHeartbeat, the coordinator is new. The heartbeat is built from the
+/// coordinator's own versions: the member joins, nothing is fatal.
+#[test]
+fn an_old_broker_that_is_not_the_coordinator_does_not_make_the_member_fatal() {
+    use crate::internals::node_versions::NodeVersions;
+    let mut h = Harness::new();
+    h.p.versions = NodeVersions::default()
+        .with_node(1, versions_without_consumer_group_heartbeat())
+        .with_node(COORDINATOR, all_versions());
+    h.app_polls();
+    let (_, request) = h.heartbeat();
+    assert_eq!(request.member_epoch, 0);
+    assert_ne!(h.m.state(), MemberState::Fatal);
+    assert!(h.p.effects.errors.is_empty(), "{:?}", h.p.effects.errors);
+}
+
+/// The other half: the coordinator is old, another broker new. The coordinator's versions
+/// decide: fatal, with Java's hint, not a heartbeat pinned to a version it lacks.
+#[test]
+fn an_old_coordinator_is_fatal_even_when_another_broker_is_new() {
+    use crate::internals::node_versions::NodeVersions;
+    let mut h = Harness::new();
+    h.p.versions = NodeVersions::default()
+        .with_node(1, all_versions())
+        .with_node(COORDINATOR, versions_without_consumer_group_heartbeat());
+    h.app_polls();
+    h.no_requests();
+    assert_eq!(h.m.state(), MemberState::Fatal);
+    let errors = std::mem::take(&mut h.p.effects.errors);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].code(), Some(ResponseError::UnsupportedVersion));
+    assert!(!errors[0].is_retriable());
+    let message = errors[0].to_string();
+    assert!(message.contains("group.protocol=classic"), "{message}");
+    assert!(message.contains("coordinator"), "{message}");
+}
+
+/// The coordinator's connection is not up yet: no heartbeat (whose version would be a
+/// guess), the loop is asked to connect it.
+#[test]
+fn the_heartbeat_waits_for_the_coordinators_connection() {
+    use crate::internals::node_versions::NodeVersions;
+    let mut h = Harness::new();
+    h.p.versions = NodeVersions::default().with_node(1, all_versions());
+    h.app_polls();
+    h.no_requests();
+    assert!(h.p.effects.connect_nodes.contains(&COORDINATOR));
+    assert_ne!(h.m.state(), MemberState::Fatal);
+    h.p.versions = h.p.versions.clone().with_node(COORDINATOR, all_versions());
+    let (_, request) = h.heartbeat();
+    assert_eq!(request.member_epoch, 0);
 }
 
 #[test]
