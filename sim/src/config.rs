@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::sasl::SaslServerConfig;
+
 /// Settings shared by every broker of a cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterConfig {
@@ -36,6 +38,9 @@ pub struct ClusterConfig {
     /// followers caught up, or a leader change truncates them. Off (the default), replication
     /// is instantaneous and every append advances the high watermark.
     pub lagging_followers: bool,
+    /// The listener's security protocol, `sasl.enabled.mechanisms`, `connections.max.reauth.ms`
+    /// and the users' credentials; PLAINTEXT by default. Changed at run time by the SASL faults.
+    pub sasl: SaslServerConfig,
 }
 
 impl Default for ClusterConfig {
@@ -54,6 +59,7 @@ impl Default for ClusterConfig {
             coordinator_load_ms: 0,
             fetch_session_cache_slots: 1000,
             lagging_followers: false,
+            sasl: SaslServerConfig::default(),
         }
     }
 }

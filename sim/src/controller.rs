@@ -293,6 +293,12 @@ impl ClusterState {
         Some((state.leader, state.leader_epoch))
     }
 
+    /// Sets `user`'s SASL password (PLAIN and SCRAM, salts from the cluster's seeded RNG),
+    /// creating the user if needed; `kafka-configs --alter --add-config SCRAM-SHA-…`.
+    pub fn sasl_set_password(&mut self, user: &str, password: &str) {
+        self.config.sasl.add_user(user, password, &mut self.rng);
+    }
+
     /// A broker stopped: it leaves every ISR, and each partition it led elects the next live
     /// in-sync replica (or goes offline), with an epoch bump.
     pub fn broker_stopped(&mut self, node_id: i32) {

@@ -9,7 +9,8 @@ use crate::broker::dispatch::RequestCtx;
 use crate::broker::Broker;
 
 /// Every API we serve, at every version `kafka-protocol` supports (which match Kafka 4.x's).
-const BROKER_APIS: [(ApiKey, VersionRange); 11] = [
+/// SaslHandshake and SaslAuthenticate are listed on every listener, as Kafka does.
+const BROKER_APIS: [(ApiKey, VersionRange); 13] = [
     (ApiKey::Produce, ProduceRequest::VERSIONS),
     (ApiKey::Fetch, FetchRequest::VERSIONS),
     (ApiKey::ListOffsets, ListOffsetsRequest::VERSIONS),
@@ -24,6 +25,8 @@ const BROKER_APIS: [(ApiKey, VersionRange); 11] = [
     ),
     (ApiKey::CreatePartitions, CreatePartitionsRequest::VERSIONS),
     (ApiKey::InitProducerId, InitProducerIdRequest::VERSIONS),
+    (ApiKey::SaslHandshake, SaslHandshakeRequest::VERSIONS),
+    (ApiKey::SaslAuthenticate, SaslAuthenticateRequest::VERSIONS),
 ];
 
 /// Offered only when a group coordinator is plugged in.

@@ -1,0 +1,207 @@
+//! SASL on the simulated brokers' listeners: the server side of Kafka's
+//! `SaslServerAuthenticator` (SaslHandshake v0/v1, SaslAuthenticate v0–v2, KIP-368 session
+//! lifetimes) with the PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER (unsecured JWS) mechanisms.
+//!
+//! - [`SaslServerConfig`]: `sasl.enabled.mechanisms`, `connections.max.reauth.ms`, the users
+//!   and their credentials, the unsecured validator's options. It lives in the cluster's
+//!   [`ClusterConfig`](crate::config::ClusterConfig), so faults can change it at run time
+//!   (a password rotated, a user deleted, a shorter session lifetime).
+//! - [`authenticator`]: the per-connection state machine, sans-IO; the connection task feeds
+//!   it frames and does what it answers.
+//! - [`plain`], [`scram`], [`oauthbearer`]: each mechanism's server, sans-IO.
+
+pub(crate) mod authenticator;
+pub(crate) mod oauthbearer;
+pub(crate) mod plain;
+pub(crate) mod scram;
+
+use std::collections::BTreeMap;
+
+use kafka_consumer::rt::SeededRng;
+use rand::RngCore;
+
+pub use scram::{ScramCredential, ScramMechanism};
+
+/// Kafka's `ScramMechanism.minIterations()`; also the iteration count [`SaslServerConfig::add_user`]
+/// uses (Kafka's `kafka-configs --add-config SCRAM-SHA-256=[password=…]` default).
+pub const SCRAM_DEFAULT_ITERATIONS: u32 = 4096;
+
+/// The security protocol of the brokers' listener (`listeners=NAME://…` with
+/// `listener.security.protocol.map`). SSL listeners are not modelled (see `sim/FIDELITY.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListenerProtocol {
+    /// `PLAINTEXT`: no authentication; SaslHandshake is answered ILLEGAL_SASL_STATE.
+    #[default]
+    Plaintext,
+    /// `SASL_PLAINTEXT`: every connection authenticates before any request but ApiVersions.
+    SaslPlaintext,
+}
+
+/// One user's credentials: Kafka keeps PLAIN passwords in the broker's JAAS file
+/// (`user_<name>="…"`) and SCRAM credentials (salt, iterations, stored and server keys, never
+/// the password) in the cluster metadata; here both live in one store.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslUser {
+    /// PLAIN's password, if the user may use PLAIN.
+    pub plain_password: Option<String>,
+    /// SCRAM credentials per mechanism.
+    pub scram: BTreeMap<ScramMechanism, ScramCredential>,
+}
+
+impl std::fmt::Debug for SaslUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslUser")
+            .field("plain_password", &self.plain_password.as_ref().map(|_| "[redacted]"))
+            .field("scram", &self.scram.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The options of Kafka's `OAuthBearerUnsecuredValidatorCallbackHandler`
+/// (`unsecuredValidator*` JAAS options).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsecuredValidatorConfig {
+    /// `unsecuredValidatorPrincipalClaimName` (default `sub`).
+    pub principal_claim_name: String,
+    /// `unsecuredValidatorScopeClaimName` (default `scope`).
+    pub scope_claim_name: String,
+    /// `unsecuredValidatorRequiredScope`: every element must be in the token's scope.
+    pub required_scope: Vec<String>,
+    /// `unsecuredValidatorAllowableClockSkewMs` (default 0).
+    pub allowable_clock_skew_ms: i64,
+}
+
+impl Default for UnsecuredValidatorConfig {
+    fn default() -> Self {
+        Self {
+            principal_claim_name: "sub".to_owned(),
+            scope_claim_name: "scope".to_owned(),
+            required_scope: Vec::new(),
+            allowable_clock_skew_ms: 0,
+        }
+    }
+}
+
+/// The brokers' SASL settings, named after Kafka's broker configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslServerConfig {
+    /// The listener's security protocol.
+    pub protocol: ListenerProtocol,
+    /// `sasl.enabled.mechanisms`, in the order the handshake response lists them.
+    pub enabled_mechanisms: Vec<String>,
+    /// `connections.max.reauth.ms` (KIP-368); 0 = sessions do not expire (unless an
+    /// OAUTHBEARER token does).
+    pub connections_max_reauth_ms: i64,
+    /// Users by name.
+    pub users: BTreeMap<String, SaslUser>,
+    /// OAUTHBEARER's validator.
+    pub oauthbearer: UnsecuredValidatorConfig,
+}
+
+impl Default for SaslServerConfig {
+    fn default() -> Self {
+        Self {
+            protocol: ListenerProtocol::Plaintext,
+            enabled_mechanisms: ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+                .map(str::to_owned)
+                .to_vec(),
+            connections_max_reauth_ms: 0,
+            users: BTreeMap::new(),
+            oauthbearer: UnsecuredValidatorConfig::default(),
+        }
+    }
+}
+
+impl SaslServerConfig {
+    /// A SASL_PLAINTEXT listener with every mechanism enabled and no users yet.
+    pub fn sasl_plaintext() -> Self {
+        Self {
+            protocol: ListenerProtocol::SaslPlaintext,
+            ..Self::default()
+        }
+    }
+
+    /// Adds (or replaces) `name` with `password` for PLAIN and both SCRAM mechanisms, the SCRAM
+    /// credentials salted from `rng` with [`SCRAM_DEFAULT_ITERATIONS`] (as `kafka-configs
+    /// --alter --add-config 'SCRAM-SHA-256=[password=…]'` does with a random salt).
+    pub fn add_user(&mut self, name: &str, password: &str, rng: &mut SeededRng) {
+        let mut scram = BTreeMap::new();
+        for mechanism in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
+            let mut salt = [0u8; 16];
+            rng.fill_bytes(&mut salt);
+            scram.insert(
+                mechanism,
+                ScramCredential::new(mechanism, password, &salt, SCRAM_DEFAULT_ITERATIONS),
+            );
+        }
+        self.users.insert(
+            name.to_owned(),
+            SaslUser {
+                plain_password: Some(password.to_owned()),
+                scram,
+            },
+        );
+    }
+
+    /// Removes `name`: its next authentication fails as for an unknown user.
+    pub fn delete_user(&mut self, name: &str) -> bool {
+        self.users.remove(name).is_some()
+    }
+
+    /// Whether connections must authenticate.
+    pub fn requires_sasl(&self) -> bool {
+        self.protocol == ListenerProtocol::SaslPlaintext
+    }
+}
+
+/// Why a mechanism refused the client's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MechanismError {
+    /// Kafka's `SaslAuthenticationException`: its message goes to the client as is.
+    Authentication(String),
+    /// Kafka's `SaslException`: the client gets the generic "invalid credentials" message
+    /// (the detail could tell whether the user exists); the detail is only logged.
+    Sasl(String),
+}
+
+/// What a mechanism answered to one client message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Evaluated {
+    /// The bytes for the client (possibly empty).
+    pub challenge: Vec<u8>,
+    /// Set once the exchange completed successfully.
+    pub completed: Option<Completed>,
+}
+
+/// A successful authentication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Completed {
+    /// The authenticated principal's name (`User:<name>`).
+    pub principal: String,
+    /// When the credential expires (Unix ms): an OAUTHBEARER token's `exp`; KIP-368 caps the
+    /// session there.
+    pub credential_expires_at_ms: Option<i64>,
+}
+
+/// One mechanism's server, a state machine fed the client's messages.
+pub(crate) trait MechanismServer: Send {
+    /// Evaluates one client message at wall-clock `now_ms` against `config`'s credentials.
+    fn evaluate(
+        &mut self,
+        response: &[u8],
+        now_ms: i64,
+        config: &SaslServerConfig,
+        rng: &mut SeededRng,
+    ) -> Result<Evaluated, MechanismError>;
+}
+
+/// The server for an enabled mechanism's name, if we implement it.
+pub(crate) fn server_for(mechanism: &str) -> Option<Box<dyn MechanismServer>> {
+    match mechanism {
+        "PLAIN" => Some(Box::new(plain::PlainServer::default())),
+        "SCRAM-SHA-256" => Some(Box::new(scram::ScramServer::new(ScramMechanism::Sha256))),
+        "SCRAM-SHA-512" => Some(Box::new(scram::ScramServer::new(ScramMechanism::Sha512))),
+        "OAUTHBEARER" => Some(Box::new(oauthbearer::OAuthBearerServer::default())),
+        _ => None,
+    }
+}
