@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::ClusterConfig;
+use crate::sasl::{AuthEvent, AuthEventKind};
 use crate::log::PartitionLog;
 
 /// Kafka's group offsets topic.
@@ -371,6 +372,8 @@ struct Inner {
     start: Instant,
     /// The last connection id handed out, cluster-wide (see [`Controller::next_connection_id`]).
     connections: AtomicU64,
+    /// Every SASL authentication event of every broker, in order.
+    auth_events: Mutex<Vec<AuthEvent>>,
 }
 
 impl Controller {
@@ -413,6 +416,7 @@ impl Controller {
                 changes,
                 start: Instant::now(),
                 connections: AtomicU64::new(0),
+                auth_events: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -422,6 +426,31 @@ impl Controller {
     /// id (Kafka's `RequestContext.connectionId` names a connection; this one also orders them).
     pub fn next_connection_id(&self) -> u64 {
         self.inner.connections.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records a broker's SASL authentication event.
+    pub(crate) fn record_auth(&self, broker: i32, connection_id: u64, kind: AuthEventKind) {
+        let at_ms = self.now_ms();
+        self.inner
+            .auth_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(AuthEvent {
+                at_ms,
+                broker,
+                connection_id,
+                kind,
+            });
+    }
+
+    /// Every SASL authentication event so far (handshakes, successes, failures, expired
+    /// sessions closed), in order.
+    pub fn auth_events(&self) -> Vec<AuthEvent> {
+        self.inner
+            .auth_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Reads the state; do not hold across an await.

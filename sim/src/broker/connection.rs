@@ -22,7 +22,7 @@ use super::dispatch::{self, ClientInfo, Outcome};
 use super::wire_tap::WireKind;
 use super::{stopped, Broker};
 use crate::sasl::authenticator::{Action, Authenticator, Env};
-use crate::sasl::SaslServerConfig;
+use crate::sasl::{AuthEventKind, SaslServerConfig};
 
 /// SaslHandshake's and SaslAuthenticate's API keys.
 const SASL_HANDSHAKE: i16 = 17;
@@ -123,6 +123,7 @@ struct Sasl {
     /// The cluster's SASL settings, re-read for every frame of an authentication.
     config: SaslServerConfig,
     rng: SeededRng,
+    connection_id: u64,
 }
 
 impl Sasl {
@@ -134,6 +135,7 @@ impl Sasl {
         };
         config.requires_sasl().then(|| Self {
             authenticator: Authenticator::default(),
+            connection_id,
             config,
             rng: SeededRng::seed_from_u64(
                 seed ^ connection_id.rotate_left(17) ^ u64::from(broker.node_id as u32),
@@ -158,10 +160,14 @@ impl Sasl {
                     tokio::time::sleep(Duration::from_millis(decision.hold_ms)).await;
                 }
                 if decision.lose {
+                    self.record(broker, vec![AuthEventKind::Failed { code: None }]);
                     return Action::Close;
                 }
                 if let Some(code) = decision.error {
-                    return self.authenticator.injected_failure(frame, code);
+                    let action = self.authenticator.injected_failure(frame, code);
+                    let events = self.authenticator.take_events();
+                    self.record(broker, events);
+                    return action;
                 }
             }
         }
@@ -171,6 +177,17 @@ impl Sasl {
             generation: broker.faults.sasl_generation(broker.node_id),
             rng: &mut self.rng,
         };
-        self.authenticator.on_frame(frame, &mut env)
+        let action = self.authenticator.on_frame(frame, &mut env);
+        let events = self.authenticator.take_events();
+        self.record(broker, events);
+        action
+    }
+
+    fn record(&self, broker: &Broker, events: Vec<AuthEventKind>) {
+        for kind in events {
+            broker
+                .controller
+                .record_auth(broker.node_id, self.connection_id, kind);
+        }
     }
 }

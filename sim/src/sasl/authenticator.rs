@@ -27,7 +27,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Message, StrBytes};
 
-use super::{server_for, MechanismError, MechanismServer, SaslServerConfig};
+use super::{server_for, AuthEventKind, MechanismError, MechanismServer, SaslServerConfig};
 use crate::broker::dispatch::{encode_body, frame_response};
 
 /// Kafka's `SaslAuthenticate`/`SaslHandshake` error codes.
@@ -103,6 +103,10 @@ pub(crate) struct Authenticator {
     state: State,
     /// The session being re-authenticated.
     previous: Option<Session>,
+    /// What happened since [`Authenticator::take_events`] was last called.
+    events: Vec<AuthEventKind>,
+    /// The error code of the failure response being sent.
+    failure_code: Option<i16>,
 }
 
 /// A request's header fields the authenticator needs.
@@ -135,6 +139,8 @@ impl Default for Authenticator {
         Self {
             state: State::HandshakeOrVersions,
             previous: None,
+            events: Vec::new(),
+            failure_code: None,
         }
     }
 }
@@ -160,10 +166,39 @@ impl Authenticator {
         matches!(self.state, State::Authenticate { raw: true, .. })
     }
 
+    /// What happened since the last call (for the cluster's [`AuthEvent`](super::AuthEvent)s).
+    pub(crate) fn take_events(&mut self) -> Vec<AuthEventKind> {
+        std::mem::take(&mut self.events)
+    }
+
     /// Decides about one frame (without its length prefix).
     pub(crate) fn on_frame(&mut self, frame: &Bytes, env: &mut Env<'_>) -> Action {
         let state = std::mem::replace(&mut self.state, State::Failed);
+        let was_exchanging = !matches!(state, State::Complete(_) | State::Failed);
+        let was_failed = matches!(state, State::Failed);
         let (next, action) = self.step(state, frame, env);
+        if let State::Complete(session) = &next {
+            if was_exchanging {
+                self.events.push(AuthEventKind::Authenticated {
+                    principal: session.principal.clone(),
+                    session_lifetime_ms: session
+                        .expires_at_ms
+                        .map_or(0, |at| (at - env.now_ms).max(0)),
+                    reauthentication: session.reauth_started_ms.is_some(),
+                });
+            }
+        }
+        if matches!(next, State::Failed) && !was_failed {
+            let code = match &action {
+                Action::FailAndClose(code) => Some(*code),
+                _ => self.failure_code.take(),
+            };
+            self.events.push(if was_exchanging {
+                AuthEventKind::Failed { code }
+            } else {
+                AuthEventKind::ExpiredClosed
+            });
+        }
         self.state = next;
         action
     }
@@ -264,6 +299,7 @@ impl Authenticator {
             let response = SaslHandshakeResponse::default()
                 .with_error_code(UNSUPPORTED_SASL_MECHANISM)
                 .with_mechanisms(enabled);
+            self.failure_code = Some(UNSUPPORTED_SASL_MECHANISM);
             return (
                 State::Failed,
                 respond(header, ApiKey::SaslHandshake, &response, true),
@@ -271,6 +307,10 @@ impl Authenticator {
         };
         let response = SaslHandshakeResponse::default().with_mechanisms(enabled);
         let action = respond(header, ApiKey::SaslHandshake, &response, false);
+        self.events.push(AuthEventKind::Started {
+            mechanism: mechanism.clone(),
+            reauthentication: self.previous.is_some(),
+        });
         if let Some(previous) = &self.previous {
             if previous.mechanism != mechanism {
                 let message = format!(
@@ -334,7 +374,10 @@ impl Authenticator {
                     .with_session_lifetime_ms(lifetime_ms);
                 (State::Complete(session), respond(header, api, &response, false))
             }
-            Err(message) => failed(message),
+            Err(message) => {
+                self.failure_code = Some(SASL_AUTHENTICATION_FAILED);
+                failed(message)
+            }
         }
     }
 
@@ -426,6 +469,7 @@ impl Authenticator {
     /// the connection closes (as a refused authentication does).
     pub(crate) fn injected_failure(&mut self, frame: &Bytes, code: i16) -> Action {
         self.state = State::Failed;
+        self.events.push(AuthEventKind::Failed { code: Some(code) });
         let Some(header) = peek_header(frame) else {
             return Action::Close;
         };

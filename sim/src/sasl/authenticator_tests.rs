@@ -318,3 +318,47 @@ fn injected_failures_answer_and_close() {
     assert_eq!(handshake_response(&action).error_code, SASL_AUTHENTICATION_FAILED);
     assert_eq!(h.handshake("PLAIN", 1), Action::Close);
 }
+
+#[test]
+fn events_say_what_happened() {
+    let mut h = Harness::new();
+    h.config.connections_max_reauth_ms = 10_000;
+    h.login("alice-secret");
+    h.now_ms += 9_000;
+    h.login("alice-secret");
+    h.now_ms += 20_000;
+    h.send(&frame(&MetadataRequest::default(), 12, 3));
+    assert_eq!(
+        h.auth.take_events(),
+        vec![
+            AuthEventKind::Started {
+                mechanism: "PLAIN".to_owned(),
+                reauthentication: false
+            },
+            AuthEventKind::Authenticated {
+                principal: "alice".to_owned(),
+                session_lifetime_ms: 10_000,
+                reauthentication: false
+            },
+            AuthEventKind::Started {
+                mechanism: "PLAIN".to_owned(),
+                reauthentication: true
+            },
+            AuthEventKind::Authenticated {
+                principal: "alice".to_owned(),
+                session_lifetime_ms: 10_000,
+                reauthentication: true
+            },
+            AuthEventKind::ExpiredClosed,
+        ]
+    );
+    let mut h = Harness::new();
+    h.handshake("PLAIN", 1);
+    h.authenticate(b"\0alice\0wrong", 2);
+    assert_eq!(
+        h.auth.take_events().last(),
+        Some(&AuthEventKind::Failed {
+            code: Some(SASL_AUTHENTICATION_FAILED)
+        })
+    );
+}

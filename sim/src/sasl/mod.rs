@@ -154,6 +154,50 @@ impl SaslServerConfig {
     }
 }
 
+/// What a broker's authenticator did, for tests and checkers (Kafka's
+/// `successful-authentication-total`, `failed-authentication-total`,
+/// `successful-reauthentication-total` and `expired-connections-killed-count` metrics, per event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthEvent {
+    /// Virtual ms since the cluster was built.
+    pub at_ms: u64,
+    /// The broker.
+    pub broker: i32,
+    /// The connection ([`crate::controller::Controller::next_connection_id`]).
+    pub connection_id: u64,
+    /// What happened.
+    pub kind: AuthEventKind,
+}
+
+/// See [`AuthEvent`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthEventKind {
+    /// A SaslHandshake for an enabled mechanism started an (re-)authentication.
+    Started {
+        /// The mechanism.
+        mechanism: String,
+        /// Whether it re-authenticates an authenticated connection (KIP-368).
+        reauthentication: bool,
+    },
+    /// The exchange completed.
+    Authenticated {
+        /// The principal.
+        principal: String,
+        /// What SaslAuthenticate told the client (0: no limit).
+        session_lifetime_ms: i64,
+        /// Whether it was a re-authentication.
+        reauthentication: bool,
+    },
+    /// The exchange failed (refused credentials, unsupported mechanism, illegal state, an
+    /// injected error); the connection closes.
+    Failed {
+        /// The error code sent, if any.
+        code: Option<i16>,
+    },
+    /// A request arrived on an expired session; the connection was closed.
+    ExpiredClosed,
+}
+
 /// Why a mechanism refused the client's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum MechanismError {
