@@ -285,9 +285,9 @@ impl Authenticator {
         let mechanism = request.mechanism.to_string();
         let enabled: Vec<StrBytes> = env
             .config
-            .enabled_mechanisms
-            .iter()
-            .map(|m| StrBytes::from_string(m.clone()))
+            .listed_mechanisms()
+            .into_iter()
+            .map(StrBytes::from_string)
             .collect();
         let server = env
             .config
@@ -446,7 +446,7 @@ impl Authenticator {
             }
         }
         // ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs.
-        let max_reauth_ms = env.config.connections_max_reauth_ms;
+        let max_reauth_ms = env.config.max_reauth_ms(mechanism);
         let expires_at_ms = match (completed.credential_expires_at_ms, max_reauth_ms > 0) {
             (None, false) => None,
             (None, true) => Some(env.now_ms + max_reauth_ms),

@@ -362,3 +362,11 @@ fn events_say_what_happened() {
         })
     );
 }
+
+#[test]
+fn a_per_mechanism_max_reauth_overrides_the_listener_one() {
+    let mut h = Harness::new();
+    h.config.connections_max_reauth_ms = 10_000;
+    h.config.max_reauth_ms_by_mechanism.insert("PLAIN".to_owned(), 3_000);
+    assert_eq!(h.login("alice-secret").session_lifetime_ms, 3_000);
+}

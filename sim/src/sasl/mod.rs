@@ -18,7 +18,6 @@ pub(crate) mod scram;
 use std::collections::BTreeMap;
 
 use kafka_consumer::rt::SeededRng;
-use rand::RngCore;
 
 pub use scram::{ScramCredential, ScramMechanism};
 
@@ -92,6 +91,9 @@ pub struct SaslServerConfig {
     /// `connections.max.reauth.ms` (KIP-368); 0 = sessions do not expire (unless an
     /// OAUTHBEARER token does).
     pub connections_max_reauth_ms: i64,
+    /// `listener.name.<listener>.<mechanism>.connections.max.reauth.ms`: per-mechanism
+    /// overrides of `connections_max_reauth_ms`.
+    pub max_reauth_ms_by_mechanism: BTreeMap<String, i64>,
     /// Users by name.
     pub users: BTreeMap<String, SaslUser>,
     /// OAUTHBEARER's validator.
@@ -106,6 +108,7 @@ impl Default for SaslServerConfig {
                 .map(str::to_owned)
                 .to_vec(),
             connections_max_reauth_ms: 0,
+            max_reauth_ms_by_mechanism: BTreeMap::new(),
             users: BTreeMap::new(),
             oauthbearer: UnsecuredValidatorConfig::default(),
         }
@@ -127,8 +130,8 @@ impl SaslServerConfig {
     pub fn add_user(&mut self, name: &str, password: &str, rng: &mut SeededRng) {
         let mut scram = BTreeMap::new();
         for mechanism in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
-            let mut salt = [0u8; 16];
-            rng.fill_bytes(&mut salt);
+            // Kafka's `ScramFormatter.secureRandomBytes`: a random base-36 string's bytes.
+            let salt = scram::secure_random_string(rng).into_bytes();
             scram.insert(
                 mechanism,
                 ScramCredential::new(mechanism, password, &salt, SCRAM_DEFAULT_ITERATIONS),
@@ -148,10 +151,54 @@ impl SaslServerConfig {
         self.users.remove(name).is_some()
     }
 
+    /// `connections.max.reauth.ms` for sessions of `mechanism`.
+    pub fn max_reauth_ms(&self, mechanism: &str) -> i64 {
+        self.max_reauth_ms_by_mechanism
+            .get(mechanism)
+            .copied()
+            .unwrap_or(self.connections_max_reauth_ms)
+    }
+
+    /// `sasl.enabled.mechanisms` in the order Kafka's SaslHandshake response lists them: the
+    /// broker copies the configured list into a `java.util.HashSet` and back
+    /// (`SaslServerAuthenticator`), so the order is that set's iteration order, not the
+    /// configured one.
+    pub fn listed_mechanisms(&self) -> Vec<String> {
+        java_hash_set_order(&self.enabled_mechanisms)
+    }
+
     /// Whether connections must authenticate.
     pub fn requires_sasl(&self) -> bool {
         self.protocol == ListenerProtocol::SaslPlaintext
     }
+}
+
+/// The iteration order of `new HashSet<>(list)` in Java: duplicates dropped, buckets in
+/// ascending order of `(h ^ h >>> 16) & (capacity - 1)` over `String.hashCode`, insertion order
+/// within a bucket; capacity is the power of two at least `max(len / 0.75 + 1, 16)`.
+fn java_hash_set_order(list: &[String]) -> Vec<String> {
+    let mut unique: Vec<&String> = Vec::new();
+    for name in list {
+        if !unique.contains(&name) {
+            unique.push(name);
+        }
+    }
+    let wanted = ((list.len() as f64 / 0.75) as usize + 1).max(16);
+    let capacity = wanted.next_power_of_two() as u32;
+    let bucket = |name: &str| {
+        let hash = name
+            .encode_utf16()
+            .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+            as u32;
+        (hash ^ (hash >> 16)) & (capacity - 1)
+    };
+    let mut ordered: Vec<(u32, usize, &String)> = unique
+        .into_iter()
+        .enumerate()
+        .map(|(position, name)| (bucket(name), position, name))
+        .collect();
+    ordered.sort();
+    ordered.into_iter().map(|(_, _, name)| name.clone()).collect()
 }
 
 /// What a broker's authenticator did, for tests and checkers (Kafka's
@@ -247,5 +294,25 @@ pub(crate) fn server_for(mechanism: &str) -> Option<Box<dyn MechanismServer>> {
         "SCRAM-SHA-512" => Some(Box::new(scram::ScramServer::new(ScramMechanism::Sha512))),
         "OAUTHBEARER" => Some(Box::new(oauthbearer::OAuthBearerServer::default())),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mechanisms_are_listed_in_java_hash_set_order() {
+        // As Kafka 4.1 answers for `sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,
+        // OAUTHBEARER` (checked by the differential test against the real broker).
+        assert_eq!(
+            SaslServerConfig::default().listed_mechanisms(),
+            ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256", "OAUTHBEARER"]
+        );
+        let config = SaslServerConfig {
+            enabled_mechanisms: vec!["PLAIN".to_owned(), "PLAIN".to_owned()],
+            ..SaslServerConfig::default()
+        };
+        assert_eq!(config.listed_mechanisms(), ["PLAIN"]);
     }
 }

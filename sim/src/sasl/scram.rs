@@ -176,7 +176,7 @@ impl ScramServer {
                 self.mechanism.name()
             )));
         }
-        let nonce = format!("{}{}", first.nonce, server_nonce(rng));
+        let nonce = format!("{}{}", first.nonce, secure_random_string(rng));
         let server_first = format!(
             "r={nonce},s={},i={}",
             BASE64.encode(&credential.salt),
@@ -352,17 +352,32 @@ fn unescape_sasl_name(name: &str) -> String {
     name.replace("=2C", ",").replace("=3D", "=")
 }
 
-/// Kafka's `ScramFormatter.secureRandomString`: 130 random bits in base 36.
-fn server_nonce(rng: &mut SeededRng) -> String {
+/// Kafka's `ScramFormatter.secureRandomString`: `new BigInteger(130, random).toString(36)`, a
+/// uniformly random 130-bit number in base 36 (so usually 25 or 26 digits). Used for server
+/// nonces and, as its UTF-8 bytes, for salts (`secureRandomBytes`).
+pub(crate) fn secure_random_string(rng: &mut SeededRng) -> String {
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut value = u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64());
-    let mut out = Vec::new();
-    while value > 0 {
-        out.push(DIGITS[(value % 36) as usize]);
-        value /= 36;
+    // Little-endian 32-bit limbs of a 130-bit number.
+    let mut limbs = [0u32; 5];
+    for limb in limbs.iter_mut().take(4) {
+        *limb = rng.next_u32();
     }
-    out.push(DIGITS[(rng.next_u32() % 36) as usize]);
-    String::from_utf8(out).unwrap_or_default()
+    limbs[4] = rng.next_u32() & 0b11;
+    let mut digits = Vec::new();
+    while limbs.iter().any(|&l| l != 0) {
+        let mut remainder = 0u64;
+        for limb in limbs.iter_mut().rev() {
+            let value = (remainder << 32) | u64::from(*limb);
+            *limb = (value / 36) as u32;
+            remainder = value % 36;
+        }
+        digits.push(DIGITS[remainder as usize]);
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -504,6 +519,21 @@ mod tests {
             &mut SeededRng::seed_from_u64(3),
         );
         assert!(matches!(refused, Err(MechanismError::Authentication(m)) if m.contains("authorization id")));
+    }
+
+    #[test]
+    fn random_strings_are_base36_of_130_bits() {
+        let mut rng = SeededRng::seed_from_u64(11);
+        let lengths: std::collections::BTreeSet<usize> = (0..500)
+            .map(|_| {
+                let s = secure_random_string(&mut rng);
+                assert!(s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()), "{s}");
+                // 36^26 > 2^130 > 36^25: at most 26 digits.
+                assert!(s.len() <= 26, "{s}");
+                s.len()
+            })
+            .collect();
+        assert!(lengths.contains(&26) && lengths.contains(&25), "{lengths:?}");
     }
 
     #[test]
