@@ -180,6 +180,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: own::seek_reset::NAME,
             build: own::seek_reset::scenario,
         },
+        ScenarioInfo {
+            name: families::auth::NAME,
+            build: families::auth::scenario,
+        },
     ]
 }
 

@@ -5,6 +5,7 @@
 use sim::check::CheckerSet;
 use sim::fault::FaultPlan;
 use sim::history::Tp;
+use sim::sasl::SaslServerConfig;
 
 use crate::app::{AppBehaviour, UserSeek};
 use crate::legacy::LegacyVersion;
@@ -22,6 +23,9 @@ pub struct ClusterSpec {
     /// KIP-848 broker settings `group.consumer.heartbeat.interval.ms` and
     /// `group.consumer.session.timeout.ms`; `None` keeps Kafka's defaults (5 s, 45 s).
     pub kip848_timeouts_ms: Option<(i32, i32)>,
+    /// The brokers' SASL listener (mechanisms, users, `connections.max.reauth.ms`); `None`
+    /// keeps PLAINTEXT. Subjects then need the matching `security.protocol`/`sasl.*`.
+    pub sasl: Option<SaslServerConfig>,
 }
 
 /// One consumer under test: its configuration and its application's behaviour.
@@ -165,6 +169,7 @@ impl Scenario {
                     topics: Vec::new(),
                     offsets_partitions: 1,
                     kip848_timeouts_ms: None,
+                    sasl: None,
                 },
                 subjects: Vec::new(),
                 producers: Vec::new(),

@@ -120,6 +120,14 @@ pub enum ViolationKind {
     /// earlier state (an automatic reset, a validation, an earlier seek) overwrote it
     /// (KAFKA-7703).
     SeekOverridden,
+    /// A broker saw more SASL authentications per second than the members' reconnect
+    /// backoff allows: a client retrying refused credentials (or re-authenticating) in a loop.
+    AuthenticationStorm,
+    /// `poll` failed with an authentication error while the credentials were right.
+    AuthenticationErrorUnexpected,
+    /// The credentials were wrong for a whole window in which the member kept polling, and no
+    /// `poll` reported it: the consumer spun silently on refused authentications.
+    AuthenticationErrorMissing,
 }
 
 /// One broken invariant, located in virtual time.
