@@ -17,8 +17,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::config::ClusterConfig;
-use crate::sasl::{AuthEvent, AuthEventKind};
 use crate::log::PartitionLog;
+use crate::sasl::{AuthEvent, AuthEventKind};
 
 /// Kafka's group offsets topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

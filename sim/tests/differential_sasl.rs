@@ -65,7 +65,11 @@ fn setup() -> Option<Setup> {
 /// A simulated broker configured like the harness's SASL_PLAINTEXT listener.
 async fn simulated(setup: &Setup) -> LocalCluster {
     let mut sasl = SaslServerConfig::sasl_plaintext();
-    sasl.add_user(&setup.user, &setup.password, &mut SeededRng::seed_from_u64(1));
+    sasl.add_user(
+        &setup.user,
+        &setup.password,
+        &mut SeededRng::seed_from_u64(1),
+    );
     sasl.max_reauth_ms_by_mechanism
         .insert("OAUTHBEARER".to_owned(), 3_000);
     LocalCluster::start(LocalClusterOptions {
@@ -138,10 +142,12 @@ impl Raw {
         request.encode(&mut body, version).unwrap();
         self.write_frame(&body).await;
         let Some(mut frame) = self.read_frame().await else {
-            self.transcript.push(format!("api {} v{version}: closed", R::KEY));
+            self.transcript
+                .push(format!("api {} v{version}: closed", R::KEY));
             return None;
         };
-        let header = ResponseHeader::decode(&mut frame, R::Response::header_version(version)).unwrap();
+        let header =
+            ResponseHeader::decode(&mut frame, R::Response::header_version(version)).unwrap();
         assert_eq!(header.correlation_id, self.correlation_id);
         Some(R::Response::decode(&mut frame, version).unwrap())
     }
@@ -157,13 +163,16 @@ impl Raw {
                 .filter(|k| k.api_key == 17 || k.api_key == 36)
                 .map(|k| format!("{}:{}-{}", k.api_key, k.min_version, k.max_version))
                 .collect();
-            self.transcript
-                .push(format!("ApiVersions error={} sasl={sasl:?}", response.error_code));
+            self.transcript.push(format!(
+                "ApiVersions error={} sasl={sasl:?}",
+                response.error_code
+            ));
         }
     }
 
     async fn handshake(&mut self, mechanism: &'static str, version: i16) -> bool {
-        let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
+        let request =
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
         let Some(response) = self.exchange(version, &request).await else {
             return false;
         };
@@ -177,7 +186,8 @@ impl Raw {
 
     /// One SaslAuthenticate; the server's bytes if it succeeded.
     async fn authenticate(&mut self, bytes: &[u8], describe_bytes: bool) -> Option<Bytes> {
-        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(bytes));
+        let request =
+            SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(bytes));
         let response = self.exchange(2, &request).await?;
         let shown = if describe_bytes {
             String::from_utf8_lossy(&response.auth_bytes).into_owned()
@@ -195,7 +205,14 @@ impl Raw {
 
     /// A Metadata request (any topic list): noted as answered or closed.
     async fn metadata(&mut self) {
-        if self.exchange(12, &MetadataRequest::default().with_topics(Some(Vec::new()))).await.is_some() {
+        if self
+            .exchange(
+                12,
+                &MetadataRequest::default().with_topics(Some(Vec::new())),
+            )
+            .await
+            .is_some()
+        {
             self.transcript.push("Metadata: answered".to_owned());
         }
     }
@@ -247,10 +264,17 @@ impl Scram {
         let without_proof = format!("c=biws,r={}", field("r="));
         let auth_message = format!("{},{server_first},{without_proof}", self.bare);
         let signature = Self::hmac(&stored_key, auth_message.as_bytes());
-        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(k, s)| k ^ s).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
         let server_key = Self::hmac(&salted, b"Server Key");
         let expected = BASE64.encode(Self::hmac(&server_key, auth_message.as_bytes()));
-        (format!("{without_proof},p={}", BASE64.encode(proof)), format!("v={expected}"))
+        (
+            format!("{without_proof},p={}", BASE64.encode(proof)),
+            format!("v={expected}"),
+        )
     }
 }
 
@@ -260,11 +284,21 @@ impl Scram {
 fn scram_server_first_shape(client_first: &str, server_first: &str) -> String {
     let client_nonce = client_first.rsplit_once("r=").unwrap().1;
     let mut parts = server_first.split(',');
-    let nonce = parts.next().and_then(|p| p.strip_prefix("r=")).unwrap_or_default();
+    let nonce = parts
+        .next()
+        .and_then(|p| p.strip_prefix("r="))
+        .unwrap_or_default();
     let extension = nonce.strip_prefix(client_nonce).unwrap_or_default();
-    let salt = parts.next().and_then(|p| p.strip_prefix("s=")).unwrap_or_default();
+    let salt = parts
+        .next()
+        .and_then(|p| p.strip_prefix("s="))
+        .unwrap_or_default();
     let salt = BASE64.decode(salt).unwrap_or_default();
-    let base36 = |s: &[u8]| !s.is_empty() && s.iter().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
+    let base36 = |s: &[u8]| {
+        !s.is_empty()
+            && s.iter()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    };
     format!(
         "server-first: nonce extended by base-36={} salt base-36={} {}",
         base36(extension.as_bytes()),
@@ -279,7 +313,11 @@ fn plain(user: &str, password: &str) -> Vec<u8> {
 
 fn unsecured_token(sub: &str, lifetime_s: i64) -> String {
     let now_s = kafka_consumer::rt::wall_clock_ms() / 1000;
-    let claims = format!(r#"{{"sub":"{sub}","iat":{},"exp":{}}}"#, now_s - 10, now_s + lifetime_s);
+    let claims = format!(
+        r#"{{"sub":"{sub}","iat":{},"exp":{}}}"#,
+        now_s - 10,
+        now_s + lifetime_s
+    );
     format!(
         "{}.{}.",
         URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
@@ -322,7 +360,8 @@ async fn conversations(address: &str, user: &str, password: &str) -> Vec<Vec<Str
     // PLAIN, unknown user.
     conversation!(|raw| {
         raw.handshake("PLAIN", 1).await;
-        raw.authenticate(&plain("nobody-at-all", password), true).await;
+        raw.authenticate(&plain("nobody-at-all", password), true)
+            .await;
         raw.closed().await;
     });
     // An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled list, then closed.
@@ -357,17 +396,24 @@ async fn conversations(address: &str, user: &str, password: &str) -> Vec<Vec<Str
         raw.api_versions().await;
     });
     // SCRAM-SHA-256: right password (server signature checked), wrong password, unknown user.
-    for (who, secret) in [(user, password), (user, "wrong-password"), ("nobody-at-all", password)] {
+    for (who, secret) in [
+        (user, password),
+        (user, "wrong-password"),
+        ("nobody-at-all", password),
+    ] {
         conversation!(|raw| {
             raw.handshake("SCRAM-SHA-256", 1).await;
             let (scram, first) = Scram::first(who);
             if let Some(server_first) = raw.authenticate(first.as_bytes(), false).await {
                 let server_first = String::from_utf8(server_first.to_vec()).unwrap();
-                raw.transcript.push(scram_server_first_shape(&first, &server_first));
+                raw.transcript
+                    .push(scram_server_first_shape(&first, &server_first));
                 let (last, expected) = scram.last(secret, &server_first);
                 if let Some(server_final) = raw.authenticate(last.as_bytes(), false).await {
-                    raw.transcript
-                        .push(format!("server signature verified={}", server_final == expected.as_bytes()));
+                    raw.transcript.push(format!(
+                        "server signature verified={}",
+                        server_final == expected.as_bytes()
+                    ));
                 }
             }
             raw.closed().await;
@@ -377,12 +423,14 @@ async fn conversations(address: &str, user: &str, password: &str) -> Vec<Vec<Str
     // document, then SASL_AUTHENTICATION_FAILED on the client's 0x01.
     conversation!(|raw| {
         raw.handshake("OAUTHBEARER", 1).await;
-        raw.authenticate(&oauth_initial(&unsecured_token(user, 3600)), true).await;
+        raw.authenticate(&oauth_initial(&unsecured_token(user, 3600)), true)
+            .await;
         raw.metadata().await;
     });
     conversation!(|raw| {
         raw.handshake("OAUTHBEARER", 1).await;
-        raw.authenticate(&oauth_initial(&unsecured_token(user, -60)), true).await;
+        raw.authenticate(&oauth_initial(&unsecured_token(user, -60)), true)
+            .await;
         raw.authenticate(&[0x01], true).await;
         raw.closed().await;
     });
@@ -391,7 +439,8 @@ async fn conversations(address: &str, user: &str, password: &str) -> Vec<Vec<Str
         if raw.handshake("PLAIN", 0).await {
             raw.write_frame(&plain(user, password)).await;
             let answer = raw.read_frame().await;
-            raw.transcript.push(format!("raw answer={:?}", answer.map(|b| b.to_vec())));
+            raw.transcript
+                .push(format!("raw answer={:?}", answer.map(|b| b.to_vec())));
             raw.metadata().await;
         }
     });
@@ -408,7 +457,10 @@ async fn sasl_conversations_match_the_real_broker() {
     let real = conversations(&setup.real, &setup.user, &setup.password).await;
     let ours = conversations(&simulated_address, &setup.user, &setup.password).await;
     for (index, (real, ours)) in real.iter().zip(&ours).enumerate() {
-        assert_eq!(ours, real, "conversation {index}: simulated (left) vs real (right)");
+        assert_eq!(
+            ours, real,
+            "conversation {index}: simulated (left) vs real (right)"
+        );
     }
     assert_eq!(real.len(), ours.len());
     // The conversations exercised what they claim (a transcript equal to a broken real one would

@@ -35,7 +35,9 @@ async fn cluster(configure: impl FnOnce(&mut SaslServerConfig)) -> Arc<Cluster> 
         .build()
         .await;
     for partition in 0..2 {
-        let values: Vec<String> = (0..RECORDS / 2).map(|i| format!("p{partition}-{i}")).collect();
+        let values: Vec<String> = (0..RECORDS / 2)
+            .map(|i| format!("p{partition}-{i}"))
+            .collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
         cluster
             .controller()
@@ -53,7 +55,11 @@ fn base(bootstrap: &[String], group: &str) -> kafka_consumer::config::ConsumerCo
         .security_protocol(SecurityProtocol::SaslPlaintext)
 }
 
-fn password_config(bootstrap: &[String], mechanism: SaslMechanism, password: &str) -> ConsumerConfig {
+fn password_config(
+    bootstrap: &[String],
+    mechanism: SaslMechanism,
+    password: &str,
+) -> ConsumerConfig {
     base(bootstrap, "g")
         .sasl_password(mechanism, "alice", password)
         .build()
@@ -83,7 +89,9 @@ async fn consume(config: ConsumerConfig, want: usize, for_ms: u64) -> Result<Vec
     let deadline = Instant::now() + Duration::from_millis(for_ms);
     while Instant::now() < deadline && seen.len() < want {
         for record in consumer.poll(Duration::from_millis(200)).await?.iter() {
-            seen.push(String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned());
+            seen.push(
+                String::from_utf8_lossy(record.value.as_deref().unwrap_or_default()).into_owned(),
+            );
         }
     }
     let _ = consumer.close(Duration::from_secs(5)).await;
@@ -119,13 +127,21 @@ async fn consumes_everything_with(mechanism: SaslMechanism) {
     let cluster = cluster(|_| {}).await;
     let bootstrap = cluster.bootstrap_servers();
     let seen = on_client(async move {
-        consume(password_config(&bootstrap, mechanism, "alice-secret"), RECORDS, 30_000).await
+        consume(
+            password_config(&bootstrap, mechanism, "alice-secret"),
+            RECORDS,
+            30_000,
+        )
+        .await
     })
     .await
     .unwrap();
     assert_eq!(seen.len(), RECORDS, "{seen:?}");
     let logins = authenticated(&cluster);
-    assert!(!logins.is_empty() && logins.iter().all(|(p, _)| p == "alice"), "{logins:?}");
+    assert!(
+        !logins.is_empty() && logins.iter().all(|(p, _)| p == "alice"),
+        "{logins:?}"
+    );
     assert_eq!(failures(&cluster), 0);
 }
 
@@ -152,7 +168,10 @@ async fn oauthbearer_consumes_everything_and_the_token_bounds_the_session() {
         let mut provider = UnsecuredJwtProvider::new("alice");
         provider.scope = vec!["kafka".to_owned()];
         provider.lifetime_seconds = 600;
-        let config = base(&bootstrap, "g").sasl_oauthbearer(Arc::new(provider)).build().unwrap();
+        let config = base(&bootstrap, "g")
+            .sasl_oauthbearer(Arc::new(provider))
+            .build()
+            .unwrap();
         consume(config, RECORDS, 30_000).await
     })
     .await
@@ -164,7 +183,8 @@ async fn oauthbearer_consumes_everything_and_the_token_bounds_the_session() {
         .into_iter()
         .filter_map(|e| match e.kind {
             AuthEventKind::Authenticated {
-                session_lifetime_ms, ..
+                session_lifetime_ms,
+                ..
             } => Some(session_lifetime_ms),
             _ => None,
         })
@@ -201,7 +221,12 @@ async fn wrong_password_is_a_typed_error_without_a_retry_storm() {
     let bootstrap = cluster.bootstrap_servers();
     let started = Instant::now();
     let error = on_client(async move {
-        consume(password_config(&bootstrap, SaslMechanism::Plain, "wrong"), RECORDS, 30_000).await
+        consume(
+            password_config(&bootstrap, SaslMechanism::Plain, "wrong"),
+            RECORDS,
+            30_000,
+        )
+        .await
     })
     .await
     .unwrap_err();
@@ -215,13 +240,24 @@ async fn wrong_password_is_a_typed_error_without_a_retry_storm() {
         panic!("{error:?}");
     };
     assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
-    assert_eq!(message, "Authentication failed: Invalid username or password");
+    assert_eq!(
+        message,
+        "Authentication failed: Invalid username or password"
+    );
     assert_eq!(mechanism, "SASL/PLAIN");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(failures(&cluster) >= 1, "the broker refused the password");
     let seconds = started.elapsed().as_secs_f64().max(1.0);
     let rate = failures(&cluster) as f64 / seconds / 2.0;
-    assert!(rate <= 20.0, "{} failed authentications in {seconds} s", failures(&cluster));
+    assert!(
+        rate <= 20.0,
+        "{} failed authentications in {seconds} s",
+        failures(&cluster)
+    );
 }
 
 #[madsim::test]
@@ -234,7 +270,10 @@ async fn sessions_are_reauthenticated_before_they_expire_and_nothing_is_closed()
             for i in 0..10 {
                 tokio::time::sleep(Duration::from_millis(1_000)).await;
                 let value = format!("late-{i}");
-                cluster.controller().append("t", i % 2, support::batch(&[&value])).unwrap();
+                cluster
+                    .controller()
+                    .append("t", i % 2, support::batch(&[&value]))
+                    .unwrap();
             }
         })
     };
@@ -251,14 +290,20 @@ async fn sessions_are_reauthenticated_before_they_expire_and_nothing_is_closed()
     producer.await.unwrap();
     assert_eq!(seen.len(), RECORDS + 10, "{seen:?}");
     let reauths = authenticated(&cluster).iter().filter(|(_, re)| *re).count();
-    assert!(reauths >= 3, "{reauths} re-authentications in ~10 s of 2 s sessions");
+    assert!(
+        reauths >= 3,
+        "{reauths} re-authentications in ~10 s of 2 s sessions"
+    );
     let expired = cluster
         .controller()
         .auth_events()
         .iter()
         .filter(|e| e.kind == AuthEventKind::ExpiredClosed)
         .count();
-    assert_eq!(expired, 0, "the client re-authenticates before the broker must close");
+    assert_eq!(
+        expired, 0,
+        "the client re-authenticates before the broker must close"
+    );
     assert_eq!(failures(&cluster), 0);
 }
 
@@ -288,7 +333,13 @@ async fn a_password_rotated_mid_session_fails_the_reauthentication_with_a_typed_
     rotate.await.unwrap();
     let error = outcome.unwrap_err();
     assert!(
-        matches!(error, Error::Authentication { code: Some(ResponseError::SaslAuthenticationFailed), .. }),
+        matches!(
+            error,
+            Error::Authentication {
+                code: Some(ResponseError::SaslAuthenticationFailed),
+                ..
+            }
+        ),
         "{error:?}"
     );
 }
@@ -306,13 +357,20 @@ async fn expired_sessions_are_closed_and_the_consumer_reconnects_losing_nothing(
                     cluster.apply(&Fault::SaslExpireSessions { broker });
                 }
                 let value = format!("after-{at}");
-                cluster.controller().append("t", 0, support::batch(&[&value])).unwrap();
+                cluster
+                    .controller()
+                    .append("t", 0, support::batch(&[&value]))
+                    .unwrap();
             }
         })
     };
     let seen = on_client(async move {
-        consume(password_config(&bootstrap, SaslMechanism::Plain, "alice-secret"), RECORDS + 2, 30_000)
-            .await
+        consume(
+            password_config(&bootstrap, SaslMechanism::Plain, "alice-secret"),
+            RECORDS + 2,
+            30_000,
+        )
+        .await
     })
     .await
     .unwrap();
@@ -338,11 +396,19 @@ async fn a_broker_closing_during_the_handshake_is_retried() {
     }));
     let bootstrap = cluster.bootstrap_servers();
     let seen = on_client(async move {
-        consume(password_config(&bootstrap, SaslMechanism::ScramSha256, "alice-secret"), RECORDS, 30_000)
-            .await
+        consume(
+            password_config(&bootstrap, SaslMechanism::ScramSha256, "alice-secret"),
+            RECORDS,
+            30_000,
+        )
+        .await
     })
     .await
     .unwrap();
     assert_eq!(seen.len(), RECORDS);
-    assert_eq!(failures(&cluster), 3, "each lost answer closed one handshake");
+    assert_eq!(
+        failures(&cluster),
+        3,
+        "each lost answer closed one handshake"
+    );
 }

@@ -35,7 +35,9 @@ use sim::check::CheckerSet;
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 use sim::sasl::SaslServerConfig;
 
-use super::{between, coin, family_scenario, full_checks, knob_rng, pick, set, Family, GroupKnobs, BROKERS};
+use super::{
+    between, coin, family_scenario, full_checks, knob_rng, pick, set, Family, GroupKnobs, BROKERS,
+};
 use crate::checks::{AuthAttemptsBounded, AuthErrorsMatchCredentials};
 use crate::scenario::{PlannedFaults, Scenario};
 
@@ -117,7 +119,13 @@ pub fn draw(seed: u64) -> Draw {
         let to = from + between(&mut rng, 3_000, 8_000);
         let max_ms = between(&mut rng, 20, 200);
         plan.push((from, Fault::Latency { min_ms: 1, max_ms }));
-        plan.push((to, Fault::Latency { min_ms: 1, max_ms: 10 }));
+        plan.push((
+            to,
+            Fault::Latency {
+                min_ms: 1,
+                max_ms: 10,
+            },
+        ));
         last_ms = last_ms.max(to);
     }
     for _ in 0..rng.below_inclusive(2) {
@@ -258,10 +266,22 @@ mod tests {
             let draw = draw(seed);
             mechanisms.insert(draw.mechanism.name());
             for (at, fault) in &draw.plan {
-                assert!(*at <= draw.healed_at_ms, "seed {seed}: {fault:?} after the heal");
-                kinds.insert(format!("{fault:?}").split([' ', '(', '{']).next().unwrap().to_owned());
+                assert!(
+                    *at <= draw.healed_at_ms,
+                    "seed {seed}: {fault:?} after the heal"
+                );
+                kinds.insert(
+                    format!("{fault:?}")
+                        .split([' ', '(', '{'])
+                        .next()
+                        .unwrap()
+                        .to_owned(),
+                );
             }
-            assert!(draw.healed_at_ms + WITHIN_MS + 5_000 <= RUN_MS, "seed {seed}");
+            assert!(
+                draw.healed_at_ms + WITHIN_MS + 5_000 <= RUN_MS,
+                "seed {seed}"
+            );
             if let Some((from, to)) = draw.rotation {
                 rotations += 1;
                 assert!(!matches!(draw.mechanism, Mechanism::OAuthBearer { .. }));
@@ -287,9 +307,17 @@ mod tests {
         let scenario = scenario().for_seed(3);
         let draw = draw(3);
         for spec in &scenario.subjects {
-            let get = |key: &str| spec.properties.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+            let get = |key: &str| {
+                spec.properties
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.clone())
+            };
             assert_eq!(get("security.protocol").as_deref(), Some("SASL_PLAINTEXT"));
-            assert_eq!(get("sasl.mechanism").as_deref(), Some(draw.mechanism.name()));
+            assert_eq!(
+                get("sasl.mechanism").as_deref(),
+                Some(draw.mechanism.name())
+            );
             assert!(get("sasl.jaas.config").unwrap().contains(USER));
         }
         let sasl = scenario.cluster.sasl.unwrap();

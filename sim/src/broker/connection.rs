@@ -144,9 +144,7 @@ impl Sasl {
     }
 
     async fn on_frame(&mut self, broker: &Broker, frame: &Bytes) -> Action {
-        let api_key = frame
-            .get(..2)
-            .map(|k| i16::from_be_bytes([k[0], k[1]]));
+        let api_key = frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]]));
         let exchanging = !self.authenticator.is_complete();
         let sasl_api = !self.authenticator.expects_raw_token()
             && matches!(api_key, Some(SASL_HANDSHAKE | SASL_AUTHENTICATE));

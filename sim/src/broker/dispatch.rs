@@ -7,8 +7,8 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api;
-use crate::fault::Decision;
 use super::Broker;
+use crate::fault::Decision;
 
 /// Who is on the other end of a connection.
 pub(crate) struct ClientInfo {

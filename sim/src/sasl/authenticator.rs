@@ -225,7 +225,9 @@ impl Authenticator {
                     return (State::Failed, Action::Close);
                 };
                 match state {
-                    State::Complete(session) => self.authenticated(session, api, &header, frame, env),
+                    State::Complete(session) => {
+                        self.authenticated(session, api, &header, frame, env)
+                    }
                     State::HandshakeOrVersions | State::Handshake => {
                         let versions_allowed = matches!(state, State::HandshakeOrVersions);
                         match api {
@@ -355,7 +357,8 @@ impl Authenticator {
         };
         match self.evaluate(&mechanism, server.as_mut(), &request.auth_bytes, env) {
             Ok((challenge, None)) => {
-                let response = SaslAuthenticateResponse::default().with_auth_bytes(challenge.into());
+                let response =
+                    SaslAuthenticateResponse::default().with_auth_bytes(challenge.into());
                 (
                     State::Authenticate {
                         mechanism,
@@ -372,7 +375,10 @@ impl Authenticator {
                 let response = SaslAuthenticateResponse::default()
                     .with_auth_bytes(challenge.into())
                     .with_session_lifetime_ms(lifetime_ms);
-                (State::Complete(session), respond(header, api, &response, false))
+                (
+                    State::Complete(session),
+                    respond(header, api, &response, false),
+                )
             }
             Err(message) => {
                 self.failure_code = Some(SASL_AUTHENTICATION_FAILED);
@@ -451,7 +457,9 @@ impl Authenticator {
             (None, false) => None,
             (None, true) => Some(env.now_ms + max_reauth_ms),
             (Some(credential), false) => Some(credential.max(env.now_ms)),
-            (Some(credential), true) => Some(credential.min(env.now_ms + max_reauth_ms).max(env.now_ms)),
+            (Some(credential), true) => {
+                Some(credential.min(env.now_ms + max_reauth_ms).max(env.now_ms))
+            }
         };
         Ok((
             evaluated.challenge,

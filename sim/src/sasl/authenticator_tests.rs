@@ -60,12 +60,14 @@ impl Harness {
     }
 
     fn handshake(&mut self, mechanism: &'static str, version: i16) -> Action {
-        let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
+        let request =
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
         self.send(&frame(&request, version, 1))
     }
 
     fn authenticate(&mut self, bytes: &[u8], version: i16) -> Action {
-        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(bytes));
+        let request =
+            SaslAuthenticateRequest::default().with_auth_bytes(Bytes::copy_from_slice(bytes));
         self.send(&frame(&request, version, 2))
     }
 
@@ -99,16 +101,25 @@ fn authenticate_response(action: &Action, version: i16) -> SaslAuthenticateRespo
 #[test]
 fn api_versions_then_plain_completes_and_requests_are_served() {
     let mut h = Harness::new();
-    assert_eq!(h.send(&frame(&ApiVersionsRequest::default(), 3, 0)), Action::Serve);
+    assert_eq!(
+        h.send(&frame(&ApiVersionsRequest::default(), 3, 0)),
+        Action::Serve
+    );
     let handshake = h.handshake("PLAIN", 1);
     let response = handshake_response(&handshake);
     assert_eq!(response.error_code, 0);
-    assert_eq!(response.mechanisms, ["PLAIN", "SCRAM-SHA-256"].map(StrBytes::from_static_str));
+    assert_eq!(
+        response.mechanisms,
+        ["PLAIN", "SCRAM-SHA-256"].map(StrBytes::from_static_str)
+    );
     let done = h.login_after_handshake("alice-secret");
     assert_eq!(done.error_code, 0);
     assert_eq!(done.session_lifetime_ms, 0, "no connections.max.reauth.ms");
     assert_eq!(h.auth.session().unwrap().principal, "alice");
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 3)), Action::Serve);
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 3)),
+        Action::Serve
+    );
 }
 
 impl Harness {
@@ -122,22 +133,50 @@ impl Harness {
 #[test]
 fn a_request_before_the_handshake_closes_without_a_response() {
     let mut h = Harness::new();
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 0)), Action::Close);
-    assert_eq!(h.handshake("PLAIN", 1), Action::Close, "the connection is done");
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 0)),
+        Action::Close
+    );
+    assert_eq!(
+        h.handshake("PLAIN", 1),
+        Action::Close,
+        "the connection is done"
+    );
 
     let mut h = Harness::new();
-    assert_eq!(h.send(&frame(&ApiVersionsRequest::default(), 3, 0)), Action::Serve);
-    assert_eq!(h.send(&frame(&ApiVersionsRequest::default(), 3, 1)), Action::Close, "second ApiVersions");
+    assert_eq!(
+        h.send(&frame(&ApiVersionsRequest::default(), 3, 0)),
+        Action::Serve
+    );
+    assert_eq!(
+        h.send(&frame(&ApiVersionsRequest::default(), 3, 1)),
+        Action::Close,
+        "second ApiVersions"
+    );
 
     let mut h = Harness::new();
-    assert_eq!(h.authenticate(b"\0alice\0alice-secret", 2), Action::Close, "authenticate before handshake");
+    assert_eq!(
+        h.authenticate(b"\0alice\0alice-secret", 2),
+        Action::Close,
+        "authenticate before handshake"
+    );
 }
 
 #[test]
 fn an_unsupported_api_versions_version_is_answered_and_may_be_retried() {
     let mut h = Harness::new();
-    assert_eq!(h.send(&frame(&ApiVersionsRequest::default(), 3, 0)[..].to_vec().into_with_version(99)), Action::Serve);
-    assert_eq!(h.send(&frame(&ApiVersionsRequest::default(), 3, 1)), Action::Serve);
+    assert_eq!(
+        h.send(
+            &frame(&ApiVersionsRequest::default(), 3, 0)[..]
+                .to_vec()
+                .into_with_version(99)
+        ),
+        Action::Serve
+    );
+    assert_eq!(
+        h.send(&frame(&ApiVersionsRequest::default(), 3, 1)),
+        Action::Serve
+    );
     assert!(matches!(h.handshake("PLAIN", 1), Action::Respond(_)));
 }
 
@@ -159,7 +198,10 @@ fn an_unknown_mechanism_lists_the_enabled_ones_and_closes() {
     assert!(matches!(action, Action::RespondAndClose(_)), "{action:?}");
     let response = handshake_response(&action);
     assert_eq!(response.error_code, UNSUPPORTED_SASL_MECHANISM);
-    assert_eq!(response.mechanisms, ["PLAIN", "SCRAM-SHA-256"].map(StrBytes::from_static_str));
+    assert_eq!(
+        response.mechanisms,
+        ["PLAIN", "SCRAM-SHA-256"].map(StrBytes::from_static_str)
+    );
 }
 
 #[test]
@@ -204,12 +246,19 @@ fn handshake_v0_uses_raw_tokens() {
     let mut h = Harness::new();
     assert!(matches!(h.handshake("PLAIN", 0), Action::Respond(_)));
     let action = h.send(&Bytes::from_static(b"\0alice\0alice-secret"));
-    assert_eq!(action, Action::Respond(Bytes::from_static(&[0, 0, 0, 0])), "empty raw challenge");
+    assert_eq!(
+        action,
+        Action::Respond(Bytes::from_static(&[0, 0, 0, 0])),
+        "empty raw challenge"
+    );
     assert!(h.auth.is_complete());
 
     let mut h = Harness::new();
     h.handshake("PLAIN", 0);
-    assert_eq!(h.send(&Bytes::from_static(b"\0alice\0wrong")), Action::Close);
+    assert_eq!(
+        h.send(&Bytes::from_static(b"\0alice\0wrong")),
+        Action::Close
+    );
 }
 
 #[test]
@@ -228,9 +277,16 @@ fn session_lifetime_is_max_reauth_and_an_expired_session_closes_on_its_next_requ
     h.config.connections_max_reauth_ms = 10_000;
     assert_eq!(h.login("alice-secret").session_lifetime_ms, 10_000);
     h.now_ms += 10_000;
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 3)), Action::Serve, "not yet past");
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 3)),
+        Action::Serve,
+        "not yet past"
+    );
     h.now_ms += 1;
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 4)), Action::Close);
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 4)),
+        Action::Close
+    );
 }
 
 #[test]
@@ -243,7 +299,11 @@ fn reauthentication_renews_the_session() {
     assert_eq!(renewed.error_code, 0);
     assert_eq!(renewed.session_lifetime_ms, 10_000);
     h.now_ms += 5_000;
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 3)), Action::Serve, "renewed");
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 3)),
+        Action::Serve,
+        "renewed"
+    );
 }
 
 #[test]
@@ -251,19 +311,24 @@ fn reauthentication_with_a_rotated_password_fails_and_closes() {
     let mut h = Harness::new();
     h.config.connections_max_reauth_ms = 10_000;
     h.login("alice-secret");
-    h.config.add_user("alice", "rotated", &mut SeededRng::seed_from_u64(2));
+    h.config
+        .add_user("alice", "rotated", &mut SeededRng::seed_from_u64(2));
     h.now_ms += 9_000;
     h.handshake("PLAIN", 1);
     let action = h.authenticate(b"\0alice\0alice-secret", 2);
     assert!(matches!(action, Action::RespondAndClose(_)));
-    assert_eq!(authenticate_response(&action, 2).error_code, SASL_AUTHENTICATION_FAILED);
+    assert_eq!(
+        authenticate_response(&action, 2).error_code,
+        SASL_AUTHENTICATION_FAILED
+    );
 }
 
 #[test]
 fn reauthentication_cannot_change_principal_or_mechanism() {
     let mut h = Harness::new();
     h.config.connections_max_reauth_ms = 10_000;
-    h.config.add_user("bob", "bob-secret", &mut SeededRng::seed_from_u64(3));
+    h.config
+        .add_user("bob", "bob-secret", &mut SeededRng::seed_from_u64(3));
     h.login("alice-secret");
     h.now_ms += 9_000;
     h.handshake("PLAIN", 1);
@@ -277,7 +342,10 @@ fn reauthentication_cannot_change_principal_or_mechanism() {
     h.config.connections_max_reauth_ms = 10_000;
     h.login("alice-secret");
     h.now_ms += 9_000;
-    assert!(matches!(h.handshake("SCRAM-SHA-256", 1), Action::Respond(_)));
+    assert!(matches!(
+        h.handshake("SCRAM-SHA-256", 1),
+        Action::Respond(_)
+    ));
     assert_eq!(h.authenticate(b"n,,n=alice,r=abc", 2), Action::Close);
 }
 
@@ -306,16 +374,25 @@ fn a_generation_bump_expires_sessions() {
     let mut h = Harness::new();
     h.login("alice-secret");
     h.generation = 1;
-    assert_eq!(h.send(&frame(&MetadataRequest::default(), 12, 3)), Action::Close);
+    assert_eq!(
+        h.send(&frame(&MetadataRequest::default(), 12, 3)),
+        Action::Close
+    );
 }
 
 #[test]
 fn injected_failures_answer_and_close() {
     let mut h = Harness::new();
-    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-    let action = h.auth.injected_failure(&frame(&request, 1, 1), SASL_AUTHENTICATION_FAILED);
+    let request =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    let action = h
+        .auth
+        .injected_failure(&frame(&request, 1, 1), SASL_AUTHENTICATION_FAILED);
     assert!(matches!(action, Action::RespondAndClose(_)));
-    assert_eq!(handshake_response(&action).error_code, SASL_AUTHENTICATION_FAILED);
+    assert_eq!(
+        handshake_response(&action).error_code,
+        SASL_AUTHENTICATION_FAILED
+    );
     assert_eq!(h.handshake("PLAIN", 1), Action::Close);
 }
 
@@ -367,6 +444,8 @@ fn events_say_what_happened() {
 fn a_per_mechanism_max_reauth_overrides_the_listener_one() {
     let mut h = Harness::new();
     h.config.connections_max_reauth_ms = 10_000;
-    h.config.max_reauth_ms_by_mechanism.insert("PLAIN".to_owned(), 3_000);
+    h.config
+        .max_reauth_ms_by_mechanism
+        .insert("PLAIN".to_owned(), 3_000);
     assert_eq!(h.login("alice-secret").session_lifetime_ms, 3_000);
 }

@@ -50,7 +50,10 @@ pub struct SaslUser {
 impl std::fmt::Debug for SaslUser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SaslUser")
-            .field("plain_password", &self.plain_password.as_ref().map(|_| "[redacted]"))
+            .field(
+                "plain_password",
+                &self.plain_password.as_ref().map(|_| "[redacted]"),
+            )
             .field("scram", &self.scram.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -186,10 +189,9 @@ fn java_hash_set_order(list: &[String]) -> Vec<String> {
     let wanted = ((list.len() as f64 / 0.75) as usize + 1).max(16);
     let capacity = wanted.next_power_of_two() as u32;
     let bucket = |name: &str| {
-        let hash = name
-            .encode_utf16()
-            .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
-            as u32;
+        let hash = name.encode_utf16().fold(0i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        }) as u32;
         (hash ^ (hash >> 16)) & (capacity - 1)
     };
     let mut ordered: Vec<(u32, usize, &String)> = unique
@@ -198,7 +200,10 @@ fn java_hash_set_order(list: &[String]) -> Vec<String> {
         .map(|(position, name)| (bucket(name), position, name))
         .collect();
     ordered.sort();
-    ordered.into_iter().map(|(_, _, name)| name.clone()).collect()
+    ordered
+        .into_iter()
+        .map(|(_, _, name)| name.clone())
+        .collect()
 }
 
 /// What a broker's authenticator did, for tests and checkers (Kafka's

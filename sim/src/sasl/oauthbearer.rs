@@ -43,7 +43,9 @@ impl MechanismServer for OAuthBearerServer {
         }
         self.error_document = None;
         if self.complete {
-            return Err(MechanismError::Sasl("OAUTHBEARER already complete".to_owned()));
+            return Err(MechanismError::Sasl(
+                "OAUTHBEARER already complete".to_owned(),
+            ));
         }
         let initial = InitialResponse::parse(&String::from_utf8_lossy(response))?;
         let token = match validate(&initial.token, now_ms, &config.oauthbearer) {
@@ -82,7 +84,9 @@ struct InitialResponse {
 
 impl InitialResponse {
     fn parse(message: &str) -> Result<Self, MechanismError> {
-        let invalid = |why: &str| MechanismError::Sasl(format!("Invalid OAUTHBEARER client first message{why}"));
+        let invalid = |why: &str| {
+            MechanismError::Sasl(format!("Invalid OAUTHBEARER client first message{why}"))
+        };
         let rest = message.strip_prefix("n,").ok_or_else(|| invalid(""))?;
         let (authzid, rest) = rest.split_once(',').ok_or_else(|| invalid(""))?;
         let authorization_id = match authzid {
@@ -112,8 +116,7 @@ impl InitialResponse {
             .split_once(' ')
             .ok_or_else(|| invalid(": invalid 'auth' format"))?;
         let token = token.trim_start_matches(' ');
-        let token_chars =
-            |b: u8| b.is_ascii_alphanumeric() || b"-_~+/.=".contains(&b);
+        let token_chars = |b: u8| b.is_ascii_alphanumeric() || b"-_~+/.=".contains(&b);
         if token.is_empty() || !token.bytes().all(token_chars) {
             return Err(invalid(": invalid 'auth' format"));
         }
@@ -164,7 +167,9 @@ impl Refusal {
 /// `OAuthBearerUnsecuredValidatorCallbackHandler.handleCallback`.
 fn validate(token: &str, now_ms: i64, config: &UnsecuredValidatorConfig) -> Result<Token, Refusal> {
     if token.contains("..") {
-        return Err(Refusal::invalid("Malformed compact serialization contains '..'"));
+        return Err(Refusal::invalid(
+            "Malformed compact serialization contains '..'",
+        ));
     }
     let mut splits: Vec<&str> = token.split('.').collect();
     if splits.len() == 2 && token.ends_with('.') {
@@ -178,10 +183,14 @@ fn validate(token: &str, now_ms: i64, config: &UnsecuredValidatorConfig) -> Resu
     let header = json_object(splits[0])?;
     let claims = json_object(splits[1])?;
     if header.get("alg").and_then(Value::as_str) != Some("none") {
-        return Err(Refusal::invalid("Unsecured JWS must have 'none' for an algorithm"));
+        return Err(Refusal::invalid(
+            "Unsecured JWS must have 'none' for an algorithm",
+        ));
     }
     if !splits[2].is_empty() {
-        return Err(Refusal::invalid("Unsecured JWS must not contain a digital signature"));
+        return Err(Refusal::invalid(
+            "Unsecured JWS must not contain a digital signature",
+        ));
     }
     let number = |name: &str| -> Result<Option<f64>, Refusal> {
         match claims.get(name) {
@@ -192,7 +201,8 @@ fn validate(token: &str, now_ms: i64, config: &UnsecuredValidatorConfig) -> Resu
             ))),
         }
     };
-    let expiration_s = number("exp")?.ok_or_else(|| Refusal::invalid("No expiration time in JWT"))?;
+    let expiration_s =
+        number("exp")?.ok_or_else(|| Refusal::invalid("No expiration time in JWT"))?;
     let principal = match claims.get(&config.principal_claim_name) {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::String(_)) | None => {
@@ -226,11 +236,17 @@ fn validate(token: &str, now_ms: i64, config: &UnsecuredValidatorConfig) -> Resu
         )));
     }
     if issued_s.is_some_and(|issued_s| expiration_s <= issued_s) {
-        return Err(Refusal::invalid("The Expiration Time time was not after the Issued At time"));
+        return Err(Refusal::invalid(
+            "The Expiration Time time was not after the Issued At time",
+        ));
     }
     let scope: BTreeSet<String> = match claims.get(&config.scope_claim_name) {
         None => BTreeSet::new(),
-        Some(Value::String(s)) => s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+        Some(Value::String(s)) => s
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_str)
@@ -285,7 +301,11 @@ mod tests {
         format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}").into_bytes()
     }
 
-    fn evaluate(server: &mut OAuthBearerServer, config: &SaslServerConfig, message: &[u8]) -> Result<Evaluated, MechanismError> {
+    fn evaluate(
+        server: &mut OAuthBearerServer,
+        config: &SaslServerConfig,
+        message: &[u8],
+    ) -> Result<Evaluated, MechanismError> {
         server.evaluate(message, NOW_MS, config, &mut SeededRng::seed_from_u64(1))
     }
 
@@ -328,24 +348,35 @@ mod tests {
             r#"{"status":"insufficient_scope", "scope":"[kafka, read]"}"#
         );
         let token = jws(r#"{"sub":"alice","exp":1800000000,"scope":"read kafka"}"#);
-        assert!(evaluate(&mut OAuthBearerServer::default(), &config, &initial(&token))
-            .unwrap()
-            .completed
-            .is_some());
+        assert!(
+            evaluate(&mut OAuthBearerServer::default(), &config, &initial(&token))
+                .unwrap()
+                .completed
+                .is_some()
+        );
     }
 
     #[test]
     fn claims_are_checked_as_kafka_does() {
         let config = SaslServerConfig::sasl_plaintext();
-        let refused = |claims: &str| validate(&jws(claims), NOW_MS, &config.oauthbearer).unwrap_err();
-        assert_eq!(refused(r#"{"sub":"a"}"#).description, "No expiration time in JWT");
-        assert_eq!(refused(r#"{"exp":1800000000}"#).description, "No principal name in JWT claim: sub");
+        let refused =
+            |claims: &str| validate(&jws(claims), NOW_MS, &config.oauthbearer).unwrap_err();
+        assert_eq!(
+            refused(r#"{"sub":"a"}"#).description,
+            "No expiration time in JWT"
+        );
+        assert_eq!(
+            refused(r#"{"exp":1800000000}"#).description,
+            "No principal name in JWT claim: sub"
+        );
         assert!(refused(r#"{"sub":"a","exp":1800000000,"iat":1800000001}"#)
             .description
             .starts_with("The Issued At value"));
         let signed = format!("{}sig", jws(r#"{"sub":"a","exp":1800000000}"#));
         assert_eq!(
-            validate(&signed, NOW_MS, &config.oauthbearer).unwrap_err().description,
+            validate(&signed, NOW_MS, &config.oauthbearer)
+                .unwrap_err()
+                .description,
             "Unsecured JWS must not contain a digital signature"
         );
         let mut skewed = config.oauthbearer.clone();
@@ -363,7 +394,10 @@ mod tests {
             b"n,,\x01auth=Basic abc\x01\x01",
         ] {
             assert!(
-                matches!(evaluate(&mut OAuthBearerServer::default(), &config, bad), Err(MechanismError::Sasl(_))),
+                matches!(
+                    evaluate(&mut OAuthBearerServer::default(), &config, bad),
+                    Err(MechanismError::Sasl(_))
+                ),
                 "{bad:?}"
             );
         }

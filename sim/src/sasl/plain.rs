@@ -45,8 +45,8 @@ impl MechanismServer for PlainServer {
             .users
             .get(username)
             .and_then(|user| user.plain_password.as_deref());
-        let authenticated =
-            expected.is_some_and(|expected| bool::from(expected.as_bytes().ct_eq(password.as_bytes())));
+        let authenticated = expected
+            .is_some_and(|expected| bool::from(expected.as_bytes().ct_eq(password.as_bytes())));
         if !authenticated {
             return Err(failed(
                 "Authentication failed: Invalid username or password",

@@ -151,7 +151,9 @@ impl ScramServer {
         rng: &mut SeededRng,
     ) -> Result<Evaluated, MechanismError> {
         let first = ClientFirst::parse(message).ok_or_else(|| {
-            MechanismError::Sasl(format!("Invalid SCRAM client first message format: {message}"))
+            MechanismError::Sasl(format!(
+                "Invalid SCRAM client first message format: {message}"
+            ))
         })?;
         let username = unescape_sasl_name(&first.sasl_name);
         let credential = config
@@ -294,7 +296,9 @@ fn client_final(
     );
     let client_signature = mechanism.hmac(&exchange.credential.stored_key, auth_message.as_bytes());
     if proof.len() != client_signature.len() {
-        return Err(MechanismError::Sasl("Invalid client credentials".to_owned()));
+        return Err(MechanismError::Sasl(
+            "Invalid client credentials".to_owned(),
+        ));
     }
     let client_key: Vec<u8> = proof
         .iter()
@@ -303,7 +307,9 @@ fn client_final(
         .collect();
     let computed_stored_key = mechanism.hash(&client_key);
     if !bool::from(computed_stored_key.ct_eq(&exchange.credential.stored_key)) {
-        return Err(MechanismError::Sasl("Invalid client credentials".to_owned()));
+        return Err(MechanismError::Sasl(
+            "Invalid client credentials".to_owned(),
+        ));
     }
     let server_signature = mechanism.hmac(&exchange.credential.server_key, auth_message.as_bytes());
     Ok(format!("v={}", BASE64.encode(server_signature)))
@@ -402,13 +408,18 @@ mod tests {
                 _ => {}
             }
         }
-        let salted = mechanism.salted_password(password.as_bytes(), &salt.unwrap(), iterations.unwrap());
+        let salted =
+            mechanism.salted_password(password.as_bytes(), &salt.unwrap(), iterations.unwrap());
         let client_key = mechanism.hmac(&salted, b"Client Key");
         let stored_key = mechanism.hash(&client_key);
         let without_proof = format!("c=biws,r={}", nonce.unwrap());
         let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
         let signature = mechanism.hmac(&stored_key, auth_message.as_bytes());
-        let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(k, s)| k ^ s).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
         let server_key = mechanism.hmac(&salted, b"Server Key");
         let expected_server_signature = mechanism.hmac(&server_key, auth_message.as_bytes());
         (
@@ -490,15 +501,25 @@ mod tests {
     fn malformed_messages_and_a_foreign_nonce_fail() {
         let config = config();
         let mut rng = SeededRng::seed_from_u64(3);
-        for bad in ["y,,n=alice,r=abc", "n,,r=abc", "n,,n=alice", "n,,n=alice,r="] {
+        for bad in [
+            "y,,n=alice,r=abc",
+            "n,,r=abc",
+            "n,,n=alice",
+            "n,,n=alice,r=",
+        ] {
             let mut server = ScramServer::new(ScramMechanism::Sha256);
             assert!(
-                matches!(server.evaluate(bad.as_bytes(), 0, &config, &mut rng), Err(MechanismError::Sasl(_))),
+                matches!(
+                    server.evaluate(bad.as_bytes(), 0, &config, &mut rng),
+                    Err(MechanismError::Sasl(_))
+                ),
                 "{bad}"
             );
         }
         let mut server = ScramServer::new(ScramMechanism::Sha256);
-        server.evaluate(b"n,,n=alice,r=abc", 0, &config, &mut rng).unwrap();
+        server
+            .evaluate(b"n,,n=alice,r=abc", 0, &config, &mut rng)
+            .unwrap();
         let forged = server.evaluate(b"c=biws,r=abcXYZ,p=AAAA", 0, &config, &mut rng);
         assert_eq!(
             forged.unwrap_err(),
@@ -518,7 +539,9 @@ mod tests {
             &config,
             &mut SeededRng::seed_from_u64(3),
         );
-        assert!(matches!(refused, Err(MechanismError::Authentication(m)) if m.contains("authorization id")));
+        assert!(
+            matches!(refused, Err(MechanismError::Authentication(m)) if m.contains("authorization id"))
+        );
     }
 
     #[test]
@@ -527,13 +550,20 @@ mod tests {
         let lengths: std::collections::BTreeSet<usize> = (0..500)
             .map(|_| {
                 let s = secure_random_string(&mut rng);
-                assert!(s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()), "{s}");
+                assert!(
+                    s.bytes()
+                        .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+                    "{s}"
+                );
                 // 36^26 > 2^130 > 36^25: at most 26 digits.
                 assert!(s.len() <= 26, "{s}");
                 s.len()
             })
             .collect();
-        assert!(lengths.contains(&26) && lengths.contains(&25), "{lengths:?}");
+        assert!(
+            lengths.contains(&26) && lengths.contains(&25),
+            "{lengths:?}"
+        );
     }
 
     #[test]
