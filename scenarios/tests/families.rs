@@ -489,7 +489,7 @@ fn auth() {
     let notes = |result: &RunResult, wanted: &str| {
         count(
             &result.history,
-            Some(scenarios::runner::AUTH_SUBJECT),
+            Some(scenarios::checks::auth::AUTH_SUBJECT),
             |e| matches!(e, Event::Note { text } if text.contains(wanted)),
         )
     };

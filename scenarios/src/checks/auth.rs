@@ -1,5 +1,5 @@
 //! Authentication checkers (issue #17), over the brokers' SASL events (copied into the history
-//! as notes of subject [`AUTH_SUBJECT`](crate::runner::AUTH_SUBJECT) by the runner) and the
+//! as notes of subject [`AUTH_SUBJECT`] by the runner) and the
 //! members' `poll` results:
 //!
 //! - [`AuthAttemptsBounded`]: no authentication storm — per broker, SASL exchanges started in
@@ -16,7 +16,9 @@ use sim::check::{Checker, Violation, ViolationKind};
 use sim::history::{Event, History};
 use sim::sasl::{AuthEvent, AuthEventKind};
 
-use crate::runner::AUTH_SUBJECT;
+
+/// The history subject of the brokers' SASL events.
+pub const AUTH_SUBJECT: &str = "sasl";
 
 /// The history note for one broker authentication event.
 pub fn note(event: &AuthEvent) -> String {

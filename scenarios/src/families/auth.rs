@@ -46,7 +46,7 @@ pub const NAME: &str = "family-auth";
 const SALT: u64 = 0x6175_7468;
 const WITHIN_MS: u64 = 30_000;
 const PRODUCE_UNTIL_MS: u64 = 30_000;
-const RUN_MS: u64 = 55_000;
+const RUN_MS: u64 = 60_000;
 /// The user every member authenticates as, and its password.
 pub const USER: &str = "alice";
 pub const PASSWORD: &str = "alice-secret";

@@ -87,13 +87,13 @@ pub async fn run(
 }
 
 /// Copies the brokers' SASL authentication events into the history, as notes of subject
-/// [`AUTH_SUBJECT`] (`sasl broker=N connection=C <what>`), for the authentication checkers.
+/// [`AUTH_SUBJECT`](crate::checks::auth::AUTH_SUBJECT) (`sasl broker=N connection=C <what>`), for the authentication checkers.
 fn record_auth_events(cluster: &Cluster, recorder: &Recorder, cluster_ms_at_start: u64) {
     let events = cluster.controller().auth_events();
     if events.is_empty() {
         return;
     }
-    let sasl = recorder.subject(AUTH_SUBJECT);
+    let sasl = recorder.subject(crate::checks::auth::AUTH_SUBJECT);
     for event in events {
         sasl.record(
             event.at_ms.saturating_sub(cluster_ms_at_start),
@@ -103,9 +103,6 @@ fn record_auth_events(cluster: &Cluster, recorder: &Recorder, cluster_ms_at_star
         );
     }
 }
-
-/// The history subject of the brokers' SASL events.
-pub const AUTH_SUBJECT: &str = "sasl";
 
 /// [`run`] with `plan` instead of the one the scenario draws for `seed` (same heal time):
 /// how `cargo sim shrink` replays a smaller plan.
