@@ -166,6 +166,7 @@ pub fn draw(seed: u64) -> Draw {
         let at = between(&mut rng, 3_000, 15_000);
         let max_reauth_ms = between(&mut rng, 1_500, 3_000) as i64;
         plan.push((at, Fault::SaslMaxReauth { max_reauth_ms }));
+        last_ms = last_ms.max(at + 1_000);
     }
     let password = !matches!(mechanism, Mechanism::OAuthBearer { .. });
     let rotation = (password && coin(&mut rng)).then(|| {
