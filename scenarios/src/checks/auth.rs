@@ -16,7 +16,6 @@ use sim::check::{Checker, Violation, ViolationKind};
 use sim::history::{Event, History};
 use sim::sasl::{AuthEvent, AuthEventKind};
 
-
 /// The history subject of the brokers' SASL events.
 pub const AUTH_SUBJECT: &str = "sasl";
 
