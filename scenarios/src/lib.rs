@@ -188,6 +188,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::rolling_upgrade::NAME,
             build: families::rolling_upgrade::scenario,
         },
+        ScenarioInfo {
+            name: families::auth::NAME,
+            build: families::auth::scenario,
+        },
     ]
 }
 

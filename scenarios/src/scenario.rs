@@ -6,6 +6,7 @@ use sim::check::CheckerSet;
 use sim::fault::FaultPlan;
 use sim::history::Tp;
 use sim::kafka_version::KafkaVersion;
+use sim::sasl::SaslServerConfig;
 
 use crate::app::{AppBehaviour, UserSeek};
 use crate::legacy::LegacyVersion;
@@ -26,6 +27,9 @@ pub struct ClusterSpec {
     /// The Kafka release every broker starts on (its ApiVersions table); a plan may upgrade
     /// brokers one by one (`Fault::UpgradeBroker`).
     pub kafka_version: KafkaVersion,
+    /// The brokers' SASL listener (mechanisms, users, `connections.max.reauth.ms`); `None`
+    /// keeps PLAINTEXT. Subjects then need the matching `security.protocol`/`sasl.*`.
+    pub sasl: Option<SaslServerConfig>,
 }
 
 /// One consumer under test: its configuration and its application's behaviour.
@@ -170,6 +174,7 @@ impl Scenario {
                     offsets_partitions: 1,
                     kip848_timeouts_ms: None,
                     kafka_version: KafkaVersion::default(),
+                    sasl: None,
                 },
                 subjects: Vec::new(),
                 producers: Vec::new(),

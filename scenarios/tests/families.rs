@@ -518,3 +518,51 @@ fn rolling_upgrade() {
 
 /// The first replacement member of `family-rolling-upgrade` (`c3`).
 const REPLACED_FIRST: usize = 3;
+
+#[test]
+fn auth() {
+    use families::auth::{draw, Draw, Mechanism};
+    let rotated_scram = |d: &Draw| {
+        d.rotation.is_some()
+            && matches!(d.mechanism, Mechanism::ScramSha256 | Mechanism::ScramSha512)
+    };
+    let short_token = |d: &Draw| matches!(d.mechanism, Mechanism::OAuthBearer { token_lifetime_s } if token_lifetime_s < 60);
+    let short_sessions_under_latency = |d: &Draw| {
+        d.max_reauth_ms == 2_000
+            && d.plan.iter().any(
+                |(_, f)| matches!(f, sim::fault::Fault::Latency { max_ms, .. } if *max_ms > 10),
+            )
+    };
+    let seeds = seeds_where(
+        draw,
+        &[&rotated_scram, &short_token, &short_sessions_under_latency],
+    );
+    let results = run_all(families::auth::scenario, &seeds);
+    let notes = |result: &RunResult, wanted: &str| {
+        count(
+            &result.history,
+            Some(scenarios::checks::auth::AUTH_SUBJECT),
+            |e| matches!(e, Event::Note { text } if text.contains(wanted)),
+        )
+    };
+    // The rotation was refused and surfaced as the typed error.
+    assert!(
+        notes(&results[0], "failed code=58") > 0,
+        "no refused authentication"
+    );
+    assert!(
+        count(&results[0].history, None, |e| matches!(
+            e,
+            Event::PollEnd { error: Some(error), .. } if error == "SASL_AUTHENTICATION_FAILED"
+        )) > 0,
+        "no poll reported the refused password"
+    );
+    // Short tokens and short sessions were re-authenticated (KIP-368), never closed expired.
+    for result in &results[1..] {
+        assert!(
+            notes(result, "reauthentication=true") > 0,
+            "{}: no re-authentication",
+            result.repro()
+        );
+    }
+}

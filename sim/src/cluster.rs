@@ -307,6 +307,20 @@ impl Cluster {
                     tracing::warn!(?error, %topic, count, "create-partitions fault refused");
                 }
             }
+            Fault::SaslSetPassword { user, password } => {
+                self.controller
+                    .update(|s| s.sasl_set_password(user, password));
+            }
+            Fault::SaslDeleteUser { user } => {
+                if !self.controller.update(|s| s.config.sasl.delete_user(user)) {
+                    tracing::warn!(%user, "sasl-delete-user fault: no such user");
+                }
+            }
+            Fault::SaslMaxReauth { max_reauth_ms } => {
+                self.controller
+                    .update(|s| s.config.sasl.connections_max_reauth_ms = *max_reauth_ms);
+            }
+            Fault::SaslExpireSessions { broker } => self.faults.expire_sasl_sessions(*broker),
         }
     }
 

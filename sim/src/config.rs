@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::kafka_version::KafkaVersion;
+use crate::sasl::SaslServerConfig;
 
 /// Settings shared by every broker of a cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +52,9 @@ pub struct ClusterConfig {
     pub kafka_version: KafkaVersion,
     /// Per node id, the release a broker starts on (a cluster mid-upgrade).
     pub broker_versions: BTreeMap<i32, KafkaVersion>,
+    /// The listener's security protocol, `sasl.enabled.mechanisms`, `connections.max.reauth.ms`
+    /// and the users' credentials; PLAINTEXT by default. Changed at run time by the SASL faults.
+    pub sasl: SaslServerConfig,
 }
 
 impl Default for ClusterConfig {
@@ -72,6 +76,7 @@ impl Default for ClusterConfig {
             rack_aware_replica_selector: false,
             kafka_version: KafkaVersion::default(),
             broker_versions: BTreeMap::new(),
+            sasl: SaslServerConfig::default(),
         }
     }
 }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::config::ClusterConfig;
 use crate::kafka_version::KafkaVersion;
 use crate::log::PartitionLog;
+use crate::sasl::{AuthEvent, AuthEventKind};
 
 /// Kafka's group offsets topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -296,6 +297,12 @@ impl ClusterState {
         Some((state.leader, state.leader_epoch))
     }
 
+    /// Sets `user`'s SASL password (PLAIN and SCRAM, salts from the cluster's seeded RNG),
+    /// creating the user if needed; `kafka-configs --alter --add-config SCRAM-SHA-…`.
+    pub fn sasl_set_password(&mut self, user: &str, password: &str) {
+        self.config.sasl.add_user(user, password, &mut self.rng);
+    }
+
     /// A broker stopped: it leaves every ISR, and each partition it led elects the next live
     /// in-sync replica (or goes offline), with an epoch bump.
     pub fn broker_stopped(&mut self, node_id: i32) {
@@ -383,6 +390,8 @@ struct Inner {
     start: Instant,
     /// The last connection id handed out, cluster-wide (see [`Controller::next_connection_id`]).
     connections: AtomicU64,
+    /// Every SASL authentication event of every broker, in order.
+    auth_events: Mutex<Vec<AuthEvent>>,
 }
 
 impl Controller {
@@ -426,6 +435,7 @@ impl Controller {
                 changes,
                 start: Instant::now(),
                 connections: AtomicU64::new(0),
+                auth_events: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -435,6 +445,31 @@ impl Controller {
     /// id (Kafka's `RequestContext.connectionId` names a connection; this one also orders them).
     pub fn next_connection_id(&self) -> u64 {
         self.inner.connections.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records a broker's SASL authentication event.
+    pub(crate) fn record_auth(&self, broker: i32, connection_id: u64, kind: AuthEventKind) {
+        let at_ms = self.now_ms();
+        self.inner
+            .auth_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(AuthEvent {
+                at_ms,
+                broker,
+                connection_id,
+                kind,
+            });
+    }
+
+    /// Every SASL authentication event so far (handshakes, successes, failures, expired
+    /// sessions closed), in order.
+    pub fn auth_events(&self) -> Vec<AuthEvent> {
+        self.inner
+            .auth_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Reads the state; do not hold across an await.

@@ -192,6 +192,30 @@ pub enum Fault {
         /// The new partition count (more than it has).
         count: i32,
     },
+    /// Sets a SASL user's password (PLAIN and both SCRAMs, new salts), creating the user if
+    /// absent: a rotated password. Sessions already authenticated stay until they expire.
+    SaslSetPassword {
+        /// The user name.
+        user: String,
+        /// The new password.
+        password: String,
+    },
+    /// Deletes a SASL user: its next authentication fails.
+    SaslDeleteUser {
+        /// The user name.
+        user: String,
+    },
+    /// Sets `connections.max.reauth.ms` (0: no limit) for sessions authenticated from now on.
+    SaslMaxReauth {
+        /// The new session lifetime.
+        max_reauth_ms: i64,
+    },
+    /// Expires every SASL session on a broker now: each such connection is closed at its next
+    /// request unless it re-authenticates first (a credential revoked or cut short).
+    SaslExpireSessions {
+        /// The broker's node id.
+        broker: i32,
+    },
 }
 
 /// A fault plan: faults at virtual times (milliseconds since the plan started).
@@ -218,6 +242,8 @@ struct State {
     rng: SeededRng,
     resets: BTreeMap<i32, watch::Sender<u64>>,
     buggify: Buggify,
+    /// Per broker: SASL sessions authenticated under an older generation are expired.
+    sasl_generations: BTreeMap<i32, u64>,
 }
 
 impl FaultControls {
@@ -229,6 +255,7 @@ impl FaultControls {
                 rng: SeededRng::seed_from_u64(seed ^ 0x6661_756c_7473),
                 resets: BTreeMap::new(),
                 buggify: Buggify::disabled(),
+                sasl_generations: BTreeMap::new(),
             })),
         }
     }
@@ -269,6 +296,20 @@ impl FaultControls {
             .entry(broker)
             .or_insert_with(|| watch::channel(0).0)
             .send_modify(|n| *n += 1);
+    }
+
+    /// Expires every SASL session `broker` has authenticated so far.
+    pub fn expire_sasl_sessions(&self, broker: i32) {
+        *self.lock().sasl_generations.entry(broker).or_insert(0) += 1;
+    }
+
+    /// `broker`'s SASL session generation ([`Self::expire_sasl_sessions`]).
+    pub(crate) fn sasl_generation(&self, broker: i32) -> u64 {
+        self.lock()
+            .sasl_generations
+            .get(&broker)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// A receiver that changes whenever `broker`'s connections are reset.
@@ -496,6 +537,16 @@ pub mod text {
                 Fault::CreatePartitions { topic, count } => {
                     write!(f, "create-partitions {topic} count={count}")
                 }
+                Fault::SaslSetPassword { user, password } => {
+                    write!(f, "sasl-set-password {user} {password}")
+                }
+                Fault::SaslDeleteUser { user } => write!(f, "sasl-delete-user {user}"),
+                Fault::SaslMaxReauth { max_reauth_ms } => {
+                    write!(f, "sasl-max-reauth {max_reauth_ms}")
+                }
+                Fault::SaslExpireSessions { broker } => {
+                    write!(f, "sasl-expire-sessions {broker}")
+                }
             }
         }
     }
@@ -661,6 +712,19 @@ pub mod text {
                     topic: word(text, next())?.to_owned(),
                     count: num(text, kv(text, next(), "count")?)?,
                 },
+                "sasl-set-password" => Fault::SaslSetPassword {
+                    user: word(text, next())?.to_owned(),
+                    password: word(text, next())?.to_owned(),
+                },
+                "sasl-delete-user" => Fault::SaslDeleteUser {
+                    user: word(text, next())?.to_owned(),
+                },
+                "sasl-max-reauth" => Fault::SaslMaxReauth {
+                    max_reauth_ms: num(text, word(text, next())?)?,
+                },
+                "sasl-expire-sessions" => Fault::SaslExpireSessions {
+                    broker: num(text, word(text, next())?)?,
+                },
                 other => return Err(err(text, &format!("unknown fault kind `{other}`"))),
             };
             if let Some(extra) = next() {
@@ -715,7 +779,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 19) {
+            match pick(rng, 23) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -778,13 +842,22 @@ pub mod text {
                     topic: name(rng),
                     partitions: n,
                 },
-                17 => Fault::UpgradeBroker {
-                    broker: n,
-                    version: KafkaVersion::ALL[pick(rng, 2) as usize],
-                },
-                _ => Fault::CreatePartitions {
+                17 => Fault::CreatePartitions {
                     topic: name(rng),
                     count: n,
+                },
+                18 => Fault::SaslSetPassword {
+                    user: name(rng),
+                    password: name(rng),
+                },
+                19 => Fault::SaslDeleteUser { user: name(rng) },
+                20 => Fault::SaslMaxReauth {
+                    max_reauth_ms: i64::from(n),
+                },
+                21 => Fault::SaslExpireSessions { broker: n },
+                _ => Fault::UpgradeBroker {
+                    broker: n,
+                    version: KafkaVersion::ALL[pick(rng, 2) as usize],
                 },
             }
         }
@@ -799,7 +872,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 19, "{kinds:?}");
+            assert_eq!(kinds.len(), 23, "{kinds:?}");
         }
 
         #[test]

@@ -32,7 +32,7 @@ pub enum KafkaVersion {
 }
 
 /// `(api, 3.9's validVersions)`, before the cut to what `kafka-protocol` decodes.
-const KAFKA_3_9: [(ApiKey, VersionRange); 20] = [
+const KAFKA_3_9: [(ApiKey, VersionRange); 22] = [
     (ApiKey::Produce, range(0, 11)),
     (ApiKey::Fetch, range(0, 17)),
     (ApiKey::ListOffsets, range(0, 9)),
@@ -53,10 +53,12 @@ const KAFKA_3_9: [(ApiKey, VersionRange); 20] = [
     (ApiKey::OffsetForLeaderEpoch, range(0, 4)),
     (ApiKey::CreatePartitions, range(0, 3)),
     (ApiKey::DeleteGroups, range(0, 2)),
+    (ApiKey::SaslHandshake, range(0, 1)),
+    (ApiKey::SaslAuthenticate, range(0, 2)),
 ];
 
 /// `(api, 4.1.1's ApiVersions range)`.
-const KAFKA_4_1: [(ApiKey, VersionRange); 22] = [
+const KAFKA_4_1: [(ApiKey, VersionRange); 24] = [
     (ApiKey::Produce, range(0, 13)),
     (ApiKey::Fetch, range(4, 18)),
     (ApiKey::ListOffsets, range(1, 10)),
@@ -79,6 +81,8 @@ const KAFKA_4_1: [(ApiKey, VersionRange); 22] = [
     (ApiKey::DeleteGroups, range(0, 2)),
     (ApiKey::ConsumerGroupHeartbeat, range(0, 1)),
     (ApiKey::ConsumerGroupDescribe, range(0, 1)),
+    (ApiKey::SaslHandshake, range(0, 1)),
+    (ApiKey::SaslAuthenticate, range(0, 2)),
 ];
 
 const fn range(min: i16, max: i16) -> VersionRange {
@@ -110,6 +114,8 @@ fn decodable(api: ApiKey) -> Option<VersionRange> {
         ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
         ApiKey::ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest::VERSIONS,
         ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::VERSIONS,
+        ApiKey::SaslHandshake => SaslHandshakeRequest::VERSIONS,
+        ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
         _ => return None,
     })
 }
@@ -207,8 +213,8 @@ mod tests {
         );
         assert_eq!(new.api_range(ApiKey::Fetch), Some(range(4, 18)));
         assert_eq!(new.api_range(ApiKey::Produce), Some(range(3, 13)));
-        assert_eq!(new.apis().len(), 22);
-        assert_eq!(old.apis().len(), 20);
+        assert_eq!(new.apis().len(), 24);
+        assert_eq!(old.apis().len(), 22);
     }
 
     #[test]

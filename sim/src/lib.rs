@@ -8,6 +8,7 @@
 //! - [`coordinator`]: the seam group coordinators plug into ([`coordinator::GroupShard`]).
 //! - [`group`]: the group coordinators' sans-IO state machines.
 //! - [`fault`]: fault data ([`fault::Fault`]) and the brokers' fault hooks.
+//! - [`sasl`]: SASL on the listeners (PLAIN, SCRAM, OAUTHBEARER, KIP-368 session lifetimes).
 //! - [`swarm`], [`shrink`] and [`buggify`]: random fault plans per seed, their minimisation,
 //!   and two-phase perturbation sites in the brokers.
 //! - [`history`] and [`check`]: what happened, on virtual time, and the invariants it must keep.
@@ -28,5 +29,6 @@ pub mod kafka_version;
 pub mod log;
 #[cfg(not(madsim))]
 pub mod real;
+pub mod sasl;
 pub mod shrink;
 pub mod swarm;

@@ -532,6 +532,11 @@ async fn exchange_any(
         ApiKey::ConsumerGroupDescribe => {
             go!(ConsumerGroupDescribeRequest::default().with_group_ids(vec![group]))
         }
+        // On this PLAINTEXT listener both are KafkaApis' ILLEGAL_SASL_STATE answers.
+        ApiKey::SaslHandshake => {
+            go!(SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")))
+        }
+        ApiKey::SaslAuthenticate => go!(SaslAuthenticateRequest::default()),
         other => Err(format!("no request built for {other:?}")),
     }
 }

@@ -1,5 +1,6 @@
 //! Scenario-specific checkers, over the same `sim::history::History` as `sim::check`'s.
 
+pub mod auth;
 mod auto_commit_bound;
 mod barrier;
 mod close_commits;
@@ -21,6 +22,7 @@ mod until_close;
 pub mod wakeups;
 mod zombie_commits;
 
+pub use auth::{AuthAttemptsBounded, AuthErrorsMatchCredentials};
 pub use auto_commit_bound::AutoCommitBound;
 pub use barrier::CommitCallbacksBeforeSync;
 pub use close_commits::AsyncCommitsBeforeClose;

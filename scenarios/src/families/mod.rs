@@ -18,6 +18,7 @@
 //! plan is a pure function of the same draw, so a plan's faults can be timed around the group
 //! traffic the members cause.
 
+pub mod auth;
 pub mod close_outage;
 pub mod coordinator_failover;
 pub mod data_path_late_topic;

@@ -93,6 +93,8 @@ impl LegacyConsumer {
             request_timeout_ms: u64::from(config.request_timeout_ms()),
             reconnect_backoff_ms: config.reconnect_backoff_ms(),
             reconnect_backoff_max_ms: config.reconnect_backoff_max_ms(),
+            // The same `security.protocol`/`ssl.*`/`sasl.*` (family-auth's SASL listener).
+            security: config.security().clone(),
             ..NetworkConfig::default()
         })
         .map_err(|e| SubjectError(e.to_string()))?;

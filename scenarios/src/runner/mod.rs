@@ -86,6 +86,24 @@ pub async fn run(
     run_with_plan(scenario, seed, subject, None).await
 }
 
+/// Copies the brokers' SASL authentication events into the history, as notes of subject
+/// [`AUTH_SUBJECT`](crate::checks::auth::AUTH_SUBJECT) (`sasl broker=N connection=C <what>`), for the authentication checkers.
+fn record_auth_events(cluster: &Cluster, recorder: &Recorder, cluster_ms_at_start: u64) {
+    let events = cluster.controller().auth_events();
+    if events.is_empty() {
+        return;
+    }
+    let sasl = recorder.subject(crate::checks::auth::AUTH_SUBJECT);
+    for event in events {
+        sasl.record(
+            event.at_ms.saturating_sub(cluster_ms_at_start),
+            Event::Note {
+                text: crate::checks::auth::note(&event),
+            },
+        );
+    }
+}
+
 /// [`run`] with `plan` instead of the one the scenario draws for `seed` (same heal time):
 /// how `cargo sim shrink` replays a smaller plan.
 pub async fn run_with_plan(
@@ -133,8 +151,14 @@ pub async fn run_with_plan(
     for (topic, partitions) in &scenario.cluster.topics {
         builder = builder.topic(topic, *partitions);
     }
+    if let Some(sasl) = &scenario.cluster.sasl {
+        let sasl = sasl.clone();
+        builder = builder.config(move |c| c.sasl = sasl);
+    }
     let cluster = builder.build().await;
     let started = Instant::now();
+    // The brokers' clock (ms since the cluster was built) at the run's start.
+    let cluster_ms_at_start = cluster.controller().now_ms();
     if let Some(observed) = &observed {
         observed.start(started);
     }
@@ -272,6 +296,7 @@ pub async fn run_with_plan(
     for task in tasks {
         let _ = task.await;
     }
+    record_auth_events(&cluster, &recorder, cluster_ms_at_start);
     let history = recorder.snapshot();
     let report = (scenario.checks)().run(&history);
     Ok(RunResult {

@@ -8,6 +8,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api;
 use super::Broker;
+use crate::fault::Decision;
 
 /// Who is on the other end of a connection.
 pub(crate) struct ClientInfo {
@@ -52,7 +53,14 @@ macro_rules! serve {
     }};
 }
 
-pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -> Outcome {
+/// Serves one request; with `forced_error` set, that error is answered instead of handling it
+/// (the SASL authenticator's ILLEGAL_SASL_STATE for a request sent mid-authentication).
+pub(super) async fn handle(
+    broker: &Broker,
+    frame: Bytes,
+    client: &ClientInfo,
+    forced_error: Option<i16>,
+) -> Outcome {
     let Some(&[k0, k1, v0, v1, c0, c1, c2, c3]) = frame.get(..8) else {
         return Outcome::Close;
     };
@@ -81,7 +89,13 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
     let Ok(header) = RequestHeader::decode(&mut body, api.request_header_version(version)) else {
         return Outcome::Close;
     };
-    let decision = broker.faults.decide(broker.node_id, api_key);
+    let decision = match forced_error {
+        Some(code) => Decision {
+            error: Some(code),
+            ..Decision::default()
+        },
+        None => broker.faults.decide(broker.node_id, api_key),
+    };
     let ctx = RequestCtx {
         broker,
         version,
@@ -156,6 +170,10 @@ pub(super) async fn handle(broker: &Broker, frame: Bytes, client: &ClientInfo) -
             body,
             error
         ),
+        ApiKey::SaslHandshake => serve!(sasl_handshake, SaslHandshakeRequest, ctx, body, error),
+        ApiKey::SaslAuthenticate => {
+            serve!(sasl_authenticate, SaslAuthenticateRequest, ctx, body, error)
+        }
         _ => None,
     };
     let Some(response) = response else {
@@ -191,7 +209,7 @@ pub(crate) fn encode_body<M: Encodable>(message: &M, version: i16) -> Option<Byt
     }
 }
 
-fn frame_response(correlation_id: i32, header_version: i16, body: &[u8]) -> Bytes {
+pub(crate) fn frame_response(correlation_id: i32, header_version: i16, body: &[u8]) -> Bytes {
     let mut header = BytesMut::new();
     let encoded = ResponseHeader::default()
         .with_correlation_id(correlation_id)

@@ -6,7 +6,7 @@
 
 pub(crate) mod api;
 mod connection;
-mod dispatch;
+pub(crate) mod dispatch;
 mod fetch_session;
 mod wire_tap;
 

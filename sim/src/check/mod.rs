@@ -124,6 +124,14 @@ pub enum ViolationKind {
     /// cluster kept refusing them (a rejoin per round trip while fenced, a retry per
     /// response): the project's own invariant (issue #18).
     RequestStorm,
+    /// A broker saw more SASL authentications per second than the members' reconnect
+    /// backoff allows: a client retrying refused credentials (or re-authenticating) in a loop.
+    AuthenticationStorm,
+    /// `poll` failed with an authentication error while the credentials were right.
+    AuthenticationErrorUnexpected,
+    /// The credentials were wrong for a whole window in which the member kept polling, and no
+    /// `poll` reported it: the consumer spun silently on refused authentications.
+    AuthenticationErrorMissing,
 }
 
 /// One broken invariant, located in virtual time.

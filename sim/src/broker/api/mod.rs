@@ -26,6 +26,8 @@ pub(crate) mod offset_commit;
 pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
+pub(crate) mod sasl_authenticate;
+pub(crate) mod sasl_handshake;
 pub(crate) mod sync_group;
 
 use kafka_protocol::error::ResponseError;
