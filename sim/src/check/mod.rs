@@ -19,6 +19,7 @@ mod callbacks;
 mod commit_regress;
 mod delivery;
 mod duplicate;
+mod expected;
 mod gaps;
 mod inconsistent;
 mod leave_in_poll;
@@ -38,6 +39,7 @@ pub use callbacks::CallbackHandshake;
 pub use commit_regress::CommittedOffsetsMonotonic;
 pub use delivery::{DeliveryOrder, SkipMode};
 pub use duplicate::DuplicateDeliveries;
+pub use expected::Expected;
 pub use gaps::KnownGaps;
 pub use inconsistent::InconsistentOffsets;
 pub use leave_in_poll::NoLeaveInPoll;
@@ -64,8 +66,13 @@ pub enum ViolationKind {
     SkippedOffsets,
     /// A record of a partition the member did not own at the time (KAFKA-14196).
     DeliveredWhileNotOwned,
-    /// The group's committed offset went backwards without a seek or reset.
+    /// The group's committed offset went backwards without a seek or reset: the client
+    /// committed the lower offset after the higher one.
     CommittedRegressed,
+    /// The group's committed offset went backwards because a commit the client had given up
+    /// on (its connection replaced after a timeout) reached the coordinator after a newer one.
+    /// Kafka cannot refuse it; a scenario may declare it expected, with that reason.
+    LateCommitRegressed,
     /// Two members owned one partition at once (same generation, or overlapping windows).
     DoubleOwnership,
     /// A member revoked or lost a partition it did not own.
