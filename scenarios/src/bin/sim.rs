@@ -635,11 +635,10 @@ mod cli {
             .iter()
             .filter(|c| c.call == "poll")
             .map(|c| {
-                let end = c.end_ms.unwrap_or(end_ms);
                 let paused_ms: u64 = pauses
                     .iter()
                     .filter(|(subject, _, _)| subject == c.subject)
-                    .map(|(_, from, to)| (*to).min(end).saturating_sub((*from).max(c.start_ms)))
+                    .map(|(_, from, to)| c.overlap_ms(*from, *to, end_ms))
                     .sum();
                 c.overshoot_ms(end_ms).saturating_sub(paused_ms)
             })

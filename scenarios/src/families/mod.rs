@@ -33,8 +33,8 @@ pub mod zombie;
 
 use kafka_consumer::rt::SeededRng;
 use sim::check::{
-    BlockingBounds, CallbackHandshake, Checker, CheckerSet, ExclusiveOwnership, KnownGaps,
-    Liveness, NoLeaveInPoll, OwnershipMode, RevokeBeforeReassign, Violation, ViolationKind,
+    blocking_calls, BlockingBounds, CallbackHandshake, Checker, CheckerSet, ExclusiveOwnership,
+    KnownGaps, Liveness, NoLeaveInPoll, OwnershipMode, RevokeBeforeReassign, Violation,
 };
 use sim::history::{Event, History};
 
@@ -307,10 +307,10 @@ fn family_extras(set: CheckerSet, within_ms: u64) -> CheckerSet {
 }
 
 /// [`full_checks`] for runs where a member's whole process is paused
-/// ([`crate::scenario::MemberFaults::pause`]): the standard set, except that `poll` overshooting
-/// its timeout and a leave inside `poll` are excused while the process was paused
-/// ([`ExcusePauses`]) — a paused process cannot return from `poll`, and on resume its poll timer
-/// has expired.
+/// ([`crate::scenario::MemberFaults::pause`]): the standard set, with `poll`/`close` bounds
+/// that subtract the time the process was frozen inside the call, and a leave inside `poll`
+/// excused only right after the process resumed from a pause that overlapped that poll
+/// ([`ExcusePauses`]).
 pub fn full_checks_with_pauses(within_ms: u64) -> CheckerSet {
     let set = CheckerSet::jepsen(KnownGaps::new())
         .with(ExclusiveOwnership {
@@ -348,19 +348,57 @@ pub fn process_pauses(history: &History) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
-/// Drops a wrapped checker's `PollOvershoot`, `CloseOvershoot` and `LeaveInPoll` violations of
-/// a subject that fall inside a pause of its process (the runner's `process paused <ms>ms`
-/// note) or within [`ExcusePauses::SLACK_MS`] after it.
+/// A wrapped checker judged with the member's process pauses taken into account (the
+/// runner's `process paused <ms>ms` note), as a GC pause of a JVM would be:
+///
+/// - [`BlockingBounds`]: the time the process was frozen inside a `poll`/`close` is subtracted
+///   from how long the call took (a frozen process cannot return; its timer runs on); anything
+///   beyond timeout + callbacks + pause + tolerance is still a violation.
+/// - [`NoLeaveInPoll`]: a leave inside `poll` is excused only when a pause of that process
+///   overlapped the poll and the leave reached the coordinator at most
+///   [`ExcusePauses::LEAVE_AFTER_RESUME_MS`] after the process resumed. `max.poll.interval.ms`
+///   is measured on the wall clock: a process frozen past it finds its poll timer expired on
+///   resume and leaves at once (Java: `HeartbeatRequestManager` on `pollTimer.isExpired()` →
+///   `AbstractMembershipManager.transitionToSendingLeaveGroup`; classic `AbstractCoordinator.
+///   HeartbeatThread` → `maybeLeaveGroup` "consumer poll timeout has expired").
 #[derive(Clone, Debug)]
 pub struct ExcusePauses<C> {
     pub inner: C,
 }
 
 impl<C> ExcusePauses<C> {
-    pub const SLACK_MS: u64 = 1_000;
+    /// The most a leave may trail the resume: the background loop acts on its first wake-up
+    /// after the resume, and the leave crosses one link (the pause families' latency is at
+    /// most 30 ms) — but it may queue behind one group request already in flight on the
+    /// coordinator connection (the coordinator serves one request per connection at a time),
+    /// which a heal's latency bounds well under a second.
+    pub const LEAVE_AFTER_RESUME_MS: u64 = 1_000;
 }
 
-impl<C: Checker> Checker for ExcusePauses<C> {
+impl Checker for ExcusePauses<BlockingBounds> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn violations(&self, history: &History) -> Vec<Violation> {
+        let end_ms = history.end_ms();
+        let pauses = process_pauses(history);
+        let calls: Vec<_> = blocking_calls(history)
+            .into_iter()
+            .map(|mut call| {
+                call.paused_ms = pauses
+                    .iter()
+                    .filter(|(subject, ..)| subject == call.subject)
+                    .map(|(_, from, to)| call.overlap_ms(*from, *to, end_ms))
+                    .sum();
+                call
+            })
+            .collect();
+        self.inner.violations_of(&calls, end_ms)
+    }
+}
+
+impl Checker for ExcusePauses<NoLeaveInPoll> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -368,28 +406,93 @@ impl<C: Checker> Checker for ExcusePauses<C> {
     fn violations(&self, history: &History) -> Vec<Violation> {
         let pauses = process_pauses(history);
         self.inner
-            .violations(history)
-            .into_iter()
-            .filter(|v| {
-                let excusable = matches!(
-                    v.kind,
-                    ViolationKind::PollOvershoot
-                        | ViolationKind::CloseOvershoot
-                        | ViolationKind::LeaveInPoll
-                );
-                !(excusable
-                    && pauses.iter().any(|(subject, from, to)| {
-                        v.subject.as_deref() == Some(subject.as_str())
-                            && (*from..=to + Self::SLACK_MS).contains(&v.at_ms)
-                    }))
+            .violations_except(history, |subject, poll_start_ms, leave_ms| {
+                pauses.iter().any(|(paused, from, to)| {
+                    paused == subject
+                        && *to > poll_start_ms
+                        && *from <= leave_ms
+                        && leave_ms <= to + Self::LEAVE_AFTER_RESUME_MS
+                })
             })
-            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// c0's process is frozen from 10 ms for 5 s, inside a `poll(100)` started at 0 that
+    /// returns at `poll_end_ms`; `then` follows at its own time.
+    fn paused_poll(poll_end_ms: u64, then: Vec<(u64, Event)>) -> History {
+        let mut events = vec![
+            (0, "c0", Event::PollStart { timeout_ms: 100 }),
+            (
+                10,
+                "c0",
+                Event::Note {
+                    text: "process paused 5000ms".into(),
+                },
+            ),
+            (
+                poll_end_ms,
+                "c0",
+                Event::PollEnd {
+                    records: 0,
+                    error: None,
+                },
+            ),
+        ];
+        events.extend(then.into_iter().map(|(at, e)| (at, "c0", e)));
+        events.sort_by_key(|(at, ..)| *at);
+        History::from_events(events)
+    }
+
+    #[test]
+    fn a_pause_is_subtracted_from_poll_not_dropped() {
+        let checker = ExcusePauses {
+            inner: BlockingBounds::default(),
+        };
+        // 5110 ms = 100 ms timeout + 5000 ms frozen + 10 ms.
+        assert!(checker.check(&paused_poll(5_110, vec![])).is_ok());
+        // 900 ms late after the resume: the old excuse dropped it (within 1 s of the pause).
+        let v = checker.check(&paused_poll(6_000, vec![]));
+        assert_eq!(v.violations.len(), 1, "{v}");
+        assert_eq!(
+            v.violations[0].kind,
+            sim::check::ViolationKind::PollOvershoot
+        );
+        assert!(
+            v.violations[0]
+                .explanation
+                .contains("5000ms with its process paused"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_leave_in_poll_is_excused_only_right_after_resuming_from_a_pause_inside_it() {
+        let checker = ExcusePauses {
+            inner: NoLeaveInPoll::default(),
+        };
+        let leave = || Event::Leave {
+            reason: "poll timer expired".into(),
+        };
+        assert!(checker
+            .check(&paused_poll(9_000, vec![(5_020, leave())]))
+            .is_ok());
+        assert!(!checker
+            .check(&paused_poll(9_000, vec![(6_500, leave())]))
+            .is_ok());
+        // A poll started after the resume: the pause was not inside it.
+        let later_poll = paused_poll(
+            5_012,
+            vec![
+                (5_015, Event::PollStart { timeout_ms: 100 }),
+                (5_020, leave()),
+            ],
+        );
+        assert!(!checker.check(&later_poll).is_ok());
+    }
 
     #[test]
     fn group_knobs_vary_and_apply() {
