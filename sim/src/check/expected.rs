@@ -94,6 +94,18 @@ mod tests {
     }
 
     #[test]
+    fn a_checker_set_declares_a_kind_of_one_checker() {
+        let set = super::super::CheckerSet::jepsen(super::super::KnownGaps::new()).expect(
+            "committed-offsets-monotonic",
+            ViolationKind::LateCommitRegressed,
+            "Kafka cannot refuse a late commit",
+        );
+        let report = set.run(&late_then_ordered());
+        let kinds: Vec<_> = report.violations().iter().map(|(_, v)| v.kind).collect();
+        assert_eq!(kinds, vec![ViolationKind::CommittedRegressed], "{report}");
+    }
+
+    #[test]
     fn an_empty_reason_accepts_nothing() {
         let checker = Expected::because(
             CommittedOffsetsMonotonic::default(),
