@@ -682,6 +682,15 @@ pub fn check(seed: u64, outcome: &Outcome) -> Result<(), String> {
              on_partitions_lost followed; repro: {repro}"
         ));
     }
+    // The only errors `poll` may return here are the planned listener panics it reports: the
+    // faults (broker kills, coordinator moves, cut members) are retried inside the consumer,
+    // as Java's `poll` does, and never surface.
+    if let Some(unexpected) = j.errors.iter().find(|e| !e.contains(PLANNED_PANIC)) {
+        return Err(format!(
+            "seed {seed}: poll returned an error no fault of the application planned: \
+             {unexpected}; repro: {repro}"
+        ));
+    }
     if surfaced < j.panics {
         return Err(format!(
             "seed {seed}: {} listener panics, {surfaced} reported by poll; errors {:?}; repro: \
