@@ -152,15 +152,20 @@ pub fn saved_dir() -> std::path::PathBuf {
         .join("saved")
 }
 
-/// Scenario → the checkers our consumer is known to fail there: its saved regressions with
-/// `subject = consumer` that expect a failure. The test suite and `cargo sim explore` excuse
-/// exactly these (a known bug stays visible in `regressions/saved/` and keeps every other
-/// invariant of the scenario guarded); an unreadable regression file is an error.
+/// A known failure's key: the scenario and the seed its regression saved.
+pub type KnownSeed = (String, u64);
+
+/// (scenario, seed) → the checkers our consumer is known to fail there: its saved regressions
+/// with `subject = consumer` that expect a failure. The test suite and `cargo sim explore`
+/// excuse exactly these checkers on exactly that seed — a known bug stays visible in
+/// `regressions/saved/`, every other invariant of the seed stays guarded, and the same
+/// checker failing on any other seed is a new failure. An unreadable regression file is an
+/// error.
 pub fn known_consumer_failures(
-) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, String> {
-    let mut known = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+) -> Result<std::collections::BTreeMap<KnownSeed, std::collections::BTreeSet<String>>, String> {
+    let mut saved = Vec::new();
     let Ok(dir) = std::fs::read_dir(saved_dir()) else {
-        return Ok(known);
+        return Ok(known_failures_of(saved));
     };
     for entry in dir.flatten() {
         let path = entry.path();
@@ -169,12 +174,26 @@ pub fn known_consumer_failures(
         }
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let r = Regression::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        saved.push(Regression::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?);
+    }
+    Ok(known_failures_of(saved))
+}
+
+/// [`known_consumer_failures`] of these regressions.
+pub fn known_failures_of(
+    saved: impl IntoIterator<Item = Regression>,
+) -> std::collections::BTreeMap<KnownSeed, std::collections::BTreeSet<String>> {
+    let mut known =
+        std::collections::BTreeMap::<KnownSeed, std::collections::BTreeSet<String>>::new();
+    for r in saved {
         if let (true, Expectation::Fails { checker, .. }) = (r.subject == "consumer", r.expect) {
-            known.entry(r.scenario).or_default().insert(checker);
+            known
+                .entry((r.scenario, r.seed))
+                .or_default()
+                .insert(checker);
         }
     }
-    Ok(known)
+    known
 }
 
 impl Regression {
@@ -218,6 +237,31 @@ plan = 4000 RestartBroker { broker: 2 }
         );
         assert_eq!(r.plan.len(), 2);
         assert_eq!(Regression::parse(&r.to_string()).unwrap(), r);
+    }
+
+    /// A known failure used to excuse its checker for the whole scenario on every seed.
+    #[test]
+    fn a_known_failure_is_scoped_to_its_seed() {
+        let consumer = |seed, expect: &str| {
+            Regression::parse(&format!(
+                "scenario = s\nseed = {seed}\nsubject = consumer\nexpect = {expect}\ncommit = x\n"
+            ))
+            .unwrap()
+        };
+        let legacy = Regression {
+            subject: "legacy".into(),
+            ..consumer(3, "fails liveness NotCommitted")
+        };
+        let known = known_failures_of([
+            consumer(7, "fails liveness NotCommitted"),
+            consumer(8, "passes"),
+            legacy,
+        ]);
+        assert_eq!(known.len(), 1, "{known:?}");
+        let checkers = &known[&("s".to_owned(), 7)];
+        assert!(checkers.contains("liveness"));
+        assert!(!known.contains_key(&("s".to_owned(), 8)));
+        assert!(!known.contains_key(&("s".to_owned(), 3)));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! Known bugs of our consumer are saved as regressions (`regressions/saved/*.regression` with
 //! `subject = consumer` and `expect = fails <checker> <kind>`, replayed by
-//! `cargo stest -p regressions`); here, a scenario with such a regression may fail *that*
+//! `cargo stest -p regressions`); here, the seed of such a regression may fail *that*
 //! checker and no other, so its remaining invariants stay guarded until the fix lands (then
 //! the regression's `expect` becomes `passes` and this exemption disappears with it).
 #![cfg(madsim)]
@@ -24,8 +24,11 @@ fn our_consumer_passes_every_scenario() {
     let known = known_consumer_failures().unwrap();
     let mut failures = Vec::new();
     for info in registry() {
-        let excused = known.get(info.name).cloned().unwrap_or_default();
         for seed in 1..=seeds {
+            let excused = known
+                .get(&(info.name.to_owned(), seed))
+                .cloned()
+                .unwrap_or_default();
             let result = run_in_runtime(info.build, seed, SubjectKind::Consumer)
                 .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", info.name));
             let unexpected = result

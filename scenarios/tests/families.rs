@@ -15,12 +15,12 @@ use scenarios::scenario::Scenario;
 use scenarios::subject::SubjectKind;
 use sim::history::{Event, History};
 
-/// The checkers our consumer is known to fail on `scenario` (its saved consumer regressions
-/// expecting a failure, as `tests/consumer_subject.rs` excuses them).
-fn known_failures(scenario: &str) -> BTreeSet<String> {
+/// The checkers our consumer is known to fail on `scenario`'s `seed` (its saved consumer
+/// regression of that seed expecting a failure, as `tests/consumer_subject.rs` excuses them).
+fn known_failures(scenario: &str, seed: u64) -> BTreeSet<String> {
     known_consumer_failures()
         .unwrap()
-        .remove(scenario)
+        .remove(&(scenario.to_owned(), seed))
         .unwrap_or_default()
 }
 
@@ -29,8 +29,9 @@ fn known_failures(scenario: &str) -> BTreeSet<String> {
 fn run_all(scenario: fn() -> Scenario, seeds: &[u64]) -> Vec<RunResult> {
     let mut failures = Vec::new();
     let mut results = Vec::new();
-    let excused = known_failures(scenario().name);
+    let name = scenario().name;
     for &seed in seeds {
+        let excused = known_failures(name, seed);
         let result = run_in_runtime(scenario, seed, SubjectKind::Consumer)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let unexpected = result

@@ -8,7 +8,10 @@
 //! - every record is delivered at least once once the faults heal;
 //! - the listener sees a coherent assignment: it is never told a partition it owns is
 //!   assigned again, nor revoked or lost a partition it does not own;
-//! - within one ownership, a member's offsets of a partition only go up;
+//! - within one ownership, a member's offsets of a partition only go up, and a new ownership
+//!   never starts below what the previous owner committed when revoking it (the at-least-once
+//!   bound on duplicates);
+//! - `poll` returns no error but the planned listener panics it must report;
 //! - at the end the members' assignments are disjoint and cover every partition.
 #![cfg(madsim)]
 
@@ -25,8 +28,10 @@ fn a_group_of_our_consumers_survives_seeded_faults() {
 
 /// `poll()` overshoot during continuous rebalances: a fourth member joins and leaves every few
 /// virtual seconds while the three consume (listeners commit on revocation, inside `poll`).
-/// The longest a poll ran past its 100 ms timeout is printed (BENCHMARKS.md records it) and
-/// must stay under a second: a rebalance never blocks `poll`, only a callback's own work does.
+/// The longest a poll ran past its 100 ms timeout is printed (BENCHMARKS.md records it: 12.7 ms,
+/// 9.1 ms on the current main) and must stay within `blocking-bounds`' 50 ms tolerance (one
+/// in-flight round trip plus scheduling): a rebalance never blocks `poll`, only the listener's
+/// own `commit_sync` does.
 #[test]
 fn poll_overshoot_during_continuous_rebalances() {
     let mut worst = 0u128;
@@ -52,8 +57,9 @@ fn poll_overshoot_during_continuous_rebalances() {
         worst as f64 / 1000.0
     );
     assert!(rebalances > 30, "the churner kept the group rebalancing");
+    let tolerance_us = u128::from(sim::check::BlockingBounds::default().tolerance_ms) * 1_000;
     assert!(
-        worst < 1_000_000,
-        "a poll overshot its timeout by {worst} µs"
+        worst <= tolerance_us,
+        "a poll overshot its timeout by {worst} µs (bound {tolerance_us} µs)"
     );
 }

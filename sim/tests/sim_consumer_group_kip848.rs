@@ -13,7 +13,10 @@
 //! - every record is delivered at least once once the faults heal;
 //! - the listener sees a coherent assignment: it is never told a partition it owns is
 //!   assigned again, nor revoked or lost a partition it does not own;
-//! - within one ownership, a member's offsets of a partition only go up;
+//! - within one ownership, a member's offsets of a partition only go up, and a new ownership
+//!   never starts below what the previous owner committed when revoking it (the at-least-once
+//!   bound on duplicates);
+//! - `poll` returns no error but the planned listener panics it must report;
 //! - at the end the members' assignments are disjoint and cover every partition.
 #![cfg(madsim)]
 

@@ -522,8 +522,8 @@ mod cli {
     struct Explored {
         scenario: &'static str,
         runs: u64,
-        /// Seed, first violation, and whether a saved regression already knows every checker
-        /// that failed (`regression::known_consumer_failures`).
+        /// Seed, first violation, and whether a saved regression of that seed already knows
+        /// every checker that failed (`regression::known_consumer_failures`).
         failures: Vec<(u64, String, bool)>,
         minutes: f64,
     }
@@ -584,7 +584,7 @@ mod cli {
         seeds: &[u64],
         subject: SubjectKind,
         jobs: usize,
-        known: &BTreeSet<String>,
+        known: &BTreeMap<u64, BTreeSet<String>>,
     ) -> Explored {
         let (results, minutes) = run_seeds(
             seeds,
@@ -602,8 +602,9 @@ mod cli {
                 .into_iter()
                 .filter_map(|(seed, o)| match o {
                     Outcome::Fail(first, checkers) => {
-                        let is_known =
-                            !checkers.is_empty() && checkers.iter().all(|c| known.contains(c));
+                        let is_known = known.get(&seed).is_some_and(|known| {
+                            !checkers.is_empty() && checkers.iter().all(|c| known.contains(c))
+                        });
                         Some((seed, first, is_known))
                     }
                     Outcome::Pass => None,
@@ -635,11 +636,10 @@ mod cli {
             .iter()
             .filter(|c| c.call == "poll")
             .map(|c| {
-                let end = c.end_ms.unwrap_or(end_ms);
                 let paused_ms: u64 = pauses
                     .iter()
                     .filter(|(subject, _, _)| subject == c.subject)
-                    .map(|(_, from, to)| (*to).min(end).saturating_sub((*from).max(c.start_ms)))
+                    .map(|(_, from, to)| c.overlap_ms(*from, *to, end_ms))
                     .sum();
                 c.overshoot_ms(end_ms).saturating_sub(paused_ms)
             })
@@ -779,7 +779,11 @@ mod cli {
         let mut explored = Vec::new();
         for info in infos {
             eprintln!("{} ({} seeds, subject {subject})", info.name, mine.len());
-            let known = known.get(info.name).cloned().unwrap_or_default();
+            let known: BTreeMap<u64, BTreeSet<String>> = known
+                .iter()
+                .filter(|((scenario, _), _)| scenario == info.name)
+                .map(|((_, seed), checkers)| (*seed, checkers.clone()))
+                .collect();
             explored.push(explore_scenario(info.name, &mine, subject, jobs, &known));
         }
         let row = |name: &str, runs: u64, new: usize, known: usize, minutes: f64| {

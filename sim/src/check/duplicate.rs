@@ -9,22 +9,30 @@
 //! here as re-deliveries at offsets the group had committed past, or as commits that should
 //! have been fenced.
 //!
+//! The bound is the highest offset the group committed since the last seek or reset of the
+//! partition by any of its members: a commit that moves the offset back without one (a late,
+//! reordered commit; `committed-offsets-monotonic` reports it with its cause) does not lower
+//! the bound, so the records it makes the next owner read again are reported here too.
+//!
 //! One re-delivery is not the consumer's to prevent: a member fenced while it could not hear
 //! the coordinator (cut off, paused) keeps handing out records of its old partitions until it
-//! learns, as Java's consumer does; by then the new owner may have committed past them. Such a
-//! zombie's deliveries are excused when the member was fenced during its ownership period of
-//! the partition ([`History::fenced_periods`]) and another member was given the partition
-//! after this period began — the same zombie window `exclusive-ownership` tolerates. Its
+//! learns, as Java's consumer does (it keeps its assignment until a heartbeat answer says
+//! `FENCED_MEMBER_EPOCH` / `UNKNOWN_MEMBER_ID`: `AbstractMembershipManager.transitionToFenced`,
+//! `AbstractCoordinator.resetGenerationOnResponseError`); by then the new owner may have
+//! committed past them. Such a zombie's delivery is excused only when the simulation observed
+//! its fencing ([`crate::history::Fence`]) inside its ownership period, the partition then moved
+//! to another member, and the bound it would break was set by a commit of another member made
+//! after that fencing — the same zombie window `exclusive-ownership` tolerates. Its own
 //! commits must still be refused (`zombie-commits-refused`), so nothing it consumed moves the
 //! group's offsets.
 
 use std::collections::BTreeMap;
 
 use super::{Checker, Violation, ViolationKind};
-use crate::history::{Event, History, OwnershipChange, OwnershipTracker, Tp};
+use crate::history::{Event, History, OwnershipChange, OwnershipPeriod, OwnershipTracker, Tp};
 
 /// Flags a record delivered again (in the same group) at an offset below the group's committed
-/// offset at the time of the re-delivery, unless the re-delivering member sought or was reset
+/// bound at the time of the re-delivery, unless the re-delivering member sought or was reset
 /// to at or below it during its current ownership period.
 #[derive(Clone, Debug, Default)]
 pub struct DuplicateDeliveries {}
@@ -36,6 +44,8 @@ struct CommitSource {
     subject: String,
     id: u64,
     at_ms: u64,
+    /// Its completion entry.
+    seq: u64,
 }
 
 impl Checker for DuplicateDeliveries {
@@ -47,13 +57,20 @@ impl Checker for DuplicateDeliveries {
         let mut out = Vec::new();
         let mut tracker = OwnershipTracker::new();
         let mut groups: BTreeMap<String, String> = BTreeMap::new();
-        let fenced = history.fenced_periods();
+        let fences = history.fences();
+        let periods: BTreeMap<(String, Tp, u64), OwnershipPeriod> = history
+            .ownership_periods()
+            .into_iter()
+            .map(|p| ((p.subject.clone(), p.tp.clone(), p.start_seq), p))
+            .collect();
         // (subject, tp) → start seq of its current ownership period.
         let mut own_start: BTreeMap<(String, Tp), u64> = BTreeMap::new();
         // (group, tp) → start seq of the most recently opened ownership period, and its owner.
         let mut latest: BTreeMap<(String, Tp), (u64, String)> = BTreeMap::new();
         // (subject, tp) → lowest seek/reset target in the current period.
         let mut sought: BTreeMap<(String, Tp), i64> = BTreeMap::new();
+        // (group, tp) → seq of the latest seek/reset by any member of the group.
+        let mut group_sought: BTreeMap<(String, Tp), u64> = BTreeMap::new();
         // (subject, commit id) → offsets of the open request.
         let mut open: BTreeMap<(String, u64), Vec<(Tp, i64)>> = BTreeMap::new();
         let mut committed: BTreeMap<(String, Tp), CommitSource> = BTreeMap::new();
@@ -83,6 +100,7 @@ impl Checker for DuplicateDeliveries {
                         .entry((e.subject.clone(), tp.clone()))
                         .or_insert(*offset);
                     *s = (*s).min(*offset);
+                    group_sought.insert((group.clone(), tp.clone()), e.seq);
                 }
                 Event::CommitRequested { id, offsets, .. } => {
                     open.insert((e.subject.clone(), *id), offsets.clone());
@@ -95,13 +113,22 @@ impl Checker for DuplicateDeliveries {
                         continue;
                     }
                     for (tp, offset) in offsets {
+                        let key = (group.clone(), tp);
+                        let backward_unasked = committed.get(&key).is_some_and(|mark| {
+                            offset < mark.offset
+                                && group_sought.get(&key).is_none_or(|s| *s < mark.seq)
+                        });
+                        if backward_unasked {
+                            continue;
+                        }
                         let source = CommitSource {
                             offset,
                             subject: e.subject.clone(),
                             id: *id,
                             at_ms: e.at_ms,
+                            seq: e.seq,
                         };
-                        committed.insert((group.clone(), tp), source);
+                        committed.insert(key, source);
                     }
                 }
                 Event::Delivered { tp, offset, value } => {
@@ -116,24 +143,30 @@ impl Checker for DuplicateDeliveries {
                     if replay_asked {
                         continue;
                     }
-                    let mine = own_start.get(&(e.subject.clone(), tp.clone())).copied();
-                    let moved_on = latest
-                        .get(&(group.clone(), tp.clone()))
-                        .zip(mine)
-                        .is_some_and(|((since, owner), start)| {
-                            *owner != e.subject && *since > start
-                        });
-                    let fenced_zombie = moved_on
-                        && mine.is_some_and(|start| {
-                            fenced.contains(&(e.subject.clone(), tp.clone(), start))
-                        });
-                    if fenced_zombie {
-                        continue;
-                    }
                     let Some(c) = committed.get(&(group.clone(), tp.clone())) else {
                         continue;
                     };
                     if *offset >= c.offset {
+                        continue;
+                    }
+                    let period = own_start
+                        .get(&(e.subject.clone(), tp.clone()))
+                        .and_then(|start| periods.get(&(e.subject.clone(), tp.clone(), *start)));
+                    let moved_to =
+                        latest
+                            .get(&(group.clone(), tp.clone()))
+                            .filter(|(since, owner)| {
+                                *owner != e.subject && period.is_some_and(|p| *since > p.start_seq)
+                            });
+                    let fenced_zombie = period.zip(moved_to).is_some_and(|(p, (since, _))| {
+                        fences.iter().any(|f| {
+                            f.excuses(p, *since)
+                                && f.seq < e.seq
+                                && c.subject != e.subject
+                                && c.seq > f.seq
+                        })
+                    });
+                    if fenced_zombie {
                         continue;
                     }
                     out.push(
@@ -210,39 +243,113 @@ mod tests {
         );
     }
 
-    /// c0 owns t-0 from gen 1 and is fenced unaware; c1 gets t-0 in gen 2, reads 0..=3 and
-    /// commits 4; c0 then hands out its buffered 0..=1 before it learns (`lost`, or never).
-    fn zombie(learns: bool) -> History {
+    fn expelled() -> Event {
+        Event::Expelled {
+            member_id: "m0".into(),
+            reason: "session expired".into(),
+        }
+    }
+
+    /// c0 owns t-0 from gen 1; `fence_at` (if any) the coordinator expels it; c1 gets t-0 in
+    /// gen 2 at 3, reads 0..=3 and commits 4; c0 then hands out its buffered 0..=1 before it
+    /// learns (`lost` at 14).
+    fn zombie(fence_at: Option<u64>) -> History {
         let mut h = vec![
             (0, "c0", start()),
             (0, "c1", start()),
             (1, "c0", assigned(1, &[0])),
-            (2, "c1", assigned(2, &[0])),
+            (3, "c1", assigned(2, &[0])),
         ];
         for o in 0..4 {
-            h.push((3 + o as u64, "c1", delivered(0, o)));
+            h.push((4 + o as u64, "c1", delivered(0, o)));
         }
         h.push((10, "c1", commit(1, 0, 4)));
         h.push((11, "c1", commit_ok(1)));
         h.push((12, "c0", delivered(0, 0)));
         h.push((13, "c0", delivered(0, 1)));
-        if learns {
-            h.push((14, "c0", lost(3, &[0])));
+        h.push((14, "c0", lost(3, &[0])));
+        if let Some(at) = fence_at {
+            h.push((at, "c0", expelled()));
         }
+        h.sort_by_key(|(at, ..)| *at);
         history(h)
     }
 
     #[test]
-    fn a_fenced_zombie_handing_out_old_records_is_tolerated() {
-        let v = DuplicateDeliveries::default().check(&zombie(true));
+    fn a_zombie_fenced_before_the_move_handing_out_old_records_is_tolerated() {
+        let v = DuplicateDeliveries::default().check(&zombie(Some(2)));
         assert!(v.is_ok(), "{v}");
     }
 
+    /// The old excuse took a period ending in `lost` as proof of fencing.
     #[test]
-    fn a_zombie_that_never_learns_is_not_excused() {
-        let v = DuplicateDeliveries::default().check(&zombie(false));
+    fn a_zombie_whose_fencing_was_never_observed_is_not_excused() {
+        let v = DuplicateDeliveries::default().check(&zombie(None));
         assert_eq!(v.violations.len(), 2, "{v}");
         assert_eq!(v.first().unwrap().subject.as_deref(), Some("c0"));
+    }
+
+    #[test]
+    fn a_fence_after_the_move_excuses_nothing() {
+        // Expelled at 12, after c1 got the partition at 3: both re-deliveries are reported.
+        let v = DuplicateDeliveries::default().check(&zombie(Some(12)));
+        assert_eq!(v.violations.len(), 2, "{v}");
+    }
+
+    /// A zombie's own progress is no new owner's: c0 committed 4 itself, then (fenced, the
+    /// partition moved) hands out 0 again — its own rewind, not the zombie window.
+    #[test]
+    fn a_zombie_rewinding_below_its_own_commit_is_not_excused() {
+        let h = history(vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(1, &[0])),
+            (2, "c0", delivered(0, 0)),
+            (3, "c0", commit(1, 0, 4)),
+            (4, "c0", commit_ok(1)),
+            (5, "c0", expelled()),
+            (6, "c1", assigned(2, &[0])),
+            (7, "c0", delivered(0, 0)),
+            (8, "c0", lost(3, &[0])),
+        ]);
+        let v = DuplicateDeliveries::default().check(&h);
+        assert_eq!(v.violations.len(), 1, "{v}");
+        assert!(
+            v.violations[0].explanation.contains("commit#1 by c0"),
+            "{v}"
+        );
+    }
+
+    /// network-partition seed 27: a late commit moved t-0 back from 10 to 5; c1, the next
+    /// owner, reads 5..=9 again. The bound stays 10: the old checker took 5 as its new mark.
+    #[test]
+    fn a_backward_commit_does_not_lower_the_bound() {
+        let h = |seek_first: bool| {
+            let mut h = vec![(0, "c0", start()), (0, "c1", start())];
+            h.push((1, "c0", assigned(1, &[0])));
+            for o in 0..10 {
+                h.push((2 + o as u64, "c0", delivered(0, o)));
+            }
+            h.push((20, "c0", commit(1, 0, 10)));
+            h.push((21, "c0", commit_ok(1)));
+            if seek_first {
+                h.push((22, "c0", seek(0, 5)));
+            }
+            h.push((23, "c0", commit(2, 0, 5)));
+            h.push((24, "c0", commit_ok(2)));
+            h.push((30, "c0", revoked(1, &[0])));
+            h.push((31, "c1", assigned(2, &[0])));
+            for o in 5..12 {
+                h.push((32 + o as u64, "c1", delivered(0, o)));
+            }
+            history(h)
+        };
+        let v = DuplicateDeliveries::default().check(&h(false));
+        assert_eq!(v.violations.len(), 5, "{v}");
+        assert!(v.violations[0].explanation.contains("up to 10"), "{v}");
+        // After a seek, the application asked for the lower offset: it is the new bound.
+        let v = DuplicateDeliveries::default().check(&h(true));
+        assert!(v.is_ok(), "{v}");
     }
 
     #[test]

@@ -19,6 +19,18 @@ impl Checker for NoLeaveInPoll {
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
+        self.violations_except(history, |_, _, _| false)
+    }
+}
+
+impl NoLeaveInPoll {
+    /// The violations, except the leaves `excused(subject, poll_start_ms, leave_ms)` accepts
+    /// (a caller that knows the member's process was frozen inside that poll).
+    pub fn violations_except(
+        &self,
+        history: &History,
+        excused: impl Fn(&str, u64, u64) -> bool,
+    ) -> Vec<Violation> {
         let mut out = Vec::new();
         // subject → (poll start ms, timeout).
         let mut in_poll: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -35,6 +47,9 @@ impl Checker for NoLeaveInPoll {
                 }
                 Event::Leave { reason } => {
                     if let Some((start, timeout)) = in_poll.get(e.subject.as_str()) {
+                        if excused(&e.subject, *start, e.at_ms) {
+                            continue;
+                        }
                         out.push(
                             Violation::new(
                                 ViolationKind::LeaveInPoll,

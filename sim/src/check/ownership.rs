@@ -5,11 +5,19 @@
 //! generation it did not get it in (KAFKA-13419's stale `ownedPartitions` carried across
 //! generations, KAFKA-14639's "revoked and assigned in a single round") breaks it. KIP-848: the
 //! coordinator hands a partition to a new owner only after the old one acknowledged its
-//! revocation, so ownership windows (assigned → revoked/lost, per the members' own views) must
-//! not overlap — except for a zombie that had been fenced and had not yet noticed, whose window
-//! ends with `lost` (or a crash), or whose requests the coordinator answered
-//! `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` before it finished giving the partition up
-//! ([`History::fenced_periods`]). Also checks the cooperative rule "revoked ⊆ owned".
+//! revocation (`CurrentAssignmentBuilder`), so ownership windows (assigned → revoked/lost, per
+//! the members' own views) must not overlap. Also checks the cooperative rule "revoked ⊆ owned".
+//!
+//! The one tolerance (`tolerate_fenced`): a *zombie*, whose partition the coordinator gave away
+//! because it had fenced or removed the member, may still believe it owns it until it hears so
+//! — Java's consumer too keeps the assignment until a heartbeat answer reaches it
+//! (`AbstractMembershipManager.transitionToFenced`), and a member whose requests no longer get
+//! through never hears it. The overlap is excused only when the simulation observed the
+//! fencing ([`crate::history::Fence`]: the coordinator expelled the member, a fencing error
+//! answered it, or it left and then reported the partition lost) inside the old owner's period
+//! and *before* the new owner got the partition: the coordinator moves a partition only after
+//! that. How the old owner's view ended (lost, crash, revoked) is never evidence on its own.
+//! The zombie's commits must still be refused, which `zombie-commits-refused` checks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,8 +37,8 @@ pub enum OwnershipMode {
 #[derive(Clone, Debug)]
 pub struct ExclusiveOwnership {
     pub mode: OwnershipMode,
-    /// In `Windows` mode, allow the earlier owner's window to overlap when the owner was
-    /// fenced during it (a zombie; its commits must then be rejected, which other checkers see).
+    /// In `Windows` mode, allow the earlier owner's window to overlap the later one's from an
+    /// observed fencing of the earlier owner on (a zombie; see the module doc).
     pub tolerate_fenced: bool,
     /// Flag revoking or losing a partition the member did not own.
     pub check_revoked_subset: bool,
@@ -87,7 +95,7 @@ impl ExclusiveOwnership {
 
     fn by_windows(&self, history: &History, out: &mut Vec<Violation>) {
         let groups = history.groups();
-        let fenced_periods = history.fenced_periods();
+        let fences = history.fences();
         let mut by_tp: BTreeMap<(String, Tp), Vec<_>> = BTreeMap::new();
         for p in history
             .ownership_periods()
@@ -108,8 +116,7 @@ impl ExclusiveOwnership {
                     if !overlaps {
                         continue;
                     }
-                    let fenced =
-                        fenced_periods.contains(&(a.subject.clone(), a.tp.clone(), a.start_seq));
+                    let fenced = fences.iter().any(|f| f.excuses(a, b.start_seq));
                     if self.tolerate_fenced && fenced {
                         continue;
                     }
@@ -124,8 +131,9 @@ impl ExclusiveOwnership {
                             format!(
                                 "{} was assigned {tp} at {}ms while {} owned it from {}ms \
                                  {until} (group '{group}'): a partition may move only after its \
-                                 owner revoked it, or lost it when fenced.",
-                                b.subject, b.start_ms, a.subject, a.start_ms
+                                 owner revoked it or was fenced, and no fencing of {} was \
+                                 observed before the move.",
+                                b.subject, b.start_ms, a.subject, a.start_ms, a.subject
                             ),
                         )
                         .subject(&b.subject)
@@ -272,15 +280,53 @@ mod tests {
         assert!(generation().check(&h).has(ViolationKind::DoubleOwnership));
     }
 
-    #[test]
-    fn fenced_zombie_is_tolerated_in_windows_mode() {
-        let h = history(vec![
+    fn expelled() -> Event {
+        Event::Expelled {
+            member_id: "m0".into(),
+            reason: "session expired".into(),
+        }
+    }
+
+    fn leave() -> Event {
+        Event::Leave {
+            reason: "poll timer expired".into(),
+        }
+    }
+
+    /// c0 owns t-0 from generation 2; c1 gets it at 5; c0's view ends at 9 with `end`; `fence`
+    /// (if any) is added to c0's history at its time.
+    fn moved_while_owned(fence: Option<(u64, Event)>, end: Event) -> History {
+        let mut h = vec![
             (0, "c0", start()),
             (0, "c1", start()),
             (1, "c0", assigned(2, &[0])),
             (5, "c1", assigned(4, &[0])),
-            (9, "c0", lost(2, &[0])),
-        ]);
+            (9, "c0", end),
+        ];
+        if let Some((at, event)) = fence {
+            h.push((at, "c0", event));
+        }
+        h.sort_by_key(|(at, ..)| *at);
+        history(h)
+    }
+
+    /// The old excuse counted every period ending in `lost` (or a crash) as fenced: a consumer
+    /// that keeps partitions that moved and only later reports them lost passed.
+    #[test]
+    fn a_period_ending_lost_or_in_a_crash_is_no_evidence_of_fencing() {
+        for end in [lost(2, &[0]), Event::MemberCrash] {
+            let v = ExclusiveOwnership::default().check(&moved_while_owned(None, end));
+            assert!(v.has(ViolationKind::DoubleOwnership), "{v}");
+            assert!(
+                v.violations[0].explanation.contains("no fencing of c0"),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_zombie_expelled_before_the_move_is_tolerated_until_it_learns() {
+        let h = moved_while_owned(Some((4, expelled())), lost(2, &[0]));
         assert!(ExclusiveOwnership::default().check(&h).is_ok());
         let strict = ExclusiveOwnership {
             tolerate_fenced: false,
@@ -290,24 +336,47 @@ mod tests {
     }
 
     #[test]
+    fn a_fence_after_the_move_excuses_nothing() {
+        for fence in [expelled(), unknown_member()] {
+            let h = moved_while_owned(Some((6, fence)), lost(2, &[0]));
+            assert!(ExclusiveOwnership::default()
+                .check(&h)
+                .has(ViolationKind::DoubleOwnership));
+        }
+    }
+
+    #[test]
     fn a_zombie_told_unknown_member_before_revoking_on_close_is_tolerated() {
-        let unknown = unknown_member();
-        let zombie = |told: bool| {
-            let mut h = vec![
-                (0, "c0", start()),
-                (0, "c1", start()),
-                (1, "c0", assigned(2, &[0])),
-                (5, "c1", assigned(4, &[0])),
-            ];
-            if told {
-                h.push((6, "c0", unknown.clone()));
-            }
-            h.push((9, "c0", revoked(2, &[0])));
-            history(h)
-        };
-        assert!(ExclusiveOwnership::default().check(&zombie(true)).is_ok());
+        let h = moved_while_owned(Some((4, unknown_member())), revoked(2, &[0]));
+        assert!(ExclusiveOwnership::default().check(&h).is_ok());
+    }
+
+    /// Java's consumer leaves on an expired poll timer and then reports its partitions lost
+    /// (`AbstractMembershipManager.transitionToStale`); a member that leaves and then revokes
+    /// (a close that leaves first) gave its partitions away before its application finished.
+    #[test]
+    fn a_leave_excuses_only_a_period_then_reported_lost() {
+        let lost_after = moved_while_owned(Some((4, leave())), lost(2, &[0]));
+        assert!(ExclusiveOwnership::default().check(&lost_after).is_ok());
+        let revoked_after = moved_while_owned(Some((4, leave())), revoked(2, &[0]));
         assert!(ExclusiveOwnership::default()
-            .check(&zombie(false))
+            .check(&revoked_after)
+            .has(ViolationKind::DoubleOwnership));
+    }
+
+    #[test]
+    fn another_members_fencing_excuses_nothing() {
+        let mut h = vec![
+            (0, "c0", start()),
+            (0, "c1", start()),
+            (1, "c0", assigned(2, &[0])),
+            (4, "c1", expelled()),
+            (5, "c1", assigned(4, &[0])),
+            (9, "c0", lost(2, &[0])),
+        ];
+        h.sort_by_key(|(at, ..)| *at);
+        assert!(ExclusiveOwnership::default()
+            .check(&history(h))
             .has(ViolationKind::DoubleOwnership));
     }
 
@@ -331,14 +400,18 @@ mod tests {
     }
 
     /// lost-commits seed 789: a KIP-848 member whose heartbeats were starved is fenced in
-    /// silence; the commit its `onPartitionsRevoked` makes is the first to hear so.
+    /// silence; the commit its `onPartitionsRevoked` makes is the first to hear so. The answer
+    /// inside the callback proves the member was fenced *by then*, not before the move: only
+    /// the coordinator's expulsion before the move excuses the overlap.
     #[test]
-    fn a_zombie_told_while_its_revocation_runs_is_tolerated() {
+    fn a_fence_heard_inside_on_partitions_revoked_excuses_only_from_before_the_move() {
         let told_at = |at: u64| zombie_revoking(Some((at, unknown_member())));
-        assert!(ExclusiveOwnership::default().check(&told_at(10)).is_ok());
-        assert!(ExclusiveOwnership::default()
-            .check(&told_at(13))
-            .has(ViolationKind::DoubleOwnership));
+        for after_move in [10, 13] {
+            assert!(ExclusiveOwnership::default()
+                .check(&told_at(after_move))
+                .has(ViolationKind::DoubleOwnership));
+        }
+        assert!(ExclusiveOwnership::default().check(&told_at(4)).is_ok());
     }
 
     /// close-outage seed 443: a KIP-848 member whose requests never reach the coordinator any
@@ -346,15 +419,11 @@ mod tests {
     /// record says it was fenced before it revoked on close.
     #[test]
     fn a_zombie_the_coordinator_expelled_in_silence_is_tolerated() {
-        let expelled = Event::Expelled {
-            member_id: "m0".into(),
-            reason: "session expired".into(),
-        };
-        let expelled_at = |at: Option<u64>| zombie_revoking(at.map(|at| (at, expelled.clone())));
+        let expelled_at = |at: Option<u64>| zombie_revoking(at.map(|at| (at, expelled())));
         assert!(ExclusiveOwnership::default()
             .check(&expelled_at(Some(4)))
             .is_ok());
-        for not_before in [None, Some(13)] {
+        for not_before in [None, Some(10), Some(13)] {
             assert!(ExclusiveOwnership::default()
                 .check(&expelled_at(not_before))
                 .has(ViolationKind::DoubleOwnership));

@@ -40,20 +40,32 @@ pub struct BlockingCall<'h> {
     /// How long the subject's rebalance callbacks ran inside the call (the consumer cannot
     /// interrupt them, so they extend what the call may take).
     pub callbacks_ms: u64,
+    /// How long the member's whole process was frozen inside the call (a GC-pause fault; no
+    /// consumer returns from a frozen process). Zero from [`blocking_calls`]; a checker that
+    /// knows the pauses fills it in ([`BlockingBounds::violations_of`]).
+    pub paused_ms: u64,
     /// When it returned; `None` when it had not by the end of the history (a callback still
     /// running then counts until the end).
     pub end_ms: Option<u64>,
 }
 
 impl BlockingCall<'_> {
-    /// How long the call took beyond its timeout and its callbacks (zero when it kept its
-    /// promise); a call that had not returned counts until `history_end_ms`.
+    /// How long the call took beyond its timeout, its callbacks and its process's pauses (zero
+    /// when it kept its promise); a call that had not returned counts until `history_end_ms`.
     pub fn overshoot_ms(&self, history_end_ms: u64) -> u64 {
         self.end_ms
             .unwrap_or(history_end_ms)
             .saturating_sub(self.start_ms)
             .saturating_sub(self.timeout_ms)
             .saturating_sub(self.callbacks_ms)
+            .saturating_sub(self.paused_ms)
+    }
+
+    /// How much of `[from_ms, to_ms)` falls inside this call (up to `history_end_ms` for a
+    /// call that had not returned).
+    pub fn overlap_ms(&self, from_ms: u64, to_ms: u64, history_end_ms: u64) -> u64 {
+        let end = self.end_ms.unwrap_or(history_end_ms);
+        to_ms.min(end).saturating_sub(from_ms.max(self.start_ms))
     }
 }
 
@@ -78,6 +90,7 @@ pub fn blocking_calls(history: &History) -> Vec<BlockingCall<'_>> {
                     start_ms: e.at_ms,
                     timeout_ms: *timeout_ms,
                     callbacks_ms: 0,
+                    paused_ms: 0,
                     end_ms: None,
                 };
                 open.insert((subject, call), (started, None));
@@ -135,6 +148,7 @@ impl BlockingBounds {
             .start_ms
             .saturating_add(c.timeout_ms)
             .saturating_add(c.callbacks_ms)
+            .saturating_add(c.paused_ms)
             .saturating_add(self.tolerance_ms);
         let took = match c.end_ms {
             Some(end) => format!("returned at {end}ms"),
@@ -151,13 +165,31 @@ impl BlockingBounds {
                 deadline,
                 format!(
                     "{}'s {}(timeout={}ms) started at {}ms {took}: expected it back by \
-                     {deadline}ms (timeout + {}ms in rebalance callbacks + {}ms tolerance) \
-                     ({cite}).",
-                    c.subject, c.call, c.timeout_ms, c.start_ms, c.callbacks_ms, self.tolerance_ms
+                     {deadline}ms (timeout + {}ms in rebalance callbacks + {}ms with its \
+                     process paused + {}ms tolerance) ({cite}).",
+                    c.subject,
+                    c.call,
+                    c.timeout_ms,
+                    c.start_ms,
+                    c.callbacks_ms,
+                    c.paused_ms,
+                    self.tolerance_ms
                 ),
             )
             .subject(c.subject),
         )
+    }
+}
+
+impl BlockingBounds {
+    /// The violations among `calls` (as [`blocking_calls`] found them, possibly with
+    /// `paused_ms` filled in) of a history ending at `history_end_ms`.
+    pub fn violations_of(&self, calls: &[BlockingCall<'_>], history_end_ms: u64) -> Vec<Violation> {
+        calls
+            .iter()
+            .filter(|c| self.check_close || c.call == "poll")
+            .filter_map(|c| self.violation(c, history_end_ms))
+            .collect()
     }
 }
 
@@ -167,12 +199,7 @@ impl Checker for BlockingBounds {
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
-        let end_ms = history.end_ms();
-        blocking_calls(history)
-            .iter()
-            .filter(|c| self.check_close || c.call == "poll")
-            .filter_map(|c| self.violation(c, end_ms))
-            .collect()
+        self.violations_of(&blocking_calls(history), history.end_ms())
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod coverage;
 mod event;
+mod fence;
 mod ownership;
 mod recorder;
 mod snapshot;
@@ -24,6 +25,7 @@ use std::fmt;
 
 pub use coverage::{Coverage, CoverageBatch, CoverageMiss};
 pub use event::{CallbackKind, CommitMode, Event, Tp};
+pub use fence::{Fence, FenceCause, FENCING_ERRORS};
 pub use ownership::{OwnershipChange, OwnershipEnd, OwnershipPeriod, OwnershipTracker};
 pub use recorder::{Recorder, SubjectRecorder};
 pub use snapshot::{CommitOutcome, Delivery, History, ProduceAck};

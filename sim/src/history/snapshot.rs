@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::coverage::Coverage;
-use super::event::{CallbackKind, CommitMode, Event, Tp};
-use super::ownership::{OwnershipEnd, OwnershipPeriod, OwnershipTracker};
+use super::event::{CommitMode, Event, Tp};
+use super::ownership::{OwnershipPeriod, OwnershipTracker};
 use super::Entry;
 
 /// A record handed to the application.
@@ -285,79 +285,6 @@ impl History {
             tracker.apply(e);
         }
         tracker.into_periods()
-    }
-
-    /// The ownership periods during which the member was fenced — a zombie's, whose partition
-    /// the coordinator may give away before the member gives it up: the period ended with
-    /// `lost` or a crash, or the member was fenced before it finished giving the partition up
-    /// (before the period ended, or while the `onPartitionsRevoked` that ended it still ran):
-    /// a group request of it was answered `UNKNOWN_MEMBER_ID` / `FENCED_MEMBER_EPOCH` (a KIP-848
-    /// member fenced in silence, its heartbeats starved, learns it from the commit its
-    /// revocation makes), or the coordinator expelled it (`Expelled`: a member whose requests
-    /// no longer get through never learns it at all). As `(subject, tp, start_seq)`.
-    pub fn fenced_periods(&self) -> BTreeSet<(String, Tp, u64)> {
-        let mut fenced_at: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-        // An `onPartitionsRevoked` call starting (or returning): (seq, started, partitions).
-        type RevocationStep<'a> = (u64, bool, &'a [Tp]);
-        let mut revocations: BTreeMap<&str, Vec<RevocationStep<'_>>> = BTreeMap::new();
-        for e in &self.entries {
-            match &e.event {
-                Event::Response {
-                    error: Some(error), ..
-                } if error == "UNKNOWN_MEMBER_ID" || error == "FENCED_MEMBER_EPOCH" => {
-                    fenced_at.entry(&e.subject).or_default().push(e.seq);
-                }
-                Event::Expelled { .. } => fenced_at.entry(&e.subject).or_default().push(e.seq),
-                Event::CallbackStart {
-                    kind: CallbackKind::Revoked,
-                    partitions,
-                }
-                | Event::CallbackEnd {
-                    kind: CallbackKind::Revoked,
-                    partitions,
-                    ..
-                } => revocations.entry(&e.subject).or_default().push((
-                    e.seq,
-                    matches!(e.event, Event::CallbackStart { .. }),
-                    partitions,
-                )),
-                _ => {}
-            }
-        }
-        self.ownership_periods()
-            .into_iter()
-            .filter(|p| {
-                let ended_fenced = matches!(p.end, Some(OwnershipEnd::Lost | OwnershipEnd::Crash));
-                let given_up_seq = p.end_seq.map(|end| {
-                    if p.end != Some(OwnershipEnd::Revoked) {
-                        return end;
-                    }
-                    // The revocation that ended the period: started within it, for this
-                    // partition; the period is given up when that call returns.
-                    let calls = revocations
-                        .get(p.subject.as_str())
-                        .map_or(&[][..], Vec::as_slice);
-                    let concerns = |partitions: &[Tp]| partitions.contains(&p.tp);
-                    calls
-                        .iter()
-                        .rfind(|(seq, started, partitions)| {
-                            *started && *seq > p.start_seq && *seq <= end && concerns(partitions)
-                        })
-                        .and_then(|(started_seq, ..)| {
-                            calls.iter().find(|(seq, started, partitions)| {
-                                !*started && seq > started_seq && concerns(partitions)
-                            })
-                        })
-                        .map_or(end, |(returned_seq, ..)| end.max(*returned_seq))
-                });
-                let fenced = fenced_at.get(p.subject.as_str()).is_some_and(|seqs| {
-                    seqs.iter()
-                        .any(|s| *s > p.start_seq && given_up_seq.is_none_or(|end| *s <= end))
-                });
-                ended_fenced || fenced
-            })
-            .map(|p| (p.subject, p.tp, p.start_seq))
-            .collect()
     }
 
     /// Faults applied, as `(at_ms, kind)`.

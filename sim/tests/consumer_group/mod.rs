@@ -75,6 +75,10 @@ pub struct Journal {
     /// Members that stalled while owning partitions and have not been told they lost them
     /// since: the poll timer expired, so the group moved on without them.
     pub awaiting_lost: BTreeSet<usize>,
+    /// Per partition: the highest position a member committed (`commit_sync` succeeded) in
+    /// `on_partitions_revoked` while giving it up. The at-least-once bound: whoever owns the
+    /// partition next starts at or after it, so nothing below it is delivered again.
+    pub committed_on_revoke: BTreeMap<TopicPartition, (i64, usize)>,
 }
 
 pub type Shared = Arc<Mutex<Journal>>;
@@ -180,10 +184,33 @@ impl ConsumerRebalanceListener for Recorder {
         partitions: &'a BTreeSet<TopicPartition>,
     ) -> ListenerFuture<'a> {
         Box::pin(async move {
+            // What the application consumed of each partition it gives up: `commit_sync(None)`
+            // commits the next offset after it.
+            let consumed: Vec<(TopicPartition, i64)> = {
+                let journal = self.journal.lock().unwrap();
+                let owned = journal.owned.get(&self.member);
+                partitions
+                    .iter()
+                    .filter_map(|tp| Some((tp.clone(), (*owned?.get(tp)?)? + 1)))
+                    .collect()
+            };
             self.call("revoked", partitions).await;
             if !partitions.is_empty() {
-                // Best effort, as applications do: a failed commit only means redelivery.
-                let _ = consumer.commit_sync(None, Duration::from_secs(5)).await;
+                // Best effort, as applications do: a failed commit only means redelivery. A
+                // successful one bounds what the next owner may deliver again.
+                let committed = consumer.commit_sync(None, Duration::from_secs(5)).await;
+                if committed.is_ok() {
+                    let mut journal = self.journal.lock().unwrap();
+                    for (tp, position) in consumed {
+                        let floor = journal
+                            .committed_on_revoke
+                            .entry(tp)
+                            .or_insert((position, self.member));
+                        if position > floor.0 {
+                            *floor = (position, self.member);
+                        }
+                    }
+                }
             }
             Ok(())
         })
@@ -262,6 +289,20 @@ pub fn record_deliveries(
             None => j
                 .violations
                 .push(format!("m{index}: record of {tp} it does not own")),
+            Some(None)
+                if j.committed_on_revoke
+                    .get(&tp)
+                    .is_some_and(|(c, _)| r.offset < *c) =>
+            {
+                let (committed, by) = j.committed_on_revoke[&tp];
+                j.violations.push(format!(
+                    "m{index}: its ownership of {tp} started at {} although m{by} had committed \
+                     {committed} when revoking it: records below the committed offset were \
+                     delivered again (beyond at-least-once)",
+                    r.offset
+                ));
+                j.owned.entry(index).or_default().insert(tp, Some(r.offset));
+            }
             Some(Some(prev)) if r.offset <= prev => j.violations.push(format!(
                 "m{index}: {tp} went from {prev} back to {}",
                 r.offset
@@ -639,6 +680,15 @@ pub fn check(seed: u64, outcome: &Outcome) -> Result<(), String> {
         return Err(format!(
             "seed {seed}: m{member}'s poll timer expired while it owned partitions, and no \
              on_partitions_lost followed; repro: {repro}"
+        ));
+    }
+    // The only errors `poll` may return here are the planned listener panics it reports: the
+    // faults (broker kills, coordinator moves, cut members) are retried inside the consumer,
+    // as Java's `poll` does, and never surface.
+    if let Some(unexpected) = j.errors.iter().find(|e| !e.contains(PLANNED_PANIC)) {
+        return Err(format!(
+            "seed {seed}: poll returned an error no fault of the application planned: \
+             {unexpected}; repro: {repro}"
         ));
     }
     if surfaced < j.panics {
