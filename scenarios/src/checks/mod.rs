@@ -3,6 +3,8 @@
 mod auto_commit_bound;
 mod barrier;
 mod close_commits;
+pub mod data_events;
+mod data_path;
 mod handover;
 mod heartbeat_resumes;
 mod invalid_topics;
@@ -23,6 +25,8 @@ mod zombie_commits;
 pub use auto_commit_bound::AutoCommitBound;
 pub use barrier::CommitCallbacksBeforeSync;
 pub use close_commits::AsyncCommitsBeforeClose;
+pub use data_events::DataEvent;
+pub use data_path::DataPathAccounting;
 pub use handover::HandoverWithoutRedelivery;
 pub use heartbeat_resumes::HeartbeatResumes;
 pub use invalid_topics::InvalidTopicsSurface;

@@ -120,6 +120,9 @@ pub enum ViolationKind {
     /// earlier state (an automatic reset, a validation, an earlier seek) overwrote it
     /// (KAFKA-7703).
     SeekOverridden,
+    /// After a reset error under `auto.offset.reset=none` (out of range, log truncation), the
+    /// position was not the one the error named: the consumer threw it away or moved it.
+    PositionNotKept,
 }
 
 /// One broken invariant, located in virtual time.
