@@ -180,6 +180,26 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: own::seek_reset::NAME,
             build: own::seek_reset::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_delete_records::NAME,
+            build: families::data_path_delete_records::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_recreate::NAME,
+            build: families::data_path_recreate::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_pause_seek::NAME,
+            build: families::data_path_pause_seek::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_large_records::NAME,
+            build: families::data_path_large_records::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_leader_churn::NAME,
+            build: families::data_path_leader_churn::scenario,
+        },
     ]
 }
 

@@ -399,7 +399,10 @@ impl Walk {
                     .get(&(e.subject.clone(), tp.clone()))
                     .filter(|l| l.incarnation == incarnation)
                     .map(|l| l.offset + 1);
-                let kept = position == error_offset && last.is_none_or(|l| l == position);
+                // Out of range names the position itself; a truncation names where the logs diverge.
+                let names_position = error == "OFFSET_OUT_OF_RANGE";
+                let kept = (!names_position || position == error_offset)
+                    && last.is_none_or(|l| l == position);
                 if !kept {
                     let after = last.map_or(String::new(), |l| {
                         format!(" and the last record delivered was {tp}@{}", l - 1)
