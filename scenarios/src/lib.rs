@@ -200,6 +200,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::data_path_leader_churn::NAME,
             build: families::data_path_leader_churn::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_unclean_election::NAME,
+            build: families::data_path_unclean_election::scenario,
+        },
     ]
 }
 

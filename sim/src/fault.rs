@@ -175,6 +175,18 @@ pub enum Fault {
         /// Its partition count.
         partitions: i32,
     },
+    /// An unclean leader election (`unclean.leader.election.enable`): an out-of-sync replica
+    /// becomes leader of a partition with a bumped epoch, its log the old leader's minus the
+    /// last `lost_records` records below the high watermark — acknowledged records consumers
+    /// may already have read. New records then reuse their offsets.
+    UncleanLeaderElection {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// How many records below the high watermark the new leader never had.
+        lost_records: i64,
+    },
     /// Grows a topic to `count` partitions, as CreatePartitions does: the group must take in
     /// the new partitions (the assignment changes with no member joining or leaving).
     CreatePartitions {
@@ -476,6 +488,14 @@ pub mod text {
                     f,
                     "delete-records {topic} {partition} before={before_offset}"
                 ),
+                Fault::UncleanLeaderElection {
+                    topic,
+                    partition,
+                    lost_records,
+                } => write!(
+                    f,
+                    "unclean-election {topic} {partition} lost={lost_records}"
+                ),
                 Fault::DeleteTopic { topic } => write!(f, "delete-topic {topic}"),
                 Fault::CreateTopic { topic, partitions } => {
                     write!(f, "create-topic {topic} partitions={partitions}")
@@ -631,6 +651,11 @@ pub mod text {
                     partition: num(text, word(text, next())?)?,
                     before_offset: num(text, kv(text, next(), "before")?)?,
                 },
+                "unclean-election" => Fault::UncleanLeaderElection {
+                    topic: word(text, next())?.to_owned(),
+                    partition: num(text, word(text, next())?)?,
+                    lost_records: num(text, kv(text, next(), "lost")?)?,
+                },
                 "delete-topic" => Fault::DeleteTopic {
                     topic: word(text, next())?.to_owned(),
                 },
@@ -695,7 +720,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 18) {
+            match pick(rng, 19) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -758,9 +783,14 @@ pub mod text {
                     topic: name(rng),
                     partitions: n,
                 },
-                _ => Fault::CreatePartitions {
+                17 => Fault::CreatePartitions {
                     topic: name(rng),
                     count: n,
+                },
+                _ => Fault::UncleanLeaderElection {
+                    topic: name(rng),
+                    partition: n,
+                    lost_records: big as i64,
                 },
             }
         }
@@ -775,7 +805,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 18, "{kinds:?}");
+            assert_eq!(kinds.len(), 19, "{kinds:?}");
         }
 
         #[test]

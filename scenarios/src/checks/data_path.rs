@@ -112,10 +112,18 @@ struct Walk {
     last: BTreeMap<(String, Tp), Last>,
     /// (subject, tp) → the seeks it made, as (seq, offset).
     seeks: BTreeMap<(String, Tp), Vec<(u64, i64)>>,
-    open_commits: BTreeMap<(String, u64), Vec<(Tp, i64)>>,
+    /// Open commit requests, with the incarnation of each partition's topic when asked.
+    open_commits: BTreeMap<(String, u64), Vec<(Tp, i64, u32)>>,
     /// (group, tp) → committed offset (of the topic's current incarnation).
     committed: BTreeMap<(String, Tp), i64>,
     due: BTreeMap<(String, Tp), DueReset>,
+    /// Values a truncation removed from the log. A member may still hand out what it fetched
+    /// of them before it learned of the truncation: such a stale read neither breaks the order
+    /// nor moves the position the checker expects (the truncation point).
+    truncated: BTreeSet<String>,
+    /// (subject, tp) → the offset after the last record it handed out in its current
+    /// ownership (stale reads included): the position a reset error must keep.
+    handed_up_to: BTreeMap<(String, Tp), i64>,
 }
 
 impl Walk {
@@ -232,8 +240,11 @@ impl Walk {
                     .push(value.clone());
             }
             Event::CommitRequested { id, offsets, .. } => {
-                self.open_commits
-                    .insert((e.subject.clone(), *id), offsets.clone());
+                let offsets = offsets
+                    .iter()
+                    .map(|(tp, o)| (tp.clone(), *o, self.incarnation_of(&tp.topic)))
+                    .collect();
+                self.open_commits.insert((e.subject.clone(), *id), offsets);
             }
             Event::CommitCompleted { id, error } => {
                 let Some(offsets) = self.open_commits.remove(&(e.subject.clone(), *id)) else {
@@ -241,8 +252,12 @@ impl Walk {
                 };
                 if error.is_none() {
                     let group = self.group(&e.subject);
-                    for (tp, offset) in offsets {
-                        self.committed.insert((group.clone(), tp), offset);
+                    // A commit of a topic deleted since it was asked for commits nothing the
+                    // topic's new life starts from.
+                    for (tp, offset, incarnation) in offsets {
+                        if incarnation == self.incarnation_of(&tp.topic) {
+                            self.committed.insert((group.clone(), tp), offset);
+                        }
                     }
                 }
             }
@@ -259,6 +274,7 @@ impl Walk {
             OwnershipChange::Closed { subject, tp, .. } => {
                 let key = (subject.clone(), tp.clone());
                 self.last.remove(&key);
+                self.handed_up_to.remove(&key);
                 self.due.remove(&key);
                 self.period_start.remove(&key);
                 let group = self.group(&subject);
@@ -279,6 +295,7 @@ impl Walk {
                 self.period_start.insert(key.clone(), e.seq);
                 self.period_bound.insert(key.clone(), bound);
                 self.last.remove(&key);
+                self.handed_up_to.remove(&key);
                 if committed.is_none() && self.is_latest(&subject) {
                     let incarnation = self.incarnation_of(&tp.topic);
                     self.due.insert(
@@ -370,6 +387,7 @@ impl Walk {
                     "truncated: {tp} lost its log from {end_offset} at {}ms",
                     e.at_ms
                 );
+                self.truncated.extend(gone.iter().cloned());
                 self.excuse_all(gone, &why);
                 // The consumer goes back to the truncation point: what it delivers from there
                 // on is new records at reused offsets.
@@ -393,12 +411,10 @@ impl Walk {
                 error_offset,
                 position,
             } => {
-                let incarnation = self.incarnation_of(&tp.topic);
                 let last = self
-                    .last
+                    .handed_up_to
                     .get(&(e.subject.clone(), tp.clone()))
-                    .filter(|l| l.incarnation == incarnation)
-                    .map(|l| l.offset + 1);
+                    .copied();
                 // Out of range names the position itself; a truncation names where the logs diverge.
                 let names_position = error == "OFFSET_OUT_OF_RANGE";
                 let kept = (!names_position || position == error_offset)
@@ -442,6 +458,7 @@ impl Walk {
             .entry(key.clone())
             .or_default()
             .push((e.seq, offset));
+        self.handed_up_to.insert(key.clone(), offset);
         self.due.remove(&key);
         self.last.insert(
             key,
@@ -456,6 +473,7 @@ impl Walk {
         let group = self.group(&e.subject);
         self.consumes.insert((group.clone(), tp.topic.clone()));
         let key = (e.subject.clone(), tp.clone());
+        self.handed_up_to.insert(key.clone(), offset + 1);
         let ack = self.acks.get(value).cloned();
         match &ack {
             None => self.out.push(
@@ -496,6 +514,14 @@ impl Walk {
                 self.excuse_in(&group, jumped, &why);
             }
         }
+        if self.truncated.contains(value) {
+            // Read before the truncation, handed out after it: order is judged from the
+            // truncation point on, by the records that replaced these.
+            self.delivered
+                .entry(first_key_of(&group, value))
+                .or_insert(e.seq);
+            return;
+        }
         if let Some(l) = self.last.get(&key) {
             if l.incarnation == incarnation && offset <= l.offset {
                 self.out.push(
@@ -514,7 +540,7 @@ impl Walk {
                 );
             }
         }
-        let first_key = (group.clone(), value.to_owned());
+        let first_key = first_key_of(&group, value);
         if let Some(first_seq) = self.delivered.get(&first_key).copied() {
             let sought = self
                 .seeks
@@ -602,6 +628,10 @@ impl Walk {
         }
         self.out
     }
+}
+
+fn first_key_of(group: &str, value: &str) -> (String, String) {
+    (group.to_owned(), value.to_owned())
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod data_path_late_topic;
 pub mod data_path_leader_churn;
 pub mod data_path_pause_seek;
 pub mod data_path_recreate;
+pub mod data_path_unclean_election;
 pub mod invalid_topic;
 pub mod lost_commits;
 pub mod mixed_protocols;

@@ -34,6 +34,16 @@ pub(super) fn after(cluster: &Cluster, fault: &Fault, existed: bool) -> Vec<Data
             })
             .into_iter()
             .collect(),
+        Fault::UncleanLeaderElection {
+            topic, partition, ..
+        } => state
+            .partition(topic, *partition)
+            .map(|p| DataEvent::Truncated {
+                tp: Tp::new(topic.clone(), *partition),
+                end_offset: p.log.log_end_offset(),
+            })
+            .into_iter()
+            .collect(),
         Fault::DeleteTopic { topic } if existed && !state.topics.contains_key(topic) => {
             vec![DataEvent::TopicDeleted {
                 topic: topic.clone(),
