@@ -85,6 +85,9 @@ struct DueReset {
     why: String,
 }
 
+/// One partition of a commit request: the offset and the incarnation of its topic when asked.
+type AskedCommit = (Tp, i64, u32);
+
 #[derive(Debug, Default)]
 struct Walk {
     out: Vec<Violation>,
@@ -113,7 +116,7 @@ struct Walk {
     /// (subject, tp) → the seeks it made, as (seq, offset).
     seeks: BTreeMap<(String, Tp), Vec<(u64, i64)>>,
     /// Open commit requests, with the incarnation of each partition's topic when asked.
-    open_commits: BTreeMap<(String, u64), Vec<(Tp, i64, u32)>>,
+    open_commits: BTreeMap<(String, u64), Vec<AskedCommit>>,
     /// (group, tp) → committed offset (of the topic's current incarnation).
     committed: BTreeMap<(String, Tp), i64>,
     due: BTreeMap<(String, Tp), DueReset>,
