@@ -851,11 +851,7 @@ impl Consumer {
             let notified = buffer.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let mut records = buffer.collect(self.settings.max_poll_records)?;
-            // Fetched before a revocation the background has not applied yet: the partition
-            // is no longer the application's (Java's collector skips partitions that are not
-            // fetchable, pending revocation included).
-            records.retain_partitions(&self.assignment);
+            let records = buffer.collect(self.settings.max_poll_records)?;
             if !records.is_empty() {
                 tracing::trace!(count = records.count(), "poll returns records");
                 return Ok(records);

@@ -169,15 +169,6 @@ impl ConsumerRecords {
         }
     }
 
-    /// Keeps only the records of `partitions`.
-    pub(crate) fn retain_partitions(
-        &mut self,
-        partitions: &std::collections::BTreeSet<TopicPartition>,
-    ) {
-        self.by_partition.retain(|tp, _| partitions.contains(tp));
-        self.count = self.by_partition.values().map(Vec::len).sum();
-    }
-
     /// How many records there are.
     pub fn count(&self) -> usize {
         self.count
