@@ -75,3 +75,33 @@ pub fn seek_note(tp: &sim::history::Tp, to: SeekTo) -> String {
         SeekTo::Offset { offset, .. } => format!("user seek {tp} offset {offset}"),
     }
 }
+
+/// How the application takes its records: Java's `poll(Duration)` loop, or our consumer's
+/// `recv()` / `stream()` (records handed out one by one, held by the consumer between calls;
+/// issue #27: a pause must not lose what they hold). A subject without `recv`/`stream` polls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DriveMode {
+    #[default]
+    Poll,
+    Recv,
+    Stream,
+}
+
+impl DriveMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            DriveMode::Poll => "poll",
+            DriveMode::Recv => "recv",
+            DriveMode::Stream => "stream",
+        }
+    }
+}
+
+/// One pause the application makes: before the first take of records at or after `at_ms`, it
+/// pauses `partitions` (those it owns then), and resumes them `for_ms` later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPause {
+    pub at_ms: u64,
+    pub partitions: Vec<sim::history::Tp>,
+    pub for_ms: u64,
+}

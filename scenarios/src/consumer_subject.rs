@@ -5,14 +5,16 @@
 //! changes they carry.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures_core::Stream;
 use kafka_consumer::consumer::WakeupHandle;
 use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
 use kafka_consumer::{Consumer, Error, OffsetAndMetadata, TopicPartition};
 use sim::history::{CallbackKind, Event, Tp};
-use tokio::time::Duration;
+use tokio::time::{Duration, Instant};
 
 use crate::app::SeekTo;
 use crate::subject::{
@@ -25,6 +27,15 @@ pub struct ConsumerSubject {
     consumer: Consumer,
     ctx: SubjectContext,
     completed: Arc<Mutex<Vec<CommitCompletion>>>,
+    /// The reset error the last failed take of records carried (see
+    /// [`Subject::take_reset_error`]).
+    reset_error: Option<(String, Vec<(Tp, i64)>)>,
+    /// An error `recv`/`stream` returned after a take had already collected records: the
+    /// application sees it on its next take, as it would on its next `recv`.
+    held_error: Option<SubjectError>,
+    /// A listener method is running (inside `poll`/`recv`): a take does not give up on its
+    /// deadline then, since dropping the call would abandon the callback halfway.
+    in_listener: Arc<AtomicBool>,
 }
 
 impl ConsumerSubject {
@@ -38,6 +49,9 @@ impl ConsumerSubject {
             consumer,
             ctx,
             completed: Arc::default(),
+            reset_error: None,
+            held_error: None,
+            in_listener: Arc::default(),
         })
     }
 
@@ -47,7 +61,31 @@ impl ConsumerSubject {
             ctx: self.ctx.clone(),
             behaviour,
             calls: AtomicU32::new(0),
+            running: Arc::clone(&self.in_listener),
         }
+    }
+
+    /// Keeps the partitions and offsets of a reset error for the application, and names the
+    /// error as the history does.
+    fn failed(&mut self, error: &Error) -> SubjectError {
+        let named = |kind: &str, offsets: &[(TopicPartition, i64)]| {
+            let offsets = offsets.iter().map(|(tp, o)| (to_tp(tp), *o)).collect();
+            Some((kind.to_owned(), offsets))
+        };
+        self.reset_error = match error {
+            Error::OffsetOutOfRange { offsets } => named("OFFSET_OUT_OF_RANGE", offsets),
+            Error::LogTruncation { divergent_offsets } => {
+                named("LOG_TRUNCATION", divergent_offsets)
+            }
+            // No position at all: the partitions, with no offset to name.
+            Error::NoOffsetForPartition { partitions } => {
+                let none: Vec<(TopicPartition, i64)> =
+                    partitions.iter().map(|tp| (tp.clone(), -1)).collect();
+                named(NO_OFFSET, &none)
+            }
+            _ => None,
+        };
+        SubjectError(error_name(error))
     }
 
     /// A refused subscription is noted; the application goes on polling, as it would.
@@ -95,6 +133,41 @@ fn screaming_snake(camel: &str) -> String {
     out
 }
 
+/// Awaits `future` for up to `wait`, and past it while a listener method runs inside it (the
+/// application gives up on a `recv` only between callbacks: dropping it mid-callback would
+/// abandon the callback, which the consumer then treats as done). `None`: given up.
+async fn until_deadline<F: Future>(
+    future: F,
+    wait: Duration,
+    in_listener: &AtomicBool,
+) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let mut deadline = std::pin::pin!(tokio::time::sleep(wait));
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(output));
+        }
+        if deadline.as_mut().poll(cx).is_ready() && !in_listener.load(Ordering::SeqCst) {
+            return std::task::Poll::Ready(None);
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// A record as the application's history sees it.
+fn delivered(r: &kafka_consumer::ConsumerRecord) -> Delivered {
+    Delivered {
+        tp: Tp::new(&*r.topic, r.partition),
+        offset: r.offset,
+        value: r
+            .value
+            .as_deref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default(),
+    }
+}
+
 fn to_tp(tp: &TopicPartition) -> Tp {
     Tp::new(&*tp.topic, tp.partition)
 }
@@ -116,6 +189,9 @@ fn generation_of(consumer: &Consumer) -> i32 {
     consumer.group_metadata().map_or(-1, |m| m.generation_id)
 }
 
+/// The reset error of a partition with no position at all (`NoOffsetForPartition`).
+pub const NO_OFFSET: &str = "NO_OFFSET";
+
 /// What a planned listener panic says (and its `CallbackEnd` records as the error).
 pub const PLANNED_PANIC: &str = "planned listener panic";
 
@@ -125,6 +201,24 @@ struct RecordingListener {
     behaviour: ListenerBehaviour,
     /// Calls so far (for [`ListenerBehaviour::panic_on_call`]).
     calls: AtomicU32,
+    /// Set while a call runs ([`ConsumerSubject::in_listener`]).
+    running: Arc<AtomicBool>,
+}
+
+/// Clears the running flag when a listener call ends, also by a panic.
+struct Running(Arc<AtomicBool>);
+
+impl Running {
+    fn start(flag: &Arc<AtomicBool>) -> Self {
+        flag.store(true, Ordering::SeqCst);
+        Self(Arc::clone(flag))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl RecordingListener {
@@ -146,6 +240,7 @@ impl RecordingListener {
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
         let panics = self.behaviour.panic_on_call == Some(call);
         Box::pin(async move {
+            let _running = Running::start(&self.running);
             self.run(generation, kind, partitions, millis, wakeup, panics)
                 .await;
             Ok(())
@@ -287,20 +382,69 @@ impl Subject for ConsumerSubject {
 
     async fn poll(&mut self, timeout: Duration) -> Result<Vec<Delivered>, SubjectError> {
         match self.consumer.poll(timeout).await {
-            Ok(records) => Ok(records
-                .iter()
-                .map(|r| Delivered {
-                    tp: Tp::new(&*r.topic, r.partition),
-                    offset: r.offset,
-                    value: r
-                        .value
-                        .as_deref()
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                        .unwrap_or_default(),
-                })
-                .collect()),
-            Err(error) => Err(SubjectError(error_name(&error))),
+            Ok(records) => Ok(records.iter().map(delivered).collect()),
+            Err(error) => Err(self.failed(&error)),
         }
+    }
+
+    async fn take_one_by_one(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        stream: bool,
+    ) -> Result<Vec<Delivered>, SubjectError> {
+        if let Some(error) = self.held_error.take() {
+            return Err(error);
+        }
+        let deadline = Instant::now() + timeout;
+        let mut out = Vec::new();
+        while out.len() < max {
+            // The first record is waited for; the others are taken only if ready at once.
+            let wait = if out.is_empty() {
+                deadline.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
+            let in_listener = Arc::clone(&self.in_listener);
+            let next = if stream {
+                let mut records = std::pin::pin!(self.consumer.stream());
+                let item = std::future::poll_fn(|cx| records.as_mut().poll_next(cx));
+                until_deadline(item, wait, &in_listener).await
+            } else {
+                until_deadline(self.consumer.recv(), wait, &in_listener)
+                    .await
+                    .map(Some)
+            };
+            match next {
+                None | Some(None) => break,
+                Some(Some(Ok(record))) => out.push(delivered(&record)),
+                Some(Some(Err(error))) => {
+                    let error = self.failed(&error);
+                    if out.is_empty() {
+                        return Err(error);
+                    }
+                    self.held_error = Some(error);
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn set_paused(&mut self, partitions: Vec<Tp>, paused: bool) -> Result<(), SubjectError> {
+        let tps = partitions
+            .iter()
+            .map(|tp| TopicPartition::new(tp.topic.as_str(), tp.partition));
+        let done = if paused {
+            self.consumer.pause(tps).await
+        } else {
+            self.consumer.resume(tps).await
+        };
+        done.map_err(|e| SubjectError(error_name(&e)))
+    }
+
+    fn take_reset_error(&mut self) -> Option<(String, Vec<(Tp, i64)>)> {
+        self.reset_error.take()
     }
 
     async fn seek(&mut self, tp: Tp, to: SeekTo) -> Result<(), SubjectError> {

@@ -192,6 +192,30 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::auth::NAME,
             build: families::auth::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_delete_records::NAME,
+            build: families::data_path_delete_records::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_recreate::NAME,
+            build: families::data_path_recreate::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_pause_seek::NAME,
+            build: families::data_path_pause_seek::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_large_records::NAME,
+            build: families::data_path_large_records::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_leader_churn::NAME,
+            build: families::data_path_leader_churn::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_unclean_election::NAME,
+            build: families::data_path_unclean_election::scenario,
+        },
     ]
 }
 

@@ -8,7 +8,7 @@ use sim::history::Tp;
 use sim::kafka_version::KafkaVersion;
 use sim::sasl::SaslServerConfig;
 
-use crate::app::{AppBehaviour, UserSeek};
+use crate::app::{AppBehaviour, DriveMode, SeekTo, UserPause, UserSeek};
 use crate::legacy::LegacyVersion;
 use crate::subject::ListenerBehaviour;
 
@@ -64,6 +64,14 @@ pub struct SubjectSpec {
     pub member_faults: MemberFaults,
     /// Seeks the application makes, in time order.
     pub seeks: Vec<UserSeek>,
+    /// How the application takes records: `poll`, `recv` or `stream`.
+    pub drive: DriveMode,
+    /// Pauses the application makes, in time order (each resumed after its `for_ms`).
+    pub pauses: Vec<UserPause>,
+    /// What the application does when `poll` fails with a reset error (out of range, log
+    /// truncation: `auto.offset.reset=none`): reads `position` of each partition the error
+    /// names, then seeks it here. `None`: it polls on.
+    pub on_reset_error: Option<SeekTo>,
 }
 
 /// Faults of one member's own process or application, as opposed to the cluster's: the
@@ -117,6 +125,9 @@ pub struct ProducerSpec {
     pub interval_ms: u64,
     /// It stops producing at this virtual time, so liveness bounds can still be judged.
     pub until_ms: u64,
+    /// Values are padded to sizes spread over `0..value_bytes` (0: no padding): records
+    /// larger than the consumer's fetch limits.
+    pub value_bytes: usize,
 }
 
 /// A fault plan and the virtual time from which every fault is healed.
@@ -291,6 +302,9 @@ impl ScenarioBuilder {
             assign,
             subscribe: Vec::new(),
             subscribe_pattern: None,
+            drive: DriveMode::Poll,
+            pauses: Vec::new(),
+            on_reset_error: None,
             subscribe_before: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
@@ -319,6 +333,9 @@ impl ScenarioBuilder {
             assign: Vec::new(),
             subscribe: topics.iter().map(|t| (*t).to_owned()).collect(),
             subscribe_pattern: None,
+            drive: DriveMode::Poll,
+            pauses: Vec::new(),
+            on_reset_error: None,
             subscribe_before: None,
             listener: ListenerBehaviour::default(),
             start_ms: 0,
@@ -376,7 +393,24 @@ impl ScenarioBuilder {
             topic: topic.to_owned(),
             interval_ms,
             until_ms,
+            value_bytes: 0,
         });
+        self
+    }
+
+    /// [`Self::producer`] whose values are padded up to `value_bytes` (sizes spread per record).
+    pub fn large_producer(
+        mut self,
+        name: &str,
+        topic: &str,
+        interval_ms: u64,
+        until_ms: u64,
+        value_bytes: usize,
+    ) -> Self {
+        self = self.producer(name, topic, interval_ms, until_ms);
+        if let Some(spec) = self.scenario.producers.last_mut() {
+            spec.value_bytes = value_bytes;
+        }
         self
     }
 

@@ -211,6 +211,36 @@ pub trait Subject: Send {
             ))
         }
     }
+    /// Up to `max` records taken one at a time by `recv()` (`stream`: from `stream()`), the
+    /// first waited for up to `timeout`, the others only if ready at once. A subject without
+    /// them polls.
+    fn take_one_by_one(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+        stream: bool,
+    ) -> impl Future<Output = Result<Vec<Delivered>, SubjectError>> + Send {
+        let _ = (max, stream);
+        self.poll(timeout)
+    }
+    /// `pause` (`paused`) or `resume` of assigned partitions.
+    fn set_paused(
+        &mut self,
+        partitions: Vec<Tp>,
+        paused: bool,
+    ) -> impl Future<Output = Result<(), SubjectError>> + Send {
+        let _ = (partitions, paused);
+        async {
+            Err(SubjectError(
+                "pause is not modelled by this subject".to_owned(),
+            ))
+        }
+    }
+    /// The reset error (`OFFSET_OUT_OF_RANGE`, `LOG_TRUNCATION`) the last failed take of
+    /// records carried, with the partitions and offsets it named; taken once.
+    fn take_reset_error(&mut self) -> Option<(String, Vec<(Tp, i64)>)> {
+        None
+    }
     /// The subject's loop counters, if it keeps them.
     fn loop_counters(&self) -> Option<LoopCounters> {
         None

@@ -286,6 +286,14 @@ impl Cluster {
                         .map(|p| p.log.delete_before(*before_offset))
                 });
             }
+            Fault::UncleanLeaderElection {
+                topic,
+                partition,
+                lost_records,
+            } => {
+                self.controller
+                    .update(|s| s.unclean_elect(topic, *partition, *lost_records));
+            }
             Fault::DeleteTopic { topic } => {
                 if let Err(error) = self.controller.update(|s| s.delete_topic(topic)) {
                     tracing::warn!(?error, %topic, "delete-topic fault: no such topic");

@@ -303,6 +303,29 @@ impl ClusterState {
         self.config.sasl.add_user(user, password, &mut self.rng);
     }
 
+    /// An unclean leader election of a partition: the next live replica after the leader
+    /// takes over with a bumped epoch and a log `lost_records` records shorter than the high
+    /// watermark ([`PartitionLog::become_unclean_leader`]). Returns the new log end.
+    pub fn unclean_elect(&mut self, topic: &str, partition: i32, lost_records: i64) -> Option<i64> {
+        let live = self.live_brokers();
+        let state = self.partition_mut(topic, partition)?;
+        let others: Vec<i32> = state
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| live.contains(r))
+            .collect();
+        let at = others.iter().position(|r| *r == state.leader);
+        let leader = match at {
+            Some(at) => others[(at + 1) % others.len()],
+            None => others.first().copied().unwrap_or(state.leader),
+        };
+        state.leader = leader;
+        state.leader_epoch += 1;
+        let end = state.log.high_watermark() - lost_records.max(0);
+        Some(state.log.become_unclean_leader(state.leader_epoch, end))
+    }
+
     /// A broker stopped: it leaves every ISR, and each partition it led elects the next live
     /// in-sync replica (or goes offline), with an epoch bump.
     pub fn broker_stopped(&mut self, node_id: i32) {

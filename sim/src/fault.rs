@@ -184,6 +184,18 @@ pub enum Fault {
         /// Its partition count.
         partitions: i32,
     },
+    /// An unclean leader election (`unclean.leader.election.enable`): an out-of-sync replica
+    /// becomes leader of a partition with a bumped epoch, its log the old leader's minus the
+    /// last `lost_records` records below the high watermark — acknowledged records consumers
+    /// may already have read. New records then reuse their offsets.
+    UncleanLeaderElection {
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// How many records below the high watermark the new leader never had.
+        lost_records: i64,
+    },
     /// Grows a topic to `count` partitions, as CreatePartitions does: the group must take in
     /// the new partitions (the assignment changes with no member joining or leaving).
     CreatePartitions {
@@ -530,6 +542,14 @@ pub mod text {
                     f,
                     "delete-records {topic} {partition} before={before_offset}"
                 ),
+                Fault::UncleanLeaderElection {
+                    topic,
+                    partition,
+                    lost_records,
+                } => write!(
+                    f,
+                    "unclean-election {topic} {partition} lost={lost_records}"
+                ),
                 Fault::DeleteTopic { topic } => write!(f, "delete-topic {topic}"),
                 Fault::CreateTopic { topic, partitions } => {
                     write!(f, "create-topic {topic} partitions={partitions}")
@@ -701,6 +721,11 @@ pub mod text {
                     partition: num(text, word(text, next())?)?,
                     before_offset: num(text, kv(text, next(), "before")?)?,
                 },
+                "unclean-election" => Fault::UncleanLeaderElection {
+                    topic: word(text, next())?.to_owned(),
+                    partition: num(text, word(text, next())?)?,
+                    lost_records: num(text, kv(text, next(), "lost")?)?,
+                },
                 "delete-topic" => Fault::DeleteTopic {
                     topic: word(text, next())?.to_owned(),
                 },
@@ -779,7 +804,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 23) {
+            match pick(rng, 24) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -855,9 +880,14 @@ pub mod text {
                     max_reauth_ms: i64::from(n),
                 },
                 21 => Fault::SaslExpireSessions { broker: n },
-                _ => Fault::UpgradeBroker {
+                22 => Fault::UpgradeBroker {
                     broker: n,
                     version: KafkaVersion::ALL[pick(rng, 2) as usize],
+                },
+                _ => Fault::UncleanLeaderElection {
+                    topic: name(rng),
+                    partition: n,
+                    lost_records: big as i64,
                 },
             }
         }
@@ -872,7 +902,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 23, "{kinds:?}");
+            assert_eq!(kinds.len(), 24, "{kinds:?}");
         }
 
         #[test]

@@ -214,6 +214,19 @@ impl PartitionLog {
         self.ensure_epoch(epoch, self.log_end_offset);
     }
 
+    /// An unclean leader election: the new leader is a replica that was out of sync and holds
+    /// the log only up to `end_offset` (the next batch boundary at or above it, never below
+    /// the log start); everything above — acknowledged records included — is gone, the high
+    /// watermark moves down to the new log end, and `epoch` starts there. Returns the new log
+    /// end. Kafka's followers then truncate to the new leader's log through
+    /// OffsetForLeaderEpoch; this single shared log takes that state at once.
+    pub fn become_unclean_leader(&mut self, epoch: i32, end_offset: i64) -> i64 {
+        self.truncate_to(end_offset.max(self.log_start_offset));
+        self.high_watermark = self.log_end_offset;
+        self.ensure_epoch(epoch, self.log_end_offset);
+        self.log_end_offset
+    }
+
     fn ensure_epoch(&mut self, epoch: i32, start_offset: i64) {
         if epoch > self.latest_epoch() {
             self.epochs.push((epoch, start_offset));
@@ -476,6 +489,26 @@ mod tests {
         log.append(batch(1, 0), 1, None, 1 << 20).unwrap();
         assert_eq!(log.end_offset_for_epoch(1), (1, 3));
         assert_eq!(log.end_offset_for_epoch(5), (1, 3));
+    }
+
+    #[test]
+    fn an_unclean_election_loses_acknowledged_records_and_reuses_their_offsets() {
+        let mut log = PartitionLog::default();
+        for _ in 0..5 {
+            log.append(batch(1, 0), 0, None, 1 << 20).unwrap();
+        }
+        log.advance_high_watermark(5);
+        assert_eq!(log.become_unclean_leader(1, 3), 3);
+        assert_eq!(log.high_watermark(), 3);
+        // A consumer that read up to 5 in epoch 0 learns the epoch ended at 3.
+        assert_eq!(log.end_offset_for_epoch(0), (0, 3));
+        let info = log.append(batch(1, 0), 1, None, 1 << 20).unwrap();
+        assert_eq!(info.base_offset, 3);
+        assert_eq!(log.end_offset_for_epoch(1), (1, 4));
+        // Never below the log start.
+        log.delete_before(3);
+        log.advance_high_watermark(4);
+        assert_eq!(log.become_unclean_leader(2, 0), 3);
     }
 
     #[test]

@@ -21,7 +21,14 @@
 pub mod auth;
 pub mod close_outage;
 pub mod coordinator_failover;
+pub mod data_path;
+pub mod data_path_delete_records;
+pub mod data_path_large_records;
 pub mod data_path_late_topic;
+pub mod data_path_leader_churn;
+pub mod data_path_pause_seek;
+pub mod data_path_recreate;
+pub mod data_path_unclean_election;
 pub mod invalid_topic;
 pub mod lost_commits;
 pub mod mixed_protocols;

@@ -7,8 +7,9 @@ use std::future::Future;
 use sim::history::{CommitMode, Event, Tp};
 use tokio::time::{Duration, Instant};
 
-use crate::app::{seek_note, AppBehaviour, CommitPolicy, UserSeek};
+use crate::app::{seek_note, AppBehaviour, CommitPolicy, DriveMode, SeekTo, UserPause, UserSeek};
 use crate::checks::loop_rate::counters_note;
+use crate::checks::DataEvent;
 use crate::scenario::SubjectSpec;
 use crate::subject::{Subject, SubjectContext};
 
@@ -70,6 +71,110 @@ async fn user_seek<S: Subject>(subject: &mut S, ctx: &SubjectContext, seek: &Use
         Err(e) => ctx.record(Event::Note {
             text: format!("position failed: {e}"),
         }),
+    }
+}
+
+/// How many records one `recv`/`stream` take collects at most (Java's `max.poll.records`
+/// default).
+const ONE_BY_ONE_MAX: usize = 500;
+
+/// One take of records in the application's [`DriveMode`].
+async fn take<S: Subject>(
+    subject: &mut S,
+    drive: DriveMode,
+    timeout: Duration,
+) -> Result<Vec<crate::subject::Delivered>, crate::subject::SubjectError> {
+    match drive {
+        DriveMode::Poll => subject.poll(timeout).await,
+        DriveMode::Recv => {
+            subject
+                .take_one_by_one(ONE_BY_ONE_MAX, timeout, false)
+                .await
+        }
+        DriveMode::Stream => subject.take_one_by_one(ONE_BY_ONE_MAX, timeout, true).await,
+    }
+}
+
+/// The application's answer to a reset error under `auto.offset.reset=none`: for each
+/// partition the error names, it reads `position` (recorded, so a checker can tell whether the
+/// consumer kept it) and seeks to `to`.
+async fn after_reset_error<S: Subject>(subject: &mut S, ctx: &SubjectContext, to: SeekTo) {
+    let Some((error, offsets)) = subject.take_reset_error() else {
+        return;
+    };
+    for (tp, error_offset) in offsets {
+        let timeout = Duration::from_millis(POSITION_TIMEOUT_MS);
+        let position = if error == crate::consumer_subject::NO_OFFSET {
+            // There is no position to keep: the application only seeks.
+            Err(crate::subject::SubjectError(error.clone()))
+        } else {
+            subject.position(tp.clone(), timeout).await
+        };
+        match position {
+            Ok(position) => ctx.record(
+                DataEvent::PositionAfterError {
+                    tp: tp.clone(),
+                    error: error.clone(),
+                    error_offset,
+                    position,
+                }
+                .note(),
+            ),
+            Err(e) if e.0 == crate::consumer_subject::NO_OFFSET => {}
+            Err(e) => ctx.record(Event::Note {
+                text: format!("position after {error} failed: {e}"),
+            }),
+        }
+        let seek = UserSeek {
+            at_ms: ctx.now_ms(),
+            tp,
+            to,
+            position: true,
+        };
+        user_seek(subject, ctx, &seek).await;
+    }
+}
+
+/// Pauses that are due, and resumes whose pause has lasted its time.
+async fn pause_and_resume<S: Subject>(
+    subject: &mut S,
+    ctx: &SubjectContext,
+    pauses: &mut std::collections::VecDeque<UserPause>,
+    resumes: &mut Vec<(u64, Vec<Tp>)>,
+) {
+    while let Some(pause) = pauses.front().filter(|p| ctx.now_ms() >= p.at_ms).cloned() {
+        pauses.pop_front();
+        let done = subject.set_paused(pause.partitions.clone(), true).await;
+        ctx.record(Event::Note {
+            text: format!(
+                "user pause {} {}",
+                tps_text(&pause.partitions),
+                outcome(&done)
+            ),
+        });
+        if done.is_ok() {
+            resumes.push((ctx.now_ms() + pause.for_ms, pause.partitions));
+        }
+    }
+    let now_ms = ctx.now_ms();
+    let (due, later): (Vec<_>, Vec<_>) = resumes.drain(..).partition(|(at, _)| *at <= now_ms);
+    *resumes = later;
+    for (_, partitions) in due {
+        let done = subject.set_paused(partitions.clone(), false).await;
+        ctx.record(Event::Note {
+            text: format!("user resume {} {}", tps_text(&partitions), outcome(&done)),
+        });
+    }
+}
+
+fn tps_text(tps: &[Tp]) -> String {
+    tps.iter().map(Tp::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn outcome(done: &Result<(), crate::subject::SubjectError>) -> String {
+    match done {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!("refused: {e}"),
     }
 }
 
@@ -146,11 +251,15 @@ pub(super) async fn drive<S: Subject>(
     let mut at_once = (u64::MAX, 0u32);
     // The application's seeks still to make.
     let mut seeks = std::collections::VecDeque::from(spec.seeks.clone());
+    // Its pauses still to make, and the resumes due for those made.
+    let mut pauses = std::collections::VecDeque::from(spec.pauses.clone());
+    let mut resumes: Vec<(u64, Vec<Tp>)> = Vec::new();
     while Instant::now() < end {
         while let Some(seek) = seeks.front().filter(|s| ctx.now_ms() >= s.at_ms).cloned() {
             seeks.pop_front();
             user_seek(&mut subject, &ctx, &seek).await;
         }
+        pause_and_resume(&mut subject, &ctx, &mut pauses, &mut resumes).await;
         if Instant::now() >= next_sample {
             if let Some(counters) = subject.loop_counters() {
                 ctx.record(counters_note(counters));
@@ -160,8 +269,12 @@ pub(super) async fn drive<S: Subject>(
         ctx.record(Event::PollStart {
             timeout_ms: app.poll_timeout_ms,
         });
-        let (polled, wakeups) =
-            count_polls(subject.poll(Duration::from_millis(app.poll_timeout_ms))).await;
+        let (polled, wakeups) = count_polls(take(
+            &mut subject,
+            spec.drive,
+            Duration::from_millis(app.poll_timeout_ms),
+        ))
+        .await;
         if count_wakeups {
             ctx.record(crate::checks::wakeups::note(wakeups));
         }
@@ -172,6 +285,9 @@ pub(super) async fn drive<S: Subject>(
                     records: 0,
                     error: Some(e.0.clone()),
                 });
+                if let Some(to) = spec.on_reset_error {
+                    after_reset_error(&mut subject, &ctx, to).await;
+                }
                 if spun(&mut at_once, &ctx) {
                     ctx.record(spin_note(&ctx, &e.0));
                     break;

@@ -2,6 +2,7 @@
 //! then the checkers. Same seed and same plan ⇒ the same history, byte for byte.
 
 mod app;
+mod data_facts;
 mod observer;
 mod producer;
 
@@ -169,6 +170,10 @@ pub async fn run_with_plan(
     let count_wakeups = (scenario.checks)()
         .names()
         .contains(&crate::checks::AppWakeups::NAME);
+    // Data-path facts are recorded only where a scenario judges them.
+    let data_facts = (scenario.checks)()
+        .names()
+        .contains(&crate::checks::DataPathAccounting::NAME);
 
     let mut tasks = Vec::new();
     for spec in &scenario.producers {
@@ -190,6 +195,14 @@ pub async fn run_with_plan(
         if !pairs.iter().any(|(key, _)| key == "auto.offset.reset") {
             pairs.push(("auto.offset.reset".to_owned(), "earliest".to_owned()));
         }
+        let reset_policy = data_facts
+            .then(|| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| key == "auto.offset.reset")
+                    .map(|(_, policy)| policy.clone())
+            })
+            .flatten();
         let config =
             ConsumerConfig::from_pairs(pairs).map_err(|e| RunError::Subject(e.to_string()))?;
         let ctx = SubjectContext {
@@ -219,6 +232,7 @@ pub async fn run_with_plan(
             end,
             count_wakeups,
             legacy_version,
+            reset_policy,
         };
         let task = node.spawn(process.clone().run(start_at));
         let member_faults = spec.member_faults.clone();
@@ -287,7 +301,13 @@ pub async fn run_with_plan(
                 kind: format!("{fault:?}"),
             },
         );
+        let existed = data_facts && data_facts::before(&cluster, fault);
         cluster.apply(fault);
+        if data_facts {
+            for fact in data_facts::after(&cluster, fault, existed) {
+                faults.record(*at_ms, fact.note());
+            }
+        }
     }
     if !healed {
         tokio::time::sleep_until(started + Duration::from_millis(planned.healed_at_ms)).await;
@@ -320,6 +340,8 @@ struct Process {
     end: Instant,
     count_wakeups: bool,
     legacy_version: crate::legacy::LegacyVersion,
+    /// The subject's `auto.offset.reset`, recorded at each start where the data path is judged.
+    reset_policy: Option<String>,
 }
 
 impl Process {
@@ -333,9 +355,13 @@ impl Process {
             end,
             count_wakeups,
             legacy_version,
+            reset_policy,
         } = self;
         if start_at > Instant::now() {
             tokio::time::sleep_until(start_at).await;
+        }
+        if let Some(policy) = reset_policy {
+            ctx.record(crate::checks::DataEvent::ResetPolicy { policy }.note());
         }
         match subject {
             SubjectKind::Legacy => match LegacyConsumer::new(ctx.clone(), legacy_version) {

@@ -27,7 +27,8 @@ pub(super) async fn produce(
             .get(&spec.topic)
             .map_or(0, |t| t.partitions.len() as u64);
         let partition = (n % partitions.max(1)) as i32;
-        let value = format!("{}-{partition}-{n}", spec.topic);
+        let mut value = format!("{}-{partition}-{n}", spec.topic);
+        pad(&mut value, n, spec.value_bytes);
         let mut builder = RecordBatchBuilder::new(0);
         let built = builder
             .append(&NewRecord {
@@ -52,5 +53,17 @@ pub(super) async fn produce(
         }
         n += 1;
         tokio::time::sleep(Duration::from_millis(spec.interval_ms)).await;
+    }
+}
+
+/// Pads record `n`'s value with `.` to a size spread over `0..value_bytes` (a fixed stride, so
+/// small and large records alternate; the unique prefix stays first).
+fn pad(value: &mut String, n: u64, value_bytes: usize) {
+    if value_bytes == 0 {
+        return;
+    }
+    let size = (n.wrapping_mul(7_919) % value_bytes as u64) as usize;
+    while value.len() < size {
+        value.push('.');
     }
 }

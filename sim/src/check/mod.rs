@@ -139,6 +139,9 @@ pub enum ViolationKind {
     /// The credentials were wrong for a whole window in which the member kept polling, and no
     /// `poll` reported it: the consumer spun silently on refused authentications.
     AuthenticationErrorMissing,
+    /// After a reset error under `auto.offset.reset=none` (out of range, log truncation), the
+    /// position was not the one the error named: the consumer threw it away or moved it.
+    PositionNotKept,
 }
 
 /// One broken invariant, located in virtual time.

@@ -1,0 +1,428 @@
+use sim::check::{Checker, Violation, ViolationKind};
+use sim::history::{Event, History, Tp};
+
+use super::DataPathAccounting;
+use crate::checks::DataEvent;
+
+fn tp() -> Tp {
+    Tp::new("t", 0)
+}
+
+fn value(incarnation: u32, o: i64) -> String {
+    format!("i{incarnation}v{o}")
+}
+
+fn acked(o: i64) -> Event {
+    acked_in(0, o)
+}
+
+fn acked_in(incarnation: u32, o: i64) -> Event {
+    Event::ProduceAcked {
+        tp: tp(),
+        offset: o,
+        value: value(incarnation, o),
+    }
+}
+
+fn delivered(o: i64) -> Event {
+    delivered_in(0, o)
+}
+
+fn delivered_in(incarnation: u32, o: i64) -> Event {
+    Event::Delivered {
+        tp: tp(),
+        offset: o,
+        value: value(incarnation, o),
+    }
+}
+
+fn fact(f: DataEvent) -> Event {
+    f.note()
+}
+
+fn policy(p: &str) -> Event {
+    fact(DataEvent::ResetPolicy { policy: p.into() })
+}
+
+fn log_start(o: i64) -> Event {
+    fact(DataEvent::LogStart {
+        tp: tp(),
+        offset: o,
+    })
+}
+
+fn assigned() -> Event {
+    Event::Assignment {
+        generation: 1,
+        assigned: vec![tp()],
+        revoked: vec![],
+        lost: vec![],
+    }
+}
+
+fn revoked() -> Event {
+    Event::Assignment {
+        generation: 1,
+        assigned: vec![],
+        revoked: vec![tp()],
+        lost: vec![],
+    }
+}
+
+/// c0 starts in group g with `reset` and owns t-0; `acks` records acked at 0.. first.
+fn prelude(reset: &str, acks: i64) -> Vec<(u64, &'static str, Event)> {
+    let mut h = vec![
+        (0, "c0", Event::MemberStart { group: "g".into() }),
+        (0, "c0", policy(reset)),
+        (
+            0,
+            "c0",
+            Event::Subscribe {
+                topics: vec!["t".into()],
+            },
+        ),
+    ];
+    for o in 0..acks {
+        h.push((1, "p", acked(o)));
+    }
+    h.push((2, "c0", assigned()));
+    h
+}
+
+fn check(h: Vec<(u64, &'static str, Event)>) -> Vec<Violation> {
+    DataPathAccounting::default().violations(&History::from_events(h))
+}
+
+fn kinds(v: &[Violation]) -> Vec<ViolationKind> {
+    v.iter().map(|v| v.kind).collect()
+}
+
+#[test]
+fn every_record_once_in_order_passes() {
+    let mut h = prelude("earliest", 4);
+    for o in 0..4 {
+        h.push((10 + o as u64, "c0", delivered(o)));
+    }
+    assert!(check(h).is_empty());
+}
+
+#[test]
+fn a_record_never_delivered_is_lost() {
+    let mut h = prelude("earliest", 4);
+    for o in [0, 1, 3] {
+        h.push((10, "c0", delivered(o)));
+    }
+    let v = check(h);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(2));
+}
+
+#[test]
+fn delete_records_excuses_only_what_it_deleted_under_earliest() {
+    // Delivered 0..2, the log start moves to 5: 2..5 are gone; earliest resumes at 5.
+    let mut h = prelude("earliest", 8);
+    h.push((10, "c0", delivered(0)));
+    h.push((10, "c0", delivered(1)));
+    h.push((20, "faults", log_start(5)));
+    for o in 5..8 {
+        h.push((30, "c0", delivered(o)));
+    }
+    assert!(check(h.clone()).is_empty());
+
+    // Resuming at 6 loses 5, which was never deleted.
+    let h: Vec<_> = h
+        .into_iter()
+        .filter(|(_, _, e)| *e != delivered(5))
+        .collect();
+    let v = check(h);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(5));
+}
+
+#[test]
+fn a_latest_reset_after_delete_records_excuses_the_jump_it_made_and_no_more() {
+    // Position 2, log start → 5 (out of range), latest lands at 8: 5..8 jumped, 8.. owed.
+    let mut h = prelude("latest", 8);
+    h.push((10, "c0", delivered(0)));
+    h.push((10, "c0", delivered(1)));
+    h.push((20, "faults", log_start(5)));
+    for o in 8..10 {
+        h.push((25, "p", acked(o)));
+    }
+    h.push((30, "c0", delivered(8)));
+    h.push((30, "c0", delivered(9)));
+    assert!(check(h.clone()).is_empty(), "{:?}", check(h));
+
+    // The same jump under earliest is a loss of 5..8.
+    let mut e = h.clone();
+    e[1] = (0, "c0", policy("earliest"));
+    let v = check(e);
+    assert_eq!(v.len(), 3, "{v:?}");
+    assert!(v.iter().all(|v| v.kind == ViolationKind::LostWrite));
+
+    // A later skip is not excused by the earlier reset.
+    let mut later = h;
+    later.push((40, "p", acked(10)));
+    later.push((40, "p", acked(11)));
+    later.push((50, "c0", delivered(11)));
+    let v = check(later);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(10));
+}
+
+#[test]
+fn a_log_start_below_the_position_is_no_reason_to_reset() {
+    // Position 4, log start → 2: a latest member that jumps to 6 skipped 4 and 5.
+    let mut h = prelude("latest", 4);
+    // Delivered from 0 (the first assignment's reset was due and found 0).
+    for o in 0..4 {
+        h.push((10, "c0", delivered(o)));
+    }
+    h.push((20, "faults", log_start(2)));
+    for o in 4..7 {
+        h.push((25, "p", acked(o)));
+    }
+    h.push((30, "c0", delivered(6)));
+    let v = check(h);
+    assert_eq!(
+        kinds(&v),
+        [ViolationKind::LostWrite, ViolationKind::LostWrite],
+        "{v:?}"
+    );
+}
+
+#[test]
+fn an_initial_latest_reset_skips_what_was_acked_before_it() {
+    let mut h = prelude("latest", 5);
+    h.push((10, "c0", delivered(3)));
+    h.push((10, "c0", delivered(4)));
+    assert!(check(h.clone()).is_empty());
+    let mut committed = prelude("latest", 5);
+    // With a committed offset there is no reset: skipping to 3 loses 1 and 2.
+    committed.insert(
+        3,
+        (
+            0,
+            "c0",
+            Event::CommitRequested {
+                id: 1,
+                mode: sim::history::CommitMode::Sync,
+                generation: None,
+                offsets: vec![(tp(), 1)],
+            },
+        ),
+    );
+    committed.insert(4, (0, "c0", Event::CommitCompleted { id: 1, error: None }));
+    committed.push((10, "c0", delivered(3)));
+    committed.push((10, "c0", delivered(4)));
+    let v = check(committed);
+    // A commit says nothing about delivery: 0, 1 and 2 are all owed.
+    assert_eq!(v.len(), 3, "{v:?}");
+}
+
+#[test]
+fn a_deleted_topic_is_not_owed_and_its_new_incarnation_is() {
+    let mut h = prelude("earliest", 3);
+    h.push((10, "c0", delivered(0)));
+    h.push((
+        20,
+        "faults",
+        fact(DataEvent::TopicDeleted { topic: "t".into() }),
+    ));
+    h.push((
+        30,
+        "faults",
+        fact(DataEvent::TopicCreated { topic: "t".into() }),
+    ));
+    h.push((31, "p", acked_in(1, 0)));
+    h.push((31, "p", acked_in(1, 1)));
+    h.push((40, "c0", delivered_in(1, 0)));
+    h.push((40, "c0", delivered_in(1, 1)));
+    assert!(check(h.clone()).is_empty(), "{:?}", check(h));
+    let short: Vec<_> = h
+        .into_iter()
+        .filter(|(_, _, e)| *e != delivered_in(1, 0))
+        .collect();
+    let v = check(short);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+}
+
+#[test]
+fn re_delivery_needs_a_seek_or_a_new_ownership_above_the_committed_offset() {
+    let mut h = prelude("earliest", 4);
+    for o in 0..4 {
+        h.push((10, "c0", delivered(o)));
+    }
+    let mut again = h.clone();
+    again.push((20, "c0", delivered(2)));
+    let v = check(again);
+    assert!(
+        v.iter()
+            .any(|v| v.kind == ViolationKind::DuplicateBeyondBound),
+        "{v:?}"
+    );
+
+    let mut sought = h.clone();
+    sought.push((
+        20,
+        "c0",
+        Event::Seek {
+            tp: tp(),
+            offset: 2,
+        },
+    ));
+    sought.push((21, "c0", delivered(2)));
+    sought.push((21, "c0", delivered(3)));
+    assert!(check(sought).is_empty());
+
+    // Committed 2, then a rebalance: re-delivering 2 and 3 is at-least-once, 1 is not.
+    let mut rebalance = h;
+    rebalance.push((
+        15,
+        "c0",
+        Event::CommitRequested {
+            id: 1,
+            mode: sim::history::CommitMode::Async,
+            generation: None,
+            offsets: vec![(tp(), 2)],
+        },
+    ));
+    rebalance.push((16, "c0", Event::CommitCompleted { id: 1, error: None }));
+    rebalance.push((20, "c0", revoked()));
+    rebalance.push((21, "c0", assigned()));
+    let mut ok = rebalance.clone();
+    ok.push((22, "c0", delivered(2)));
+    ok.push((22, "c0", delivered(3)));
+    assert!(check(ok).is_empty());
+    rebalance.push((22, "c0", delivered(1)));
+    let v = check(rebalance);
+    assert_eq!(kinds(&v), [ViolationKind::DuplicateBeyondBound], "{v:?}");
+}
+
+#[test]
+fn offsets_go_back_only_after_a_seek_or_a_truncation() {
+    let mut h = prelude("earliest", 4);
+    for o in 0..4 {
+        h.push((10, "c0", delivered(o)));
+    }
+    // The leader truncates to 2; new records take offsets 2 and 3.
+    h.push((
+        20,
+        "faults",
+        fact(DataEvent::Truncated {
+            tp: tp(),
+            end_offset: 2,
+        }),
+    ));
+    h.push((21, "p", acked_in(7, 2)));
+    h.push((21, "p", acked_in(7, 3)));
+    let mut ok = h.clone();
+    ok.push((30, "c0", delivered_in(7, 2)));
+    ok.push((30, "c0", delivered_in(7, 3)));
+    assert!(check(ok).is_empty(), "{:?}", check(h.clone()));
+
+    // Records fetched before the truncation and handed out after it are stale reads, not a
+    // reordering; the new records follow from the truncation point.
+    let mut stale = h.clone();
+    stale.insert(12, (15, "p", acked(4)));
+    stale.push((29, "c0", delivered(4)));
+    stale.push((30, "c0", delivered_in(7, 2)));
+    stale.push((30, "c0", delivered_in(7, 3)));
+    assert!(check(stale.clone()).is_empty(), "{:?}", check(stale));
+
+    let mut back = h;
+    back.push((30, "c0", delivered_in(7, 3)));
+    back.push((30, "c0", delivered_in(7, 2)));
+    let v = check(back);
+    assert!(
+        v.iter()
+            .any(|v| v.kind == ViolationKind::NonMonotonicDelivery),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_record_nobody_acked_there_is_inconsistent() {
+    let mut h = prelude("earliest", 1);
+    h.push((10, "c0", delivered(0)));
+    h.push((
+        11,
+        "c0",
+        Event::Delivered {
+            tp: tp(),
+            offset: 1,
+            value: "aborted".into(),
+        },
+    ));
+    let v = check(h);
+    assert_eq!(kinds(&v), [ViolationKind::InconsistentOffset], "{v:?}");
+}
+
+#[test]
+fn reset_none_must_keep_the_position() {
+    let mut h = prelude("none", 4);
+    h.push((10, "c0", delivered(0)));
+    h.push((10, "c0", delivered(1)));
+    h.push((20, "faults", log_start(3)));
+    let error = |position| {
+        fact(DataEvent::PositionAfterError {
+            tp: tp(),
+            error: "OFFSET_OUT_OF_RANGE".into(),
+            error_offset: 2,
+            position,
+        })
+    };
+    let mut kept = h.clone();
+    kept.push((30, "c0", error(2)));
+    kept.push((
+        31,
+        "c0",
+        Event::Seek {
+            tp: tp(),
+            offset: 3,
+        },
+    ));
+    kept.push((32, "c0", delivered(3)));
+    assert!(check(kept).is_empty());
+    let mut thrown = h;
+    thrown.push((30, "c0", error(3)));
+    thrown.push((32, "c0", delivered(3)));
+    let v = check(thrown);
+    assert_eq!(kinds(&v), [ViolationKind::PositionNotKept], "{v:?}");
+}
+
+#[test]
+fn a_commit_of_the_deleted_topic_does_not_carry_over_to_the_new_one() {
+    // A commit asked before the deletion completes after it: the re-created topic still has
+    // no committed offset, so a latest member's reset is due at its assignment.
+    let mut h = prelude("latest", 3);
+    h.push((10, "c0", delivered(0)));
+    h.push((
+        11,
+        "c0",
+        Event::CommitRequested {
+            id: 1,
+            mode: sim::history::CommitMode::Async,
+            generation: None,
+            offsets: vec![(tp(), 1)],
+        },
+    ));
+    h.push((
+        20,
+        "faults",
+        fact(DataEvent::TopicDeleted { topic: "t".into() }),
+    ));
+    h.push((21, "c0", Event::CommitCompleted { id: 1, error: None }));
+    h.push((22, "c0", revoked()));
+    h.push((
+        30,
+        "faults",
+        fact(DataEvent::TopicCreated { topic: "t".into() }),
+    ));
+    for o in 0..3 {
+        h.push((31, "p", acked_in(1, o)));
+    }
+    h.push((40, "c0", assigned()));
+    h.push((41, "c0", delivered_in(1, 2)));
+    assert!(check(h).is_empty());
+}
