@@ -30,8 +30,8 @@ use super::completion::Completion;
 use super::context::ManagerContext;
 use super::events::ListedOffsets;
 use super::fetch_buffer::FetchPosition;
-use super::request_state::{RETRY_BACKOFF_JITTER, RETRY_BACKOFF_MULTIPLIER};
 use super::node_versions::VersionChoice;
+use super::request_state::{RETRY_BACKOFF_JITTER, RETRY_BACKOFF_MULTIPLIER};
 use super::requests::{
     group_runs, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
