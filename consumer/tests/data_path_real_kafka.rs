@@ -240,6 +240,9 @@ async fn delete_records_past_the_position_with_reset_none_keeps_the_position() {
     let topic = unique("reset-none");
     create_topic(&mut admin, &topic, 1).await;
     produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..20));
+    // The log start moves before the consumer exists: a fetch from 5 answered before the
+    // deletion would legitimately deliver 5..20.
+    delete_records(&mut admin, &topic, 15).await;
     let tp = TopicPartition::new(topic.as_str(), 0);
     let mut consumer = Consumer::new(
         config(&bootstrap)
@@ -250,7 +253,6 @@ async fn delete_records_past_the_position_with_reset_none_keeps_the_position() {
     .unwrap();
     consumer.assign([tp.clone()]).await.unwrap();
     consumer.seek(&tp, 5).await.unwrap();
-    delete_records(&mut admin, &topic, 15).await;
 
     for round in 0..3 {
         let deadline = Instant::now() + TIMEOUT;
