@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
-use kafka_consumer::rt::SeededRng;
 use kafka_consumer::{Consumer, ConsumerConfig, TopicPartition};
-use rand::RngCore;
 use tokio::time::{sleep, Duration, Instant};
 
 use super::real_broker::{client, create_topic, produce_with_java};
@@ -16,9 +14,7 @@ use super::real_broker::{client, create_topic, produce_with_java};
 pub const PARTITIONS: i32 = 12;
 pub const MAX_POLL_RECORDS: usize = 500;
 
-pub fn unique(prefix: &str) -> String {
-    format!("{prefix}-{:016x}", SeededRng::from_runtime().next_u64())
-}
+pub use super::real_broker::unique;
 
 pub fn lines(count: usize) -> Vec<String> {
     (0..count)
