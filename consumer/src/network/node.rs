@@ -96,6 +96,9 @@ impl NodeTask {
         loop {
             // A request, or a bare connect asked for by the client.
             let first = tokio::select! {
+                // Deterministic under simulation: tokio draws an unbiased select's branch order
+                // from a process-wide source, not from the simulation's seed.
+                biased;
                 command = self.commands.recv() => match command {
                     Some(command) => Some(command),
                     None => return, // the client dropped this node
