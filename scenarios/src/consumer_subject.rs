@@ -32,7 +32,6 @@ pub struct ConsumerSubject {
     reset_error: Option<(String, Vec<(Tp, i64)>)>,
     /// An error `recv`/`stream` returned after a take had already collected records: the
     /// application sees it on its next take, as it would on its next `recv`.
-    held_error: Option<SubjectError>,
     /// A listener method is running (inside `poll`/`recv`): a take does not give up on its
     /// deadline then, since dropping the call would abandon the callback halfway.
     in_listener: Arc<AtomicBool>,
@@ -50,7 +49,6 @@ impl ConsumerSubject {
             ctx,
             completed: Arc::default(),
             reset_error: None,
-            held_error: None,
             in_listener: Arc::default(),
         })
     }
@@ -387,48 +385,26 @@ impl Subject for ConsumerSubject {
         }
     }
 
-    async fn take_one_by_one(
+    async fn take_one(
         &mut self,
-        max: usize,
         timeout: Duration,
         stream: bool,
     ) -> Result<Vec<Delivered>, SubjectError> {
-        if let Some(error) = self.held_error.take() {
-            return Err(error);
+        let in_listener = Arc::clone(&self.in_listener);
+        let next = if stream {
+            let mut records = std::pin::pin!(self.consumer.stream());
+            let item = std::future::poll_fn(|cx| records.as_mut().poll_next(cx));
+            until_deadline(item, timeout, &in_listener).await
+        } else {
+            until_deadline(self.consumer.recv(), timeout, &in_listener)
+                .await
+                .map(Some)
+        };
+        match next {
+            None | Some(None) => Ok(Vec::new()),
+            Some(Some(Ok(record))) => Ok(vec![delivered(&record)]),
+            Some(Some(Err(error))) => Err(self.failed(&error)),
         }
-        let deadline = Instant::now() + timeout;
-        let mut out = Vec::new();
-        while out.len() < max {
-            // The first record is waited for; the others are taken only if ready at once.
-            let wait = if out.is_empty() {
-                deadline.saturating_duration_since(Instant::now())
-            } else {
-                Duration::ZERO
-            };
-            let in_listener = Arc::clone(&self.in_listener);
-            let next = if stream {
-                let mut records = std::pin::pin!(self.consumer.stream());
-                let item = std::future::poll_fn(|cx| records.as_mut().poll_next(cx));
-                until_deadline(item, wait, &in_listener).await
-            } else {
-                until_deadline(self.consumer.recv(), wait, &in_listener)
-                    .await
-                    .map(Some)
-            };
-            match next {
-                None | Some(None) => break,
-                Some(Some(Ok(record))) => out.push(delivered(&record)),
-                Some(Some(Err(error))) => {
-                    let error = self.failed(&error);
-                    if out.is_empty() {
-                        return Err(error);
-                    }
-                    self.held_error = Some(error);
-                    break;
-                }
-            }
-        }
-        Ok(out)
     }
 
     async fn set_paused(&mut self, partitions: Vec<Tp>, paused: bool) -> Result<(), SubjectError> {

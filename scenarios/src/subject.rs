@@ -211,16 +211,15 @@ pub trait Subject: Send {
             ))
         }
     }
-    /// Up to `max` records taken one at a time by `recv()` (`stream`: from `stream()`), the
-    /// first waited for up to `timeout`, the others only if ready at once. A subject without
-    /// them polls.
-    fn take_one_by_one(
+    /// One record taken by `recv()` (`stream`: the next item of `stream()`), waited for up to
+    /// `timeout`. One call per take: a rebalance callback the next call runs comes after this
+    /// record in the history, as it did in the consumer. A subject without them polls.
+    fn take_one(
         &mut self,
-        max: usize,
         timeout: Duration,
         stream: bool,
     ) -> impl Future<Output = Result<Vec<Delivered>, SubjectError>> + Send {
-        let _ = (max, stream);
+        let _ = stream;
         self.poll(timeout)
     }
     /// `pause` (`paused`) or `resume` of assigned partitions.

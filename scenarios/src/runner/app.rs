@@ -74,10 +74,6 @@ async fn user_seek<S: Subject>(subject: &mut S, ctx: &SubjectContext, seek: &Use
     }
 }
 
-/// How many records one `recv`/`stream` take collects at most (Java's `max.poll.records`
-/// default).
-const ONE_BY_ONE_MAX: usize = 500;
-
 /// One take of records in the application's [`DriveMode`].
 async fn take<S: Subject>(
     subject: &mut S,
@@ -86,12 +82,8 @@ async fn take<S: Subject>(
 ) -> Result<Vec<crate::subject::Delivered>, crate::subject::SubjectError> {
     match drive {
         DriveMode::Poll => subject.poll(timeout).await,
-        DriveMode::Recv => {
-            subject
-                .take_one_by_one(ONE_BY_ONE_MAX, timeout, false)
-                .await
-        }
-        DriveMode::Stream => subject.take_one_by_one(ONE_BY_ONE_MAX, timeout, true).await,
+        DriveMode::Recv => subject.take_one(timeout, false).await,
+        DriveMode::Stream => subject.take_one(timeout, true).await,
     }
 }
 
