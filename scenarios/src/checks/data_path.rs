@@ -259,6 +259,7 @@ impl Walk {
                     // topic's new life starts from.
                     for (tp, offset, incarnation) in offsets {
                         if incarnation == self.incarnation_of(&tp.topic) {
+                            self.reset_landed_at_commit(e, &tp, offset, incarnation);
                             self.committed.insert((group.clone(), tp), offset);
                         }
                     }
@@ -472,6 +473,29 @@ impl Walk {
         );
     }
 
+    /// A `latest` member that commits a partition while its reset is still due (it has handed
+    /// out nothing since) commits the position the reset landed on: Java's auto-commit (and a
+    /// commit of the consumed positions) sends `position`, which after the reset is the log
+    /// end it found. So the reset jumped from its start to `offset`, all acked before now; the
+    /// next owner starts from the commit and never sees them.
+    fn reset_landed_at_commit(&mut self, e: &Entry, tp: &Tp, offset: i64, incarnation: u32) {
+        let key = (e.subject.clone(), tp.clone());
+        let Some(due) = self.due.get(&key) else {
+            return;
+        };
+        if due.incarnation != incarnation || offset < due.from {
+            return;
+        }
+        let due = self.due.remove(&key).expect("checked above");
+        let group = self.group(&e.subject);
+        let jumped = self.acked_in(tp, incarnation, due.from, offset, e.seq);
+        let why = format!(
+            "{}: landed at {offset}, which {} committed at {}ms",
+            due.why, e.subject, e.at_ms
+        );
+        self.excuse_in(&group, jumped, &why);
+    }
+
     fn delivered(&mut self, e: &Entry, tp: &Tp, offset: i64, value: &str) {
         let group = self.group(&e.subject);
         self.consumes.insert((group.clone(), tp.topic.clone()));
@@ -510,12 +534,18 @@ impl Walk {
             Some(_) => {}
         }
         let incarnation = ack.map_or_else(|| self.incarnation_of(&tp.topic), |a| a.incarnation);
-        if let Some(due) = self.due.remove(&key) {
-            if due.incarnation == incarnation {
-                let jumped = self.acked_in(tp, incarnation, due.from, offset, e.seq);
-                let why = format!("{}: jumped from {} to {offset}", due.why, due.from);
-                self.excuse_in(&group, jumped, &why);
-            }
+        // The reset lands at the first record delivered from where it starts. A record below
+        // that (or of the topic's earlier incarnation) was fetched before the log changed and
+        // held or buffered since: handing it out is not the reset, which is still to come.
+        let lands = self
+            .due
+            .get(&key)
+            .is_some_and(|due| due.incarnation == incarnation && offset >= due.from);
+        if lands {
+            let due = self.due.remove(&key).expect("checked above");
+            let jumped = self.acked_in(tp, incarnation, due.from, offset, e.seq);
+            let why = format!("{}: jumped from {} to {offset}", due.why, due.from);
+            self.excuse_in(&group, jumped, &why);
         }
         if self.truncated.contains(value) {
             // Read before the truncation, handed out after it: order is judged from the

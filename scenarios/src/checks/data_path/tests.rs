@@ -171,6 +171,30 @@ fn a_latest_reset_after_delete_records_excuses_the_jump_it_made_and_no_more() {
 }
 
 #[test]
+fn records_held_from_before_the_deletion_do_not_use_up_the_reset() {
+    // Delivered 0; 1 and 2 were fetched and held (paused); the log start moves to 5; the held
+    // records are handed out, then the next fetch is out of range and latest lands at 8.
+    let mut h = prelude("latest", 8);
+    h.push((10, "c0", delivered(0)));
+    h.push((20, "faults", log_start(5)));
+    h.push((22, "c0", delivered(1)));
+    h.push((22, "c0", delivered(2)));
+    for o in 8..10 {
+        h.push((25, "p", acked(o)));
+    }
+    h.push((30, "c0", delivered(8)));
+    h.push((30, "c0", delivered(9)));
+    assert!(check(h.clone()).is_empty(), "{:?}", check(h.clone()));
+
+    // Under earliest the same jump loses 5..8.
+    let mut e = h;
+    e[1] = (0, "c0", policy("earliest"));
+    let v = check(e);
+    assert_eq!(v.len(), 3, "{v:?}");
+    assert!(v.iter().all(|v| v.kind == ViolationKind::LostWrite));
+}
+
+#[test]
 fn a_log_start_below_the_position_is_no_reason_to_reset() {
     // Position 4, log start → 2: a latest member that jumps to 6 skipped 4 and 5.
     let mut h = prelude("latest", 4);
@@ -218,6 +242,56 @@ fn an_initial_latest_reset_skips_what_was_acked_before_it() {
     let v = check(committed);
     // A commit says nothing about delivery: 0, 1 and 2 are all owed.
     assert_eq!(v.len(), 3, "{v:?}");
+}
+
+fn commit(id: u64, o: i64) -> [Event; 2] {
+    [
+        Event::CommitRequested {
+            id,
+            mode: sim::history::CommitMode::Async,
+            generation: Some(1),
+            offsets: vec![(tp(), o)],
+        },
+        Event::CommitCompleted { id, error: None },
+    ]
+}
+
+#[test]
+fn a_latest_member_that_commits_its_reset_position_before_delivering_excuses_the_jump() {
+    // c0 resets to latest (5), auto-commits 5 without having handed anything out and gives
+    // the partition to c1, which starts from the commit: 0..5 were jumped by the reset.
+    let mut h = prelude("latest", 5);
+    h.extend(commit(1, 5).map(|e| (10, "c0", e)));
+    h.push((20, "c0", revoked()));
+    h.push((25, "p", acked(5)));
+    h.push((30, "c1", Event::MemberStart { group: "g".into() }));
+    h.push((30, "c1", policy("latest")));
+    h.push((31, "c1", assigned()));
+    h.push((40, "c1", delivered(5)));
+    assert!(check(h.clone()).is_empty(), "{:?}", check(h.clone()));
+
+    // The reset landed at the commit, not beyond: a commit of 3 excuses 0..3 only.
+    let mut low = prelude("latest", 5);
+    low.extend(commit(1, 3).map(|e| (10, "c0", e)));
+    low.push((20, "c0", revoked()));
+    low.push((30, "c1", Event::MemberStart { group: "g".into() }));
+    low.push((30, "c1", policy("latest")));
+    low.push((31, "c1", assigned()));
+    low.push((40, "c1", delivered(4)));
+    let v = check(low);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(3));
+
+    // Without the commit the reset explains nothing once c0's ownership ended: 0..5 are owed
+    // by c1, which starts from no committed offset with earliest.
+    let mut uncommitted = prelude("latest", 5);
+    uncommitted.push((20, "c0", revoked()));
+    uncommitted.push((30, "c1", Event::MemberStart { group: "g".into() }));
+    uncommitted.push((30, "c1", policy("earliest")));
+    uncommitted.push((31, "c1", assigned()));
+    uncommitted.push((40, "c1", delivered(2)));
+    let v = check(uncommitted);
+    assert_eq!(v.len(), 4, "{v:?}");
 }
 
 #[test]
