@@ -14,7 +14,7 @@ use kafka_consumer::consumer::WakeupHandle;
 use kafka_consumer::rebalance::{ConsumerRebalanceListener, ListenerFuture};
 use kafka_consumer::{Consumer, Error, OffsetAndMetadata, TopicPartition};
 use sim::history::{CallbackKind, Event, Tp};
-use tokio::time::{Duration, Instant};
+use tokio::time::Duration;
 
 use crate::app::SeekTo;
 use crate::subject::{
@@ -30,8 +30,6 @@ pub struct ConsumerSubject {
     /// The reset error the last failed take of records carried (see
     /// [`Subject::take_reset_error`]).
     reset_error: Option<(String, Vec<(Tp, i64)>)>,
-    /// An error `recv`/`stream` returned after a take had already collected records: the
-    /// application sees it on its next take, as it would on its next `recv`.
     /// A listener method is running (inside `poll`/`recv`): a take does not give up on its
     /// deadline then, since dropping the call would abandon the callback halfway.
     in_listener: Arc<AtomicBool>,
