@@ -11,6 +11,12 @@
 //! join is one MEMBER_ID_REQUIRED and maybe a REBALANCE_IN_PROGRESS before it completes);
 //! each further one, with no success since, waits `retry.backoff.ms`, doubling (with Kafka's
 //! 20 % jitter) up to `retry.backoff.max.ms`, as Java backs off after other errors.
+//!
+//! A run is one coordinator's: refusals by a coordinator the member has just found (the last
+//! one died or moved) start a new run. A member that carries the refusals of coordinators
+//! before it would back off from one that merely does not know it yet, and miss that
+//! coordinator's join phase: a classic member whose parked JoinGroup is answered
+//! REBALANCE_IN_PROGRESS must rejoin before the phase ends, or it is removed from the group.
 
 use crate::internals::request_state::{RETRY_BACKOFF_JITTER, RETRY_BACKOFF_MULTIPLIER};
 use crate::network::backoff::ExponentialBackoff;
@@ -21,8 +27,10 @@ use crate::rt::{Duration, Instant, SeededRng};
 pub(crate) struct RepeatedFailures {
     backoff: ExponentialBackoff,
     free_retries: u32,
-    /// Failures since the last success.
+    /// Failures since the last success, all from `coordinator`.
     in_a_row: u32,
+    /// The coordinator that refused the member last.
+    coordinator: Option<i32>,
     retry_at: Option<Instant>,
 }
 
@@ -39,12 +47,24 @@ impl RepeatedFailures {
             ),
             free_retries,
             in_a_row: 0,
+            coordinator: None,
             retry_at: None,
         }
     }
 
-    /// The coordinator refused the member at `now` (`what` names it for the log).
-    pub fn on_failure(&mut self, now: Instant, rng: &mut SeededRng, what: &str) {
+    /// The coordinator `coordinator` refused the member at `now` (`what` names it for the
+    /// log).
+    pub fn on_failure(
+        &mut self,
+        coordinator: Option<i32>,
+        now: Instant,
+        rng: &mut SeededRng,
+        what: &str,
+    ) {
+        if coordinator != self.coordinator {
+            self.coordinator = coordinator;
+            self.in_a_row = 0;
+        }
         self.in_a_row = self.in_a_row.saturating_add(1);
         self.retry_at = if self.in_a_row <= self.free_retries {
             None
@@ -83,27 +103,40 @@ mod tests {
         let mut rng = SeededRng::seed_from_u64(9);
         let now = Instant::now();
         let mut f = RepeatedFailures::new(1, 100, 1_000);
-        f.on_failure(now, &mut rng, "fenced");
+        f.on_failure(Some(1), now, &mut rng, "fenced");
         assert_eq!(f.not_before(now), None, "first failure: at once");
-        f.on_failure(now, &mut rng, "fenced");
+        f.on_failure(Some(1), now, &mut rng, "fenced");
         let at = f.not_before(now).expect("the second waits");
         assert!((80..120).contains(&(at - now).as_millis()));
         assert_eq!(f.not_before(at), None, "the wait ends");
         for _ in 0..10 {
-            f.on_failure(now, &mut rng, "fenced");
+            f.on_failure(Some(1), now, &mut rng, "fenced");
         }
         let at = f.not_before(now).expect("waits");
         assert!((800..=1_000).contains(&(at - now).as_millis()), "capped");
         f.on_success();
-        f.on_failure(now, &mut rng, "fenced");
+        f.on_failure(Some(1), now, &mut rng, "fenced");
         assert_eq!(f.not_before(now), None, "a new run");
 
         let mut f = RepeatedFailures::new(3, 100, 1_000);
         for _ in 0..3 {
-            f.on_failure(now, &mut rng, "JoinGroup");
+            f.on_failure(Some(1), now, &mut rng, "JoinGroup");
             assert_eq!(f.not_before(now), None);
         }
-        f.on_failure(now, &mut rng, "JoinGroup");
+        f.on_failure(Some(1), now, &mut rng, "JoinGroup");
         assert!(f.not_before(now).is_some());
+
+        // Another coordinator's refusals start a run of their own.
+        f.on_failure(Some(2), now, &mut rng, "JoinGroup");
+        assert_eq!(f.not_before(now), None, "a new coordinator: at once");
+        for _ in 0..2 {
+            f.on_failure(Some(2), now, &mut rng, "JoinGroup");
+            assert_eq!(f.not_before(now), None);
+        }
+        f.on_failure(Some(2), now, &mut rng, "JoinGroup");
+        assert!(
+            f.not_before(now).is_some(),
+            "its own run past the free ones"
+        );
     }
 }

@@ -285,7 +285,8 @@ impl ClassicMembershipManager {
         match retry {
             Retry::Now => {
                 self.join_backoff.on_success();
-                self.refusals.on_failure(ctx.now, ctx.rng, reason);
+                self.refusals
+                    .on_failure(ctx.coordinator, ctx.now, ctx.rng, reason);
             }
             Retry::Backoff => self.join_backoff.on_failure(ctx.now, ctx.rng),
         }

@@ -163,8 +163,8 @@ pub(crate) struct ClassicMembershipManager {
     step: Step,
     join_backoff: RequestState,
     /// Refusals that rejoin at once (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-    /// REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED) since the last completed join: past the
-    /// first few, rejoins back off.
+    /// REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED) by the current coordinator since the last
+    /// completed join: past the first few, rejoins back off.
     refusals: RepeatedFailures,
     /// The heartbeat in flight: its token and the generation it carries.
     heartbeat_in_flight: Option<(u64, i32)>,

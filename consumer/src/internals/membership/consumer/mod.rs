@@ -519,7 +519,8 @@ impl ConsumerMembershipManager {
             | MemberState::Fatal
             | MemberState::Stale => {}
             _ => {
-                self.fences.on_failure(ctx.now, ctx.rng, reason);
+                self.fences
+                    .on_failure(ctx.coordinator, ctx.now, ctx.rng, reason);
                 self.transition(ctx, MemberState::Fenced);
                 self.member_epoch = JOIN_EPOCH;
                 self.new_incarnation();
