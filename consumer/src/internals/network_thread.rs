@@ -428,6 +428,7 @@ impl ConsumerNetworkThread {
                 completion,
             } => {
                 self.reaper.add(&completion);
+                self.offsets.on_position_request(&partition);
                 self.position_waiters.push((partition, completion));
             }
             ApplicationEvent::ListOffsets {
@@ -632,7 +633,7 @@ impl ConsumerNetworkThread {
     fn complete_position_waiters(&mut self, now: Instant) {
         let mut effects = Effects::default();
         let waiters = std::mem::take(&mut self.position_waiters);
-        let remaining = self.with_ctx(now, &mut effects, |ctx, _| {
+        let remaining = self.with_ctx(now, &mut effects, |ctx, m| {
             waiters
                 .into_iter()
                 .filter(|(tp, completion)| {
@@ -654,6 +655,17 @@ impl ConsumerNetworkThread {
                                         p.offset,
                                         p.offset_epoch,
                                     )));
+                                    false
+                                }
+                                None => true,
+                            }
+                        }
+                        // Its truncation under `auto.offset.reset=none`, found again: the
+                        // application must seek (Java's `position` throws it).
+                        Some(FetchState::AwaitingValidation) => {
+                            match m.offsets.truncation_error(tp) {
+                                Some(error) => {
+                                    completion.complete(Err(error));
                                     false
                                 }
                                 None => true,

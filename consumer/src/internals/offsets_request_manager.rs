@@ -110,11 +110,23 @@ pub(crate) struct OffsetsRequestManager {
     reset_to_latest: BTreeMap<TopicPartition, FetchStateId>,
     user: Vec<UserListOffsets>,
     next_user_id: u64,
-    /// Partitions whose log truncation was reported with `auto.offset.reset=none`, with the
-    /// position it was found below: they keep that position and await validation, and are
-    /// validated (and reported) again only after the application polled past the error, as
-    /// Java's `maybeCompleteValidation` leaves them awaiting validation.
-    truncation_reported: BTreeMap<TopicPartition, i64>,
+    /// Partitions whose log truncation was reported with `auto.offset.reset=none`: they keep
+    /// their position and await validation, and are validated (and reported) again only after
+    /// the application polled past the error or asked for their `position`, as Java's
+    /// `maybeCompleteValidation` leaves them awaiting validation.
+    truncation_reported: BTreeMap<TopicPartition, ReportedTruncation>,
+    /// Partitions validated again because the application called `position` on them: a
+    /// truncation found again answers that call, as Java's `position` throws the
+    /// `LogTruncationException` its validation caches, instead of going to the next `poll`.
+    validating_for_position: BTreeSet<TopicPartition>,
+}
+
+/// A truncation reported to the application: the position found above the leader's end offset
+/// for the position's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReportedTruncation {
+    position: i64,
+    end_offset: i64,
 }
 
 impl OffsetsRequestManager {
@@ -137,6 +149,7 @@ impl OffsetsRequestManager {
             user: Vec::new(),
             next_user_id: 0,
             truncation_reported: BTreeMap::new(),
+            validating_for_position: BTreeSet::new(),
         }
     }
 
@@ -165,9 +178,31 @@ impl OffsetsRequestManager {
     /// A poll started: partitions that need a reset but have no policy are an error for it.
     pub fn on_poll(&mut self, ctx: &mut ManagerContext<'_>) {
         self.truncation_reported.clear();
+        self.validating_for_position.clear();
         if let Some(error) = no_offset_error(ctx) {
             ctx.report(error);
         }
+    }
+
+    /// The application asked for `partition`'s position. A truncation reported for it is
+    /// validated again (Java's `position` runs `validatePositionsIfNeeded`); if it is found
+    /// again, [`Self::truncation_error`] answers the call.
+    pub fn on_position_request(&mut self, partition: &TopicPartition) {
+        if self.truncation_reported.remove(partition).is_some() {
+            self.validating_for_position.insert(partition.clone());
+        }
+    }
+
+    /// The error a `position` call on `partition` fails with: its truncation, found again by
+    /// the validation that call started.
+    pub fn truncation_error(&self, partition: &TopicPartition) -> Option<Error> {
+        if self.validating_for_position.contains(partition) {
+            return None;
+        }
+        let reported = self.truncation_reported.get(partition)?;
+        Some(Error::LogTruncation {
+            divergent_offsets: vec![(partition.clone(), reported.end_offset)],
+        })
     }
 
     /// Metadata changed: positions whose leader epoch moved on must be validated (KIP-320).
@@ -292,8 +327,8 @@ impl OffsetsRequestManager {
                 continue;
             }
             let position = ctx.buffer.position(&tp).map(|(p, _)| p);
-            if let Some(&offset) = self.truncation_reported.get(&tp) {
-                if position.map(|p| p.offset) == Some(offset) {
+            if let Some(reported) = self.truncation_reported.get(&tp) {
+                if position.map(|p| p.offset) == Some(reported.position) {
                     continue;
                 }
                 self.truncation_reported.remove(&tp);
@@ -560,6 +595,8 @@ impl OffsetsRequestManager {
                 "dropping the answer to a superseded validation");
             return;
         }
+        // Validated again for a `position` call: a truncation found again fails that call.
+        let for_position = self.validating_for_position.remove(tp);
         let answer = body.and_then(|b| {
             b.topics
                 .iter()
@@ -591,13 +628,22 @@ impl OffsetsRequestManager {
             if policy == AutoOffsetReset::None {
                 tracing::warn!(partition = %tp, position = validated.offset,
                     end_offset = answer.end_offset, "log truncation detected");
-                ctx.report(Error::LogTruncation {
-                    divergent_offsets: vec![(tp.clone(), answer.end_offset)],
-                });
+                // Found again for a `position` call: that call fails with it, not the next
+                // poll (which validates, and reports, again).
+                if !for_position {
+                    ctx.report(Error::LogTruncation {
+                        divergent_offsets: vec![(tp.clone(), answer.end_offset)],
+                    });
+                }
                 // The position is kept (still awaiting validation) so the application can
                 // decide where to seek; the error comes again after its next poll.
-                self.truncation_reported
-                    .insert(tp.clone(), validated.offset);
+                self.truncation_reported.insert(
+                    tp.clone(),
+                    ReportedTruncation {
+                        position: validated.offset,
+                        end_offset: answer.end_offset,
+                    },
+                );
             } else if undefined {
                 tracing::info!(partition = %tp, "truncation detected, no common epoch: resetting");
                 ctx.subscriptions

@@ -393,3 +393,57 @@ fn truncation_without_a_policy_keeps_the_position_and_reports_again_after_a_poll
         "the same error again"
     );
 }
+
+/// `position` on a partition whose truncation was reported under `auto.offset.reset=none`
+/// validates it again and fails with the truncation found again, as Java's `position` throws
+/// the `LogTruncationException` its validation caches; it neither waits out its timeout nor
+/// queues the error for the next poll. A validation that finds the log whole answers nothing.
+#[test]
+fn position_after_a_reported_truncation_validates_again_and_fails_with_it() {
+    let mut p = parts(AutoOffsetReset::None);
+    awaiting_validation(&mut p, 100, 3);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    assert_eq!(p.effects.errors.len(), 1, "reported to the poll");
+    p.effects.errors.clear();
+    assert!(
+        m.truncation_error(&tp(0)).is_some(),
+        "known before position is asked"
+    );
+
+    m.on_position_request(&tp(0));
+    assert!(
+        m.truncation_error(&tp(0)).is_none(),
+        "position waits for the validation it starts"
+    );
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1, "validated again for position");
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(80, 3));
+    match m.truncation_error(&tp(0)) {
+        Some(Error::LogTruncation { divergent_offsets }) => {
+            assert_eq!(divergent_offsets, vec![(tp(0), 80)]);
+        }
+        other => panic!("expected the truncation, got {other:?}"),
+    }
+    assert!(
+        p.effects.errors.is_empty(),
+        "the position call takes it, not the next poll: {:?}",
+        p.effects.errors
+    );
+    assert_eq!(
+        p.buffer.position(&tp(0)).map(|(pos, _)| pos.offset),
+        Some(100),
+        "still kept for the application's seek"
+    );
+
+    // The log was repaired meanwhile: the validation passes and position has its answer.
+    m.on_position_request(&tp(0));
+    let r = m.poll(&mut p.ctx());
+    m.on_response(&mut p.ctx(), r.requests[0].token, epoch_response(120, 3));
+    assert!(m.truncation_error(&tp(0)).is_none());
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+}
