@@ -28,10 +28,9 @@ use sim::history::Tp;
 
 use super::data_path::{data_path_checks, draw_drive, ResetPolicy};
 use super::{
-    between, coin, draw_listener, knob_rng, latency_until, pick, GroupKnobs, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, group_builder, knob_rng, latency_until, pick, GroupKnobs, TOPIC,
 };
-use crate::app::{AppBehaviour, DriveMode, SeekTo, UserPause};
+use crate::app::{DriveMode, SeekTo, UserPause};
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
 
@@ -160,23 +159,7 @@ fn plan(seed: u64) -> PlannedFaults {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "DeleteRecords moves the log start past the position under earliest, latest and none, with poll, recv or stream: only deleted (or reset-skipped) records missing, the position kept under none",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "DeleteRecords moves the log start past the position under earliest, latest and none, with poll, recv or stream: only deleted (or reset-skipped) records missing, the position kept under none", PARTITIONS, MEMBERS, &[TOPIC])
         .producer("p0", TOPIC, PRODUCE_EVERY_MS, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

@@ -21,10 +21,10 @@
 
 use super::data_path::draw_drive;
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, latency_until, pick, GroupKnobs, BROKERS,
-    GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, full_checks, group_builder, knob_rng, latency_until, pick,
+    GroupKnobs, TOPIC,
 };
-use crate::app::{AppBehaviour, DriveMode};
+use crate::app::DriveMode;
 use crate::checks::DataPathAccounting;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -95,23 +95,7 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "records larger than max.partition.fetch.bytes / fetch.max.bytes, poll/recv/stream: each returned whole (KIP-74), every acked record delivered once in order",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "records larger than max.partition.fetch.bytes / fetch.max.bytes, poll/recv/stream: each returned whole (KIP-74), every acked record delivered once in order", PARTITIONS, MEMBERS, &[TOPIC])
         .large_producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS, VALUE_BYTES)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

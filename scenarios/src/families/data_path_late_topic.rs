@@ -29,10 +29,9 @@
 use sim::fault::Fault;
 
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, latency_until, pick, GroupKnobs, Protocol,
-    BROKERS, GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, full_checks, group_builder, knob_rng, latency_until, pick,
+    GroupKnobs, Protocol, TOPIC,
 };
-use crate::app::AppBehaviour;
 use crate::checks::PatternCoverage;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -146,23 +145,7 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "a subscribed topic created after the group formed, either protocol, every classic assignor: every acked record delivered in order, the new partitions owned",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, TOPIC_PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC, LATE],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "a subscribed topic created after the group formed, either protocol, every classic assignor: every acked record delivered in order, the new partitions owned", TOPIC_PARTITIONS, MEMBERS, &[TOPIC, LATE])
         .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
         .producer("p1", LATE, 20, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))

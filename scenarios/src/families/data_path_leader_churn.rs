@@ -26,10 +26,9 @@ use sim::fault::Fault;
 
 use super::data_path::draw_drive;
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, GroupKnobs, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, full_checks, group_builder, knob_rng, GroupKnobs, BROKERS, TOPIC,
 };
-use crate::app::{AppBehaviour, DriveMode};
+use crate::app::DriveMode;
 use crate::checks::DataPathAccounting;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -113,23 +112,7 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "partition leaders move and brokers restart while the group consumes, poll/recv/stream: clean elections lose nothing, every acked record delivered once in order",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "partition leaders move and brokers restart while the group consumes, poll/recv/stream: clean elections lose nothing, every acked record delivered once in order", PARTITIONS, MEMBERS, &[TOPIC])
         .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

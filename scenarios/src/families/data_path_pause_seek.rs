@@ -25,11 +25,8 @@ use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 use sim::history::Tp;
 
 use super::data_path::{data_path_checks, draw_drive};
-use super::{
-    between, coin, draw_listener, knob_rng, pick, GroupKnobs, BROKERS, GROUP, KIP848_HEARTBEAT_MS,
-    KIP848_SESSION_MS, TOPIC,
-};
-use crate::app::{AppBehaviour, DriveMode, SeekTo, UserPause, UserSeek};
+use super::{between, coin, draw_listener, group_builder, knob_rng, pick, GroupKnobs, TOPIC};
+use crate::app::{DriveMode, SeekTo, UserPause, UserSeek};
 use crate::checks::UserSeekWins;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -159,23 +156,7 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "pause/resume and seeks while fetches are in flight, with poll, recv or stream: nothing lost or repeated beyond what the seeks ask for",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "pause/resume and seeks while fetches are in flight, with poll, recv or stream: nothing lost or repeated beyond what the seeks ask for", PARTITIONS, MEMBERS, &[TOPIC])
         .producer("p0", TOPIC, PRODUCE_EVERY_MS, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

@@ -27,10 +27,9 @@ use sim::fault::Fault;
 
 use super::data_path::{data_path_checks, draw_drive, ResetPolicy};
 use super::{
-    between, coin, draw_listener, knob_rng, latency_until, pick, GroupKnobs, BROKERS, GROUP,
-    KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, group_builder, knob_rng, latency_until, pick, GroupKnobs, TOPIC,
 };
-use crate::app::{AppBehaviour, DriveMode};
+use crate::app::DriveMode;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
 
@@ -116,23 +115,7 @@ fn plan(seed: u64) -> PlannedFaults {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "a subscribed topic deleted and created again, earliest or latest, poll/recv/stream: the new topic's records delivered once in order, nothing of the old one taken for the new",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "a subscribed topic deleted and created again, earliest or latest, poll/recv/stream: the new topic's records delivered once in order, nothing of the old one taken for the new", PARTITIONS, MEMBERS, &[TOPIC])
         .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

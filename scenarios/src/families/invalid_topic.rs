@@ -26,10 +26,9 @@
 //! from `poll` once per metadata refresh (`topic_metadata_request_manager.rs`).
 
 use super::{
-    between, coin, draw_listener, full_checks, knob_rng, latency_until, pick, GroupKnobs, BROKERS,
-    GROUP, KIP848_HEARTBEAT_MS, KIP848_SESSION_MS, TOPIC,
+    between, coin, draw_listener, full_checks, group_builder, knob_rng, latency_until, pick,
+    GroupKnobs, TOPIC,
 };
-use crate::app::AppBehaviour;
 use crate::checks::InvalidTopicsSurface;
 use crate::scenario::{FaultSource, PlannedFaults, Scenario};
 use crate::subject::ListenerBehaviour;
@@ -120,23 +119,7 @@ fn checks() -> sim::check::CheckerSet {
 }
 
 pub fn scenario() -> Scenario {
-    let mut builder = Scenario::builder(
-        NAME,
-        "subscribe to an illegal topic name, be told, unsubscribe, subscribe to the real topic: the error names the topic and everything is consumed",
-    )
-    .brokers(BROKERS as usize)
-    .topic(TOPIC, PARTITIONS)
-    .offsets_partitions(1)
-    .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..MEMBERS {
-        builder = builder.subscribing_consumer(
-            &format!("c{i}"),
-            &[("group.id", GROUP)],
-            &[TOPIC],
-            AppBehaviour::default(),
-        );
-    }
-    builder
+    group_builder(NAME, "subscribe to an illegal topic name, be told, unsubscribe, subscribe to the real topic: the error names the topic and everything is consumed", PARTITIONS, MEMBERS, &[TOPIC])
         .producer("p0", TOPIC, 20, PRODUCE_UNTIL_MS)
         .faults(FaultSource::Fixed(plan))
         .run_ms(RUN_MS)

@@ -55,7 +55,7 @@ use crate::app::{AppBehaviour, CommitPolicy};
 use crate::checks::{
     AsyncCommitsBeforeClose, ListenerErrorsSurface, UntilFinalClose, ZombieCommitsRefused,
 };
-use crate::scenario::{FaultSource, PlannedFaults, Scenario, SubjectSpec};
+use crate::scenario::{FaultSource, PlannedFaults, Scenario, ScenarioBuilder, SubjectSpec};
 use crate::subject::ListenerBehaviour;
 
 /// The topic every family consumes.
@@ -92,28 +92,47 @@ pub struct Family {
     pub vary: fn(&mut Scenario, u64),
 }
 
-/// Builds a family's scenario from its [`Family`].
-pub fn family_scenario(family: Family) -> Scenario {
-    let mut builder = Scenario::builder(family.name, family.description)
+/// What every group family starts from: `BROKERS` brokers, `TOPIC` with `partitions`, one
+/// offsets partition, the KIP-848 timeouts, and `members` consumers `c0..` of `GROUP`
+/// subscribed to `topics`. The family adds its producers, faults, checks and draw.
+pub(crate) fn group_builder(
+    name: &'static str,
+    description: &'static str,
+    partitions: i32,
+    members: usize,
+    topics: &[&str],
+) -> ScenarioBuilder {
+    let mut builder = Scenario::builder(name, description)
         .brokers(BROKERS as usize)
-        .topic(TOPIC, family.partitions)
+        .topic(TOPIC, partitions)
         .offsets_partitions(1)
         .kip848_timeouts_ms(KIP848_HEARTBEAT_MS, KIP848_SESSION_MS);
-    for i in 0..family.members {
+    for i in 0..members {
         builder = builder.subscribing_consumer(
             &format!("c{i}"),
             &[("group.id", GROUP)],
-            &[TOPIC],
+            topics,
             AppBehaviour::default(),
         );
     }
     builder
-        .producer("p0", TOPIC, 20, family.produce_until_ms)
-        .faults(FaultSource::Fixed(family.plan))
-        .run_ms(family.run_ms)
-        .checks(family.checks)
-        .vary(family.vary)
-        .build()
+}
+
+/// Builds a family's scenario from its [`Family`].
+pub fn family_scenario(family: Family) -> Scenario {
+    group_builder(
+        family.name,
+        family.description,
+        family.partitions,
+        family.members,
+        &[TOPIC],
+    )
+    .producer("p0", TOPIC, 20, family.produce_until_ms)
+    .faults(FaultSource::Fixed(family.plan))
+    .run_ms(family.run_ms)
+    .checks(family.checks)
+    .vary(family.vary)
+    .build()
 }
 
 /// How long after its `leave_at_ms` a member's `close` may start: the application finishes the
