@@ -43,6 +43,67 @@ pub(crate) fn parse(text: &str) -> Option<LoopCounters> {
     Some(counters)
 }
 
+/// Two consecutive samples of one subject, `window_ms` apart.
+pub(crate) struct Window<'h> {
+    pub subject: &'h str,
+    pub since_ms: u64,
+    pub at_ms: u64,
+    pub window_ms: u64,
+    pub then: LoopCounters,
+    pub now: LoopCounters,
+}
+
+impl Window<'_> {
+    /// The rate per virtual second of a counter that grew by `delta` over the window.
+    pub fn per_s(&self, delta: u64) -> u64 {
+        delta * 1_000 / self.window_ms
+    }
+}
+
+/// Every subject's consecutive samples at least `min_window_ms` apart (a closer sample is
+/// merged into the next window), from `from_ms` on. A restarted process counts from zero
+/// again, so its first sample starts a new window.
+pub(crate) fn windows(history: &History, min_window_ms: u64, from_ms: u64) -> Vec<Window<'_>> {
+    let mut out = Vec::new();
+    for subject in history.subjects() {
+        let mut from: Option<(u64, LoopCounters)> = None;
+        for e in history.of_subject(subject) {
+            let text = match &e.event {
+                Event::MemberStart { .. } | Event::MemberRestart => {
+                    from = None;
+                    continue;
+                }
+                Event::Note { text } => text,
+                _ => continue,
+            };
+            let Some(now) = parse(text) else {
+                continue;
+            };
+            if e.at_ms < from_ms {
+                continue;
+            }
+            let Some((since_ms, then)) = from else {
+                from = Some((e.at_ms, now));
+                continue;
+            };
+            let window_ms = e.at_ms - since_ms;
+            if window_ms < min_window_ms {
+                continue;
+            }
+            out.push(Window {
+                subject,
+                since_ms,
+                at_ms: e.at_ms,
+                window_ms,
+                then,
+                now,
+            });
+            from = Some((e.at_ms, now));
+        }
+    }
+    out
+}
+
 #[derive(Clone, Debug)]
 pub struct LoopRate {
     /// Most background-loop iterations per virtual second.
@@ -63,57 +124,35 @@ impl Checker for LoopRate {
 
     fn violations(&self, history: &History) -> Vec<Violation> {
         let mut out = Vec::new();
-        for subject in history.subjects() {
-            let mut from: Option<(u64, LoopCounters)> = None;
-            for e in history.of_subject(subject) {
-                let Event::Note { text } = &e.event else {
-                    continue;
-                };
-                let Some(now) = parse(text) else {
-                    continue;
-                };
-                if e.at_ms < self.from_ms {
-                    continue;
+        for w in windows(history, self.min_window_ms, self.from_ms) {
+            for (what, delta, max) in [
+                (
+                    "background-loop iterations",
+                    w.now.background.saturating_sub(w.then.background),
+                    self.max_background_per_s,
+                ),
+                (
+                    "poll wakeups",
+                    w.now.poll.saturating_sub(w.then.poll),
+                    self.max_poll_per_s,
+                ),
+            ] {
+                let per_s = w.per_s(delta);
+                if per_s > max {
+                    out.push(
+                        Violation::new(
+                            ViolationKind::PollOvershoot,
+                            w.at_ms,
+                            format!(
+                                "{} made {delta} {what} in {}ms ({}–{}ms): {per_s}/s, more than \
+                                 {max}/s: a consumer waiting for data must block, not spin \
+                                 (KAFKA-20426)",
+                                w.subject, w.window_ms, w.since_ms, w.at_ms
+                            ),
+                        )
+                        .subject(w.subject),
+                    );
                 }
-                let Some((since_ms, then)) = from else {
-                    from = Some((e.at_ms, now));
-                    continue;
-                };
-                let window_ms = e.at_ms - since_ms;
-                if window_ms < self.min_window_ms {
-                    continue;
-                }
-                for (what, delta, max) in [
-                    (
-                        "background-loop iterations",
-                        now.background.saturating_sub(then.background),
-                        self.max_background_per_s,
-                    ),
-                    (
-                        "poll wakeups",
-                        now.poll.saturating_sub(then.poll),
-                        self.max_poll_per_s,
-                    ),
-                ] {
-                    let per_s = delta * 1_000 / window_ms;
-                    if per_s > max {
-                        out.push(
-                            Violation::new(
-                                ViolationKind::PollOvershoot,
-                                e.at_ms,
-                                format!(
-                                    "{subject} made {delta} {what} in {window_ms}ms \
-                                     ({since_ms}–{}ms): {per_s}/s, more than {max}/s: \
-                                     a consumer waiting for data must block, not spin \
-                                     (KAFKA-20426)",
-                                    e.at_ms
-                                ),
-                            )
-                            .subject(subject),
-                        );
-                    }
-                }
-                from = Some((e.at_ms, now));
             }
         }
         out

@@ -12,10 +12,9 @@
 //! application pace them.
 
 use sim::check::{Checker, Violation, ViolationKind};
-use sim::history::{Event, History};
+use sim::history::History;
 
-use super::loop_rate::parse;
-use crate::subject::LoopCounters;
+use super::loop_rate::windows;
 
 #[derive(Clone, Debug)]
 pub struct RequestRate {
@@ -49,56 +48,33 @@ impl Checker for RequestRate {
 
     fn violations(&self, history: &History) -> Vec<Violation> {
         let mut out = Vec::new();
-        for subject in history.subjects() {
-            let mut from: Option<(u64, LoopCounters)> = None;
-            for e in history.of_subject(subject) {
-                match &e.event {
-                    // A restarted process counts from zero again.
-                    Event::MemberStart { .. } | Event::MemberRestart => from = None,
-                    Event::Note { text } => {
-                        let Some(now) = parse(text) else {
-                            continue;
-                        };
-                        let Some((since_ms, then)) = from else {
-                            from = Some((e.at_ms, now));
-                            continue;
-                        };
-                        let window_ms = e.at_ms - since_ms;
-                        if window_ms < self.min_window_ms {
-                            continue;
-                        }
-                        for (what, delta, max) in [
-                            (
-                                "group requests",
-                                now.group_requests.saturating_sub(then.group_requests),
-                                self.max_group_per_s,
+        for w in windows(history, self.min_window_ms, 0) {
+            for (what, delta, max) in [
+                (
+                    "group requests",
+                    w.now.group_requests.saturating_sub(w.then.group_requests),
+                    self.max_group_per_s,
+                ),
+                (
+                    "lookup requests",
+                    w.now.lookup_requests.saturating_sub(w.then.lookup_requests),
+                    self.max_lookup_per_s,
+                ),
+            ] {
+                let per_s = w.per_s(delta);
+                if per_s > max {
+                    out.push(
+                        Violation::new(
+                            ViolationKind::RequestStorm,
+                            w.at_ms,
+                            format!(
+                                "{} sent {delta} {what} in {}ms ({}–{}ms): {per_s}/s, more \
+                                 than {max}/s: requests refused again and again must back off",
+                                w.subject, w.window_ms, w.since_ms, w.at_ms
                             ),
-                            (
-                                "lookup requests",
-                                now.lookup_requests.saturating_sub(then.lookup_requests),
-                                self.max_lookup_per_s,
-                            ),
-                        ] {
-                            let per_s = delta * 1_000 / window_ms;
-                            if per_s > max {
-                                out.push(
-                                    Violation::new(
-                                        ViolationKind::RequestStorm,
-                                        e.at_ms,
-                                        format!(
-                                            "{subject} sent {delta} {what} in {window_ms}ms \
-                                             ({since_ms}–{}ms): {per_s}/s, more than {max}/s: \
-                                             requests refused again and again must back off",
-                                            e.at_ms
-                                        ),
-                                    )
-                                    .subject(subject),
-                                );
-                            }
-                        }
-                        from = Some((e.at_ms, now));
-                    }
-                    _ => {}
+                        )
+                        .subject(w.subject),
+                    );
                 }
             }
         }
@@ -110,6 +86,8 @@ impl Checker for RequestRate {
 mod tests {
     use super::*;
     use crate::checks::loop_rate::counters_note;
+    use crate::subject::LoopCounters;
+    use sim::history::Event;
 
     fn sample(group_requests: u64, lookup_requests: u64) -> Event {
         counters_note(LoopCounters {
