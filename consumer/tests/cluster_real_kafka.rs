@@ -124,48 +124,123 @@ async fn busiest_leader(cluster: &Cluster, topic: &str, not: i32) -> i32 {
         .unwrap_or(if not == 1 { 2 } else { 1 })
 }
 
+/// What both cluster tests run while they break brokers: a producer writing 20 records every
+/// 100 ms, a group of three members consuming `topic` with `protocol`, and an observer of the
+/// group's committed offsets.
+struct Workload {
+    produce_stop: Arc<AtomicBool>,
+    producer: tokio::task::JoinHandle<usize>,
+    seen: Arc<Seen>,
+    stops: Vec<Arc<AtomicBool>>,
+    members: Vec<tokio::task::JoinHandle<Consumer>>,
+    watch_stop: Arc<AtomicBool>,
+    regressions: Arc<Mutex<Vec<String>>>,
+    watcher: tokio::task::JoinHandle<usize>,
+}
+
+/// How a [`Workload`] ended.
+struct Finished {
+    written: usize,
+    duplicates: usize,
+    /// How many times the observer read the committed offsets.
+    samples: usize,
+    /// Committed offsets lower than one the observer had seen before.
+    regressions: Vec<String>,
+}
+
+impl Workload {
+    async fn start(cluster: &Cluster, topic: &str, group: &str, protocol: &str) -> Self {
+        let produce_stop = Arc::new(AtomicBool::new(false));
+        let producer = tokio::spawn(keep_producing(
+            JavaProducer::start(cluster, topic),
+            20,
+            Arc::clone(&produce_stop),
+        ));
+        let seen = Arc::new(Seen::default());
+        let stops: Vec<Arc<AtomicBool>> =
+            (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
+        let members = (0..3)
+            .map(|i| {
+                tokio::spawn(member(
+                    member_config(cluster, group, &format!("m{i}"), protocol),
+                    topic.to_owned(),
+                    Arc::clone(&seen),
+                    Arc::clone(&stops[i]),
+                    Duration::ZERO,
+                ))
+            })
+            .collect();
+        let watch_stop = Arc::new(AtomicBool::new(false));
+        let regressions = Arc::new(Mutex::new(Vec::new()));
+        let observer_config = ConsumerConfig::builder()
+            .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
+            .group_id(group)
+            .client_id("observer")
+            .enable_auto_commit(false)
+            .build()
+            .unwrap();
+        let watcher = tokio::spawn(watch_commits(
+            observer_config,
+            (0..PARTITIONS)
+                .map(|p| TopicPartition::new(topic, p))
+                .collect(),
+            Arc::clone(&watch_stop),
+            Arc::clone(&regressions),
+        ));
+        Self {
+            produce_stop,
+            producer,
+            seen,
+            stops,
+            members,
+            watch_stop,
+            regressions,
+            watcher,
+        }
+    }
+
+    /// Stops producing, waits until every record written is consumed, lets auto-commit record
+    /// the tail, then closes the members (each must close cleanly) and the observer.
+    async fn finish(self) -> Finished {
+        self.produce_stop.store(true, Ordering::SeqCst);
+        let written = self.producer.await.unwrap();
+        let seen = &self.seen;
+        wait_until(
+            "every record written is consumed",
+            Duration::from_secs(180),
+            || seen.unique() >= written,
+        )
+        .await;
+        sleep(Duration::from_secs(3)).await;
+        for stop in &self.stops {
+            stop.store(true, Ordering::SeqCst);
+        }
+        for handle in self.members {
+            let mut consumer = handle.await.unwrap();
+            consumer
+                .close(Duration::from_secs(30))
+                .await
+                .expect("a member closes cleanly after the chaos");
+        }
+        self.watch_stop.store(true, Ordering::SeqCst);
+        let samples = self.watcher.await.unwrap();
+        let duplicates = check_delivery(&self.seen, written);
+        let regressions = self.regressions.lock().unwrap().clone();
+        Finished {
+            written,
+            duplicates,
+            samples,
+            regressions,
+        }
+    }
+}
+
 async fn kill_coordinator_and_leader(cluster: &Cluster, protocol: &str) {
     let topic = unique(&format!("cluster-chaos-{protocol}"));
     let group = unique(&format!("cluster-group-{protocol}"));
     cluster.create_topic(&topic, PARTITIONS).await;
-
-    let produce_stop = Arc::new(AtomicBool::new(false));
-    let producer = tokio::spawn(keep_producing(
-        JavaProducer::start(cluster, &topic),
-        20,
-        Arc::clone(&produce_stop),
-    ));
-
-    let seen = Arc::new(Seen::default());
-    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let members: Vec<_> = (0..3)
-        .map(|i| {
-            tokio::spawn(member(
-                member_config(cluster, &group, &format!("m{i}"), protocol),
-                topic.clone(),
-                Arc::clone(&seen),
-                Arc::clone(&stops[i]),
-                Duration::ZERO,
-            ))
-        })
-        .collect();
-    let watch_stop = Arc::new(AtomicBool::new(false));
-    let regressions = Arc::new(Mutex::new(Vec::new()));
-    let observer_config = ConsumerConfig::builder()
-        .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
-        .group_id(group.as_str())
-        .client_id("observer")
-        .enable_auto_commit(false)
-        .build()
-        .unwrap();
-    let watcher = tokio::spawn(watch_commits(
-        observer_config,
-        (0..PARTITIONS)
-            .map(|p| TopicPartition::new(&*topic, p))
-            .collect(),
-        Arc::clone(&watch_stop),
-        Arc::clone(&regressions),
-    ));
+    let workload = Workload::start(cluster, &topic, &group, protocol).await;
+    let seen = Arc::clone(&workload.seen);
 
     wait_until("the group consumes", Duration::from_secs(120), || {
         seen.unique() >= 1_000
@@ -191,30 +266,12 @@ async fn kill_coordinator_and_leader(cluster: &Cluster, protocol: &str) {
     cluster.act(NodeAction::Restart, leader).await;
     sleep(Duration::from_secs(3)).await;
 
-    produce_stop.store(true, Ordering::SeqCst);
-    let written = producer.await.unwrap();
-    wait_until(
-        "every record written is consumed",
-        Duration::from_secs(180),
-        || seen.unique() >= written,
-    )
-    .await;
-    // Let auto-commit record the tail before the observer stops.
-    sleep(Duration::from_secs(3)).await;
-    for stop in &stops {
-        stop.store(true, Ordering::SeqCst);
-    }
-    for handle in members {
-        let mut consumer = handle.await.unwrap();
-        consumer
-            .close(Duration::from_secs(30))
-            .await
-            .expect("a member closes cleanly after the chaos");
-    }
-    watch_stop.store(true, Ordering::SeqCst);
-    let samples = watcher.await.unwrap();
-    let duplicates = check_delivery(&seen, written);
-    let regressions = regressions.lock().unwrap().clone();
+    let Finished {
+        written,
+        duplicates,
+        samples,
+        regressions,
+    } = workload.finish().await;
     assert!(
         regressions.is_empty(),
         "{protocol}: committed offsets moved back: {regressions:?}"
@@ -348,42 +405,8 @@ async fn seeded_chaos_keeps_every_record() {
     let topic = unique("cluster-chaos-seeded");
     let group = unique("cluster-chaos-group");
     cluster.create_topic(&topic, PARTITIONS).await;
-    let produce_stop = Arc::new(AtomicBool::new(false));
-    let producer = tokio::spawn(keep_producing(
-        JavaProducer::start(&cluster, &topic),
-        20,
-        Arc::clone(&produce_stop),
-    ));
-    let seen = Arc::new(Seen::default());
-    let stops: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let members: Vec<_> = (0..3)
-        .map(|i| {
-            tokio::spawn(member(
-                member_config(&cluster, &group, &format!("m{i}"), protocol),
-                topic.clone(),
-                Arc::clone(&seen),
-                Arc::clone(&stops[i]),
-                Duration::ZERO,
-            ))
-        })
-        .collect();
-    let watch_stop = Arc::new(AtomicBool::new(false));
-    let regressions = Arc::new(Mutex::new(Vec::new()));
-    let observer_config = ConsumerConfig::builder()
-        .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
-        .group_id(group.as_str())
-        .client_id("observer")
-        .enable_auto_commit(false)
-        .build()
-        .unwrap();
-    let watcher = tokio::spawn(watch_commits(
-        observer_config,
-        (0..PARTITIONS)
-            .map(|p| TopicPartition::new(&*topic, p))
-            .collect(),
-        Arc::clone(&watch_stop),
-        Arc::clone(&regressions),
-    ));
+    let workload = Workload::start(&cluster, &topic, &group, protocol).await;
+    let seen = Arc::clone(&workload.seen);
     wait_until("the group consumes", Duration::from_secs(120), || {
         seen.unique() >= 500
     })
@@ -421,29 +444,12 @@ async fn seeded_chaos_keeps_every_record() {
         cluster.act(NodeAction::Restart, broker).await;
     }
 
-    produce_stop.store(true, Ordering::SeqCst);
-    let written = producer.await.unwrap();
-    wait_until(
-        "every record written is consumed",
-        Duration::from_secs(180),
-        || seen.unique() >= written,
-    )
-    .await;
-    sleep(Duration::from_secs(3)).await;
-    for stop in &stops {
-        stop.store(true, Ordering::SeqCst);
-    }
-    for handle in members {
-        let mut consumer = handle.await.unwrap();
-        consumer
-            .close(Duration::from_secs(30))
-            .await
-            .expect("a member closes cleanly after the chaos");
-    }
-    watch_stop.store(true, Ordering::SeqCst);
-    let samples = watcher.await.unwrap();
-    let duplicates = check_delivery(&seen, written);
-    let regressions = regressions.lock().unwrap().clone();
+    let Finished {
+        written,
+        duplicates,
+        samples,
+        regressions,
+    } = workload.finish().await;
     assert!(
         regressions.is_empty(),
         "seed {seed}: committed offsets moved back: {regressions:?}"
