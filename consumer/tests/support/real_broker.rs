@@ -62,10 +62,14 @@ pub fn client(bootstrap: String) -> NetworkClient {
     .unwrap()
 }
 
-/// Creates `name` with `partitions` partitions and waits until Metadata shows a leader for
-/// each (metadata propagates asynchronously); the client's metadata then holds the topic.
-/// Returns the topic id.
-pub async fn create_topic(client: &mut NetworkClient, name: &str, partitions: i32) -> uuid::Uuid {
+/// Sends CreateTopics for `name` with `partitions` partitions at the brokers' default
+/// replication factor and asserts the broker created it; returns the topic id. Metadata may
+/// not show it yet.
+pub async fn send_create_topic(
+    client: &mut NetworkClient,
+    name: &str,
+    partitions: i32,
+) -> uuid::Uuid {
     let create = CreateTopicsRequest::default()
         .with_topics(vec![CreatableTopic::default()
             .with_name(TopicName(StrBytes::from_string(name.to_owned())))
@@ -82,6 +86,14 @@ pub async fn create_topic(client: &mut NetworkClient, name: &str, partitions: i3
     );
     assert_eq!(result.num_partitions, partitions);
     assert!(!result.topic_id.is_nil());
+    result.topic_id
+}
+
+/// Creates `name` with `partitions` partitions and waits until Metadata shows a leader for
+/// each (metadata propagates asynchronously); the client's metadata then holds the topic.
+/// Returns the topic id.
+pub async fn create_topic(client: &mut NetworkClient, name: &str, partitions: i32) -> uuid::Uuid {
+    let topic_id = send_create_topic(client, name, partitions).await;
 
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -101,7 +113,7 @@ pub async fn create_topic(client: &mut NetworkClient, name: &str, partitions: i3
                     .all(|p| p.leader_id.is_some() && p.leader_epoch >= 0)
         });
         if ready {
-            return result.topic_id;
+            return topic_id;
         }
         assert!(Instant::now() < deadline, "topic {name} never got leaders");
         sleep(Duration::from_millis(200)).await;

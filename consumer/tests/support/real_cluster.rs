@@ -11,12 +11,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
-use kafka_consumer::protocol::ResponseError;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::{sleep, Duration, Instant};
+
+use super::real_broker::send_create_topic;
 
 const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run");
 
@@ -132,20 +131,7 @@ impl Cluster {
     /// and waits until every partition has a leader and a full ISR.
     pub async fn create_topic(&self, name: &str, partitions: i32) {
         let mut client = self.client();
-        let create = CreateTopicsRequest::default()
-            .with_topics(vec![CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_string(name.to_owned())))
-                .with_num_partitions(partitions)
-                .with_replication_factor(-1)])
-            .with_timeout_ms(15_000);
-        let created = client.send(Target::LeastLoaded, create).await.unwrap();
-        let result = &created.body.topics[0];
-        assert_eq!(
-            ResponseError::try_from_code(result.error_code),
-            None,
-            "creating {name}: {:?}",
-            result.error_message
-        );
+        send_create_topic(&mut client, name, partitions).await;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let response = client
