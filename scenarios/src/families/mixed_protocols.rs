@@ -27,6 +27,8 @@
 //! `UNKNOWN_MEMBER_ID`), a consumer member ordinary heartbeats — and both only acknowledge an
 //! assignment after the revocation callback and the commit before it finished.
 
+use kafka_consumer::rt::SeededRng;
+
 use super::{
     between, coin, draw_listener, draw_listener_panic, family_scenario, full_checks, knob_rng,
     latency_until, Family, GroupKnobs, Protocol, LEAVE_GRACE_MS,
@@ -55,6 +57,52 @@ pub struct Member {
     pub start_ms: u64,
     pub faults: MemberFaults,
     pub listener: ListenerBehaviour,
+}
+
+/// How the first `REPLACED` members are replaced, one after another, by members on `to`.
+pub(super) struct Replacements {
+    pub to: Protocol,
+    /// When the first replacement starts.
+    pub first_ms: u64,
+    /// The gap between one replacement's start and the next, drawn in this range.
+    pub between_ms: (u64, u64),
+    /// No old member goes before this (it is what consumes until then).
+    pub not_before_ms: u64,
+    /// The longest a new member's listener may take.
+    pub listener_max_ms: u64,
+}
+
+/// Replaces `members[0..REPLACED]`: each new member starts in turn, and the old one it
+/// replaces leaves (or, one time in four, crashes) within `HANDOVER_MS` of that start. Returns
+/// when the last of them is done (a leaver after its close grace).
+pub(super) fn replace_members(
+    rng: &mut SeededRng,
+    members: &mut Vec<Member>,
+    plan: Replacements,
+) -> u64 {
+    let mut at = plan.first_ms;
+    let mut last = 0;
+    for old in 0..REPLACED {
+        let handover =
+            HANDOVER_MS.0 + rng.below_inclusive((HANDOVER_MS.1 - HANDOVER_MS.0) as u64) as i64;
+        let gone_ms = at.saturating_add_signed(handover).max(plan.not_before_ms);
+        if coin(rng) && coin(rng) {
+            members[old].faults.crash_at_ms = Some(gone_ms);
+            last = last.max(gone_ms);
+        } else {
+            members[old].faults.leave_at_ms = Some(gone_ms);
+            last = last.max(gone_ms + LEAVE_GRACE_MS);
+        }
+        members.push(Member {
+            protocol: plan.to,
+            start_ms: at,
+            faults: MemberFaults::default(),
+            listener: draw_listener(rng, plan.listener_max_ms),
+        });
+        last = last.max(at);
+        at += between(rng, plan.between_ms.0, plan.between_ms.1);
+    }
+    last
 }
 
 /// One seed's draw.
@@ -86,32 +134,18 @@ pub fn draw(seed: u64) -> Rollout {
             listener: draw_listener(&mut rng, 1_500),
         })
         .collect();
-    let mut at = between(&mut rng, FIRST_REPLACEMENT_MS.0, FIRST_REPLACEMENT_MS.1);
-    let mut last = 0;
-    for old in 0..REPLACED {
-        let handover =
-            HANDOVER_MS.0 + rng.below_inclusive((HANDOVER_MS.1 - HANDOVER_MS.0) as u64) as i64;
-        let gone_ms = at.saturating_add_signed(handover);
-        if coin(&mut rng) && coin(&mut rng) {
-            members[old].faults.crash_at_ms = Some(gone_ms);
-            last = last.max(gone_ms);
-        } else {
-            members[old].faults.leave_at_ms = Some(gone_ms);
-            last = last.max(gone_ms + LEAVE_GRACE_MS);
-        }
-        members.push(Member {
-            protocol: to,
-            start_ms: at,
-            faults: MemberFaults::default(),
-            listener: draw_listener(&mut rng, 1_500),
-        });
-        last = last.max(at);
-        at += between(
-            &mut rng,
-            BETWEEN_REPLACEMENTS_MS.0,
-            BETWEEN_REPLACEMENTS_MS.1,
-        );
-    }
+    let first_ms = between(&mut rng, FIRST_REPLACEMENT_MS.0, FIRST_REPLACEMENT_MS.1);
+    let last = replace_members(
+        &mut rng,
+        &mut members,
+        Replacements {
+            to,
+            first_ms,
+            between_ms: BETWEEN_REPLACEMENTS_MS,
+            not_before_ms: 0,
+            listener_max_ms: 1_500,
+        },
+    );
     if let Some((member, call)) = draw_listener_panic(seed, SALT, members.len()) {
         members[member].listener.panic_on_call = Some(call);
     }

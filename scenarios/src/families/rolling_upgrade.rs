@@ -35,12 +35,12 @@
 use sim::fault::Fault;
 use sim::kafka_version::KafkaVersion;
 
+use super::mixed_protocols::{replace_members, Member, Replacements};
 use super::{
     between, coin, draw_listener, family_scenario, full_checks, knob_rng, latency_until, pick,
-    Family, GroupKnobs, Protocol, BROKERS, LEAVE_GRACE_MS,
+    Family, GroupKnobs, Protocol, BROKERS,
 };
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario};
-use crate::subject::ListenerBehaviour;
 
 pub const NAME: &str = "family-rolling-upgrade";
 
@@ -56,8 +56,6 @@ const DOWN_MS: (u64, u64) = (500, 3_000);
 const UPGRADE_GAP_MS: (u64, u64) = (1_000, 3_000);
 const FIRST_REPLACEMENT_AFTER_MS: (u64, u64) = (2_000, 4_000);
 const BETWEEN_REPLACEMENTS_MS: (u64, u64) = (3_000, 6_000);
-/// How long before (negative) or after its replacement starts an old member goes.
-const HANDOVER_MS: (i64, i64) = (-2_000, 4_000);
 const WITHIN_MS: u64 = 30_000;
 const PRODUCE_UNTIL_MS: u64 = 60_000;
 const RUN_MS: u64 = 85_000;
@@ -69,15 +67,6 @@ pub enum Step {
     Restart,
     /// Killed, and started on the new release this much later.
     KillThenStart { down_ms: u64 },
-}
-
-/// One member of a seed's draw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    pub protocol: Protocol,
-    pub start_ms: u64,
-    pub faults: MemberFaults,
-    pub listener: ListenerBehaviour,
 }
 
 /// One seed's draw.
@@ -136,38 +125,24 @@ pub fn draw(seed: u64) -> Upgrade {
         at += between(&mut rng, UPGRADE_GAP_MS.0, UPGRADE_GAP_MS.1);
     }
     let upgraded_at_ms = at;
-    let mut at = upgraded_at_ms
+    let first_ms = upgraded_at_ms
         + between(
             &mut rng,
             FIRST_REPLACEMENT_AFTER_MS.0,
             FIRST_REPLACEMENT_AFTER_MS.1,
         );
-    let mut last = 0;
-    for old in 0..REPLACED {
-        let handover =
-            HANDOVER_MS.0 + rng.below_inclusive((HANDOVER_MS.1 - HANDOVER_MS.0) as u64) as i64;
-        // Never before the upgrade is done: the old members are what consumes through it.
-        let gone_ms = at.saturating_add_signed(handover).max(upgraded_at_ms);
-        if coin(&mut rng) && coin(&mut rng) {
-            members[old].faults.crash_at_ms = Some(gone_ms);
-            last = last.max(gone_ms);
-        } else {
-            members[old].faults.leave_at_ms = Some(gone_ms);
-            last = last.max(gone_ms + LEAVE_GRACE_MS);
-        }
-        members.push(Member {
-            protocol: to,
-            start_ms: at,
-            faults: MemberFaults::default(),
-            listener: draw_listener(&mut rng, 1_000),
-        });
-        last = last.max(at);
-        at += between(
-            &mut rng,
-            BETWEEN_REPLACEMENTS_MS.0,
-            BETWEEN_REPLACEMENTS_MS.1,
-        );
-    }
+    // Never before the upgrade is done: the old members are what consumes through it.
+    let last = replace_members(
+        &mut rng,
+        &mut members,
+        Replacements {
+            to,
+            first_ms,
+            between_ms: BETWEEN_REPLACEMENTS_MS,
+            not_before_ms: upgraded_at_ms,
+            listener_max_ms: 1_000,
+        },
+    );
     Upgrade {
         group,
         steps,
