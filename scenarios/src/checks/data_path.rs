@@ -475,9 +475,11 @@ impl Walk {
 
     /// A `latest` member that commits a partition while its reset is still due (it has handed
     /// out nothing since) commits the position the reset landed on: Java's auto-commit (and a
-    /// commit of the consumed positions) sends `position`, which after the reset is the log
-    /// end it found. So the reset jumped from its start to `offset`, all acked before now; the
-    /// next owner starts from the commit and never sees them.
+    /// commit of the consumed positions) sends `SubscriptionState.allConsumed()`, each assigned
+    /// partition's `position`, which after the reset is the log end it found. So the reset
+    /// jumped from its start to `offset`, all acked before now; the next owner starts from the
+    /// commit and never sees them. A commit below where the reset starts explains nothing
+    /// (tested: `a_latest_member_that_commits_its_reset_position_before_delivering_...`).
     fn reset_landed_at_commit(&mut self, e: &Entry, tp: &Tp, offset: i64, incarnation: u32) {
         let key = (e.subject.clone(), tp.clone());
         let Some(due) = self.due.get(&key) else {
@@ -536,7 +538,10 @@ impl Walk {
         let incarnation = ack.map_or_else(|| self.incarnation_of(&tp.topic), |a| a.incarnation);
         // The reset lands at the first record delivered from where it starts. A record below
         // that (or of the topic's earlier incarnation) was fetched before the log changed and
-        // held or buffered since: handing it out is not the reset, which is still to come.
+        // held or buffered since: handing it out is not the reset, which is still to come (Java's
+        // `FetchCollector` hands out a completed fetch whose offset is the position, whatever
+        // the log start has become since; tested:
+        // `records_held_from_before_the_deletion_do_not_use_up_the_reset`).
         let lands = self
             .due
             .get(&key)
