@@ -158,18 +158,24 @@ pub fn draw(seed: u64) -> Rollout {
     }
 }
 
-fn vary(scenario: &mut Scenario, seed: u64) {
-    let rollout = draw(seed);
-    for (spec, member) in scenario.subjects.iter_mut().zip(rollout.members) {
+/// Gives each of `scenario`'s subjects its drawn member: the shared knobs with the member's own
+/// protocol, its start, faults and listener.
+pub(super) fn apply_members(scenario: &mut Scenario, group: &GroupKnobs, members: Vec<Member>) {
+    for (spec, member) in scenario.subjects.iter_mut().zip(members) {
         GroupKnobs {
             protocol: member.protocol,
-            ..rollout.group.clone()
+            ..group.clone()
         }
         .apply(spec);
         spec.start_ms = member.start_ms;
         spec.member_faults = member.faults;
         spec.listener = member.listener;
     }
+}
+
+fn vary(scenario: &mut Scenario, seed: u64) {
+    let rollout = draw(seed);
+    apply_members(scenario, &rollout.group, rollout.members);
 }
 
 fn plan(seed: u64) -> PlannedFaults {

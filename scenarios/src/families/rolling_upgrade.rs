@@ -35,7 +35,7 @@
 use sim::fault::Fault;
 use sim::kafka_version::KafkaVersion;
 
-use super::mixed_protocols::{replace_members, Member, Replacements};
+use super::mixed_protocols::{apply_members, replace_members, Member, Replacements};
 use super::{
     between, coin, draw_listener, family_scenario, full_checks, knob_rng, latency_until, pick,
     Family, GroupKnobs, Protocol, BROKERS,
@@ -156,16 +156,7 @@ pub fn draw(seed: u64) -> Upgrade {
 fn vary(scenario: &mut Scenario, seed: u64) {
     let upgrade = draw(seed);
     scenario.cluster.kafka_version = FROM;
-    for (spec, member) in scenario.subjects.iter_mut().zip(upgrade.members) {
-        GroupKnobs {
-            protocol: member.protocol,
-            ..upgrade.group.clone()
-        }
-        .apply(spec);
-        spec.start_ms = member.start_ms;
-        spec.member_faults = member.faults;
-        spec.listener = member.listener;
-    }
+    apply_members(scenario, &upgrade.group, upgrade.members);
 }
 
 fn plan(seed: u64) -> PlannedFaults {
