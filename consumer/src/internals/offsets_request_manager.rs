@@ -392,6 +392,15 @@ impl OffsetsRequestManager {
 
     fn send_user_lookups(&mut self, ctx: &mut ManagerContext<'_>, result: &mut PollResult) {
         self.user.retain(|u| !u.completion.is_done());
+        // A lookup may name partitions of topics the consumer neither subscribes to nor is
+        // assigned: metadata must cover them, or their leaders stay unknown and the lookup
+        // times out (Java's `addTransientTopics` in `OffsetsRequestManager.fetchOffsets`).
+        ctx.subscriptions.set_transient_topics(
+            self.user
+                .iter()
+                .flat_map(|u| u.timestamps.keys().map(|tp| tp.topic.to_string()))
+                .collect(),
+        );
         let mut sends = Vec::new();
         for lookup in &mut self.user {
             if let Some(at) = lookup.retry_at {

@@ -108,6 +108,10 @@ pub(crate) struct SubscriptionState {
     /// The topics any group member subscribes to, while this member leads the group: the
     /// leader's assignor needs their metadata.
     group_subscription: BTreeSet<String>,
+    /// Topics of offset lookups in flight (`beginning_offsets`, `end_offsets`,
+    /// `offsets_for_times`), which may be neither subscribed nor assigned: their leaders come
+    /// from metadata too (Java's `ConsumerMetadata.transientTopics`).
+    transient_topics: BTreeSet<String>,
     assignment: BTreeMap<TopicPartition, PartitionState>,
 }
 
@@ -196,8 +200,13 @@ impl SubscriptionState {
         self.group_subscription = topics;
     }
 
-    /// The topics whose metadata the consumer needs: subscribed, the group's (leader), and
-    /// assigned.
+    /// Sets the topics of the offset lookups in flight (see [`Self::metadata_topics`]).
+    pub fn set_transient_topics(&mut self, topics: BTreeSet<String>) {
+        self.transient_topics = topics;
+    }
+
+    /// The topics whose metadata the consumer needs: subscribed, the group's (leader),
+    /// assigned, and those of offset lookups in flight.
     pub fn metadata_topics(&self) -> BTreeSet<String> {
         let mut topics: BTreeSet<String> = self
             .subscribed_topics
@@ -205,15 +214,17 @@ impl SubscriptionState {
             .cloned()
             .collect();
         topics.extend(self.assignment.keys().map(|tp| tp.topic.to_string()));
+        topics.extend(self.transient_topics.iter().cloned());
         topics
     }
 
     /// Whether the consumer needs `topic`'s metadata, so a broker's error for it is the
-    /// application's business (Java's `ConsumerMetadata.retainTopic`): a subscribed, group
-    /// or assigned topic, or one a `subscribe_pattern` pattern matches.
+    /// application's business (Java's `ConsumerMetadata.retainTopic`): a subscribed, group,
+    /// assigned or looked-up topic, or one a `subscribe_pattern` pattern matches.
     pub fn retains_metadata_of(&self, topic: &str) -> bool {
         self.subscribed_topics.contains(topic)
             || self.group_subscription.contains(topic)
+            || self.transient_topics.contains(topic)
             || self.assignment.keys().any(|tp| &*tp.topic == topic)
             || matches!(&self.subscription_type, SubscriptionType::AutoPattern(p) if p.matches(topic))
     }

@@ -339,6 +339,71 @@ fn user_lookups_complete_when_every_partition_answered() {
     assert_eq!(answer[&tp(1)].unwrap().offset, 4);
 }
 
+/// `end_offsets` of a topic the consumer neither subscribes to nor is assigned (found against
+/// the real broker, `consumer/tests/transactions_real_kafka.rs`): its leaders are unknown, so
+/// the lookup must put the topic into the metadata the consumer asks for, or it waits out its
+/// timeout. Java: `metadata.addTransientTopics` in `OffsetsRequestManager.fetchOffsets`.
+#[test]
+fn user_lookups_of_unassigned_topics_ask_for_their_metadata() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    for tp in [tp(0), tp(1)] {
+        p.subscriptions.set_fetch_state(&tp, FetchState::Fetching);
+    }
+    let elsewhere = TopicPartition::new("elsewhere", 0);
+    let mut m = OffsetsRequestManager::new(100, 1_000);
+    let (c, rx) = Completion::new("end_offsets", Some(p.now + Duration::from_secs(5)), 5_000);
+    m.list_offsets([(elsewhere.clone(), -1)].into_iter().collect(), c);
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty(), "no leader known yet");
+    assert!(p.effects.metadata_refresh);
+    assert_eq!(
+        p.subscriptions.metadata_topics(),
+        ["elsewhere", "t"].map(str::to_owned).into_iter().collect()
+    );
+    assert!(p.subscriptions.retains_metadata_of("elsewhere"));
+
+    // The refresh names its leader: the lookup goes out and completes.
+    let mut response = crate::internals::test_support::metadata_response(&[(0, 2, 3)]);
+    response.topics[0].name = Some(topic_name("elsewhere"));
+    response.topics[0].topic_id = uuid::Uuid::from_u128(9);
+    p.metadata
+        .update(&response, crate::network::MetadataScope::ListedTopics);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    assert_eq!(r.requests[0].target, Target::Node(2));
+    let RequestBody::ListOffsets(body) = &r.requests[0].body else {
+        panic!("{:?}", r.requests[0])
+    };
+    assert_eq!(body.topics[0].name.0.as_str(), "elsewhere");
+    let answer =
+        ListOffsetsResponse::default().with_topics(vec![ListOffsetsTopicResponse::default()
+            .with_name(topic_name("elsewhere"))
+            .with_partitions(vec![ListOffsetsPartitionResponse::default()
+                .with_partition_index(0)
+                .with_offset(42)
+                .with_timestamp(-1)
+                .with_leader_epoch(3)])]);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        Ok((ResponseBody::ListOffsets(answer), 9)),
+    );
+    assert_eq!(
+        rx.borrow().clone().unwrap().unwrap()[&elsewhere]
+            .unwrap()
+            .offset,
+        42
+    );
+
+    // Done: the topic's metadata is no longer needed.
+    m.poll(&mut p.ctx());
+    assert_eq!(
+        p.subscriptions.metadata_topics(),
+        ["t"].map(str::to_owned).into_iter().collect()
+    );
+    assert!(!p.subscriptions.retains_metadata_of("elsewhere"));
+}
+
 /// Issue #27 bug 3: with `auto.offset.reset=none` a detected truncation keeps the position
 /// (Java's `maybeCompleteValidation` returns the LogTruncation and leaves the partition
 /// awaiting validation), and is validated — and reported — again only after the application
