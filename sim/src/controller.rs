@@ -535,16 +535,44 @@ impl Controller {
         partition: i32,
         batch: bytes::Bytes,
     ) -> Result<crate::log::AppendInfo, String> {
+        self.append_as(topic, partition, |log, epoch, max_message_bytes| {
+            log.append(batch, epoch, None, max_message_bytes)
+        })
+    }
+
+    /// Test helper: [`Self::append`] of batches shaped as Kafka's log cleaner leaves them
+    /// (offset gaps, empty batches; [`crate::log::PartitionLog::append_cleaned`]).
+    pub fn append_cleaned(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: bytes::Bytes,
+    ) -> Result<crate::log::AppendInfo, String> {
+        self.append_as(topic, partition, |log, epoch, max_message_bytes| {
+            log.append_cleaned(batch, epoch, max_message_bytes)
+        })
+    }
+
+    /// Runs `append` on the partition's log with its leader epoch and the size limit, then
+    /// advances the high watermark past what it appended (every replica shares the log).
+    fn append_as(
+        &self,
+        topic: &str,
+        partition: i32,
+        append: impl FnOnce(
+            &mut crate::log::PartitionLog,
+            i32,
+            usize,
+        ) -> Result<crate::log::AppendInfo, crate::log::AppendError>,
+    ) -> Result<crate::log::AppendInfo, String> {
         self.update(|state| {
             let max_message_bytes = state.config.max_message_bytes;
             let part = state
                 .partition_mut(topic, partition)
                 .ok_or_else(|| format!("no partition {topic}-{partition}"))?;
             let epoch = part.leader_epoch;
-            let info = part
-                .log
-                .append(batch, epoch, None, max_message_bytes)
-                .map_err(|e| format!("{e:?}"))?;
+            let info =
+                append(&mut part.log, epoch, max_message_bytes).map_err(|e| format!("{e:?}"))?;
             part.log.advance_high_watermark(info.last_offset + 1);
             Ok(info)
         })

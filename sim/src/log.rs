@@ -143,9 +143,35 @@ impl PartitionLog {
         log_append_time_ms: Option<i64>,
         max_message_bytes: usize,
     ) -> Result<AppendInfo, AppendError> {
-        let batches = validate(records, max_message_bytes)?;
+        let batches = validate(records, max_message_bytes, Origin::Producer)?;
+        Ok(self.append_batches(&batches, leader_epoch, log_append_time_ms))
+    }
+
+    /// Appends batches as Kafka's log cleaner leaves them (`MemoryRecords.filterTo`): the
+    /// same checks as [`Self::append`], except that a batch may hold no record at all — the
+    /// cleaner keeps an emptied batch's header (`writeEmptyHeader`) when it carries a
+    /// producer's last sequence, so its offsets stay taken. A producer's batch must hold a
+    /// record (Kafka's `LogValidator`). Offsets are assigned from the log end, as for a
+    /// producer: the sim lays these shapes at the head of the log instead of cleaning old
+    /// segments (see `FIDELITY.md`).
+    pub fn append_cleaned(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        max_message_bytes: usize,
+    ) -> Result<AppendInfo, AppendError> {
+        let batches = validate(records, max_message_bytes, Origin::Cleaner)?;
+        Ok(self.append_batches(&batches, leader_epoch, None))
+    }
+
+    fn append_batches(
+        &mut self,
+        batches: &[RecordBatch],
+        leader_epoch: i32,
+        log_append_time_ms: Option<i64>,
+    ) -> AppendInfo {
         let base_offset = self.log_end_offset;
-        for batch in &batches {
+        for batch in batches {
             let count = i64::from(batch.last_offset_delta()) + 1;
             let base = self.log_end_offset;
             let mut bytes = BytesMut::from(batch.as_bytes().as_ref());
@@ -171,11 +197,11 @@ impl PartitionLog {
             self.log_end_offset = base + count;
         }
         self.ensure_epoch(leader_epoch, base_offset);
-        Ok(AppendInfo {
+        AppendInfo {
             base_offset,
             last_offset: self.log_end_offset - 1,
             log_append_time_ms: log_append_time_ms.unwrap_or(-1),
-        })
+        }
     }
 
     fn track_transaction(&mut self, batch: &RecordBatch, first: i64, last: i64) {
@@ -375,9 +401,22 @@ fn records_of(batch: &StoredBatch) -> Vec<(i64, i64)> {
     out
 }
 
+/// Who wrote the batches being appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A producer: every batch holds at least one record.
+    Producer,
+    /// The log cleaner: a batch may be empty.
+    Cleaner,
+}
+
 /// Kafka's produce-side validation (`LogValidator`, simplified): whole v2 batches only, CRC
 /// and record framing intact, control records decodable, each batch within the size limit.
-fn validate(records: Bytes, max_message_bytes: usize) -> Result<Vec<RecordBatch>, AppendError> {
+fn validate(
+    records: Bytes,
+    max_message_bytes: usize,
+    origin: Origin,
+) -> Result<Vec<RecordBatch>, AppendError> {
     if records.is_empty() {
         return Err(AppendError::Corrupt("no record batches".to_owned()));
     }
@@ -398,7 +437,8 @@ fn validate(records: Bytes, max_message_bytes: usize) -> Result<Vec<RecordBatch>
             record.map_err(|e| AppendError::Corrupt(e.to_string()))?;
             count += 1;
         }
-        if count == 0 || count > i64::from(batch.last_offset_delta()) + 1 {
+        let empty_allowed = origin == Origin::Cleaner && !batch.is_control();
+        if (count == 0 && !empty_allowed) || count > i64::from(batch.last_offset_delta()) + 1 {
             return Err(AppendError::Corrupt(format!(
                 "batch holds {count} records but its last offset delta is {}",
                 batch.last_offset_delta()
