@@ -32,6 +32,12 @@ pub enum DataEvent {
     Truncated { tp: Tp, end_offset: i64 },
     /// The subject's `auto.offset.reset` (`earliest`, `latest`, `none`).
     ResetPolicy { policy: String },
+    /// The subject's `isolation.level` (`read_committed`, `read_uncommitted`).
+    Isolation { level: String },
+    /// A transactional producer appended `value` at `tp`@`offset`: in the log, but not
+    /// acknowledged until its transaction commits (the producer then records `ProduceAcked`);
+    /// a transaction that aborts (or never ends) leaves it uncommitted.
+    TxnWritten { tp: Tp, offset: i64, value: String },
     /// `poll` failed with a reset error (`OFFSET_OUT_OF_RANGE`, `LOG_TRUNCATION`) naming
     /// `error_offset` for `tp`, and `position(tp)` then answered `position`.
     PositionAfterError {
@@ -51,6 +57,10 @@ impl fmt::Display for DataEvent {
             DataEvent::TopicCreated { topic } => write!(f, "topic-created {topic}"),
             DataEvent::Truncated { tp, end_offset } => write!(f, "truncated {tp} {end_offset}"),
             DataEvent::ResetPolicy { policy } => write!(f, "auto.offset.reset {policy}"),
+            DataEvent::Isolation { level } => write!(f, "isolation.level {level}"),
+            DataEvent::TxnWritten { tp, offset, value } => {
+                write!(f, "txn-written {tp} {offset} {value}")
+            }
             DataEvent::PositionAfterError {
                 tp,
                 error,
@@ -92,6 +102,14 @@ impl DataEvent {
             },
             ["auto.offset.reset", policy] => DataEvent::ResetPolicy {
                 policy: (*policy).to_owned(),
+            },
+            ["isolation.level", level] => DataEvent::Isolation {
+                level: (*level).to_owned(),
+            },
+            ["txn-written", tp, offset, value] => DataEvent::TxnWritten {
+                tp: parse_tp(tp)?,
+                offset: offset.parse().ok()?,
+                value: (*value).to_owned(),
             },
             ["position-after-error", tp, error, error_offset, position] => {
                 DataEvent::PositionAfterError {
@@ -141,6 +159,14 @@ mod tests {
             },
             DataEvent::ResetPolicy {
                 policy: "none".into(),
+            },
+            DataEvent::Isolation {
+                level: "read_committed".into(),
+            },
+            DataEvent::TxnWritten {
+                tp: Tp::new("t", 2),
+                offset: 9,
+                value: "t-2-tx1-4".into(),
             },
             DataEvent::PositionAfterError {
                 tp: Tp::new("t", 1),

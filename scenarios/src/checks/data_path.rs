@@ -24,6 +24,14 @@
 //! - **order**: within one ownership period offsets increase, except after a seek or a
 //!   truncation (the position goes back to the truncation point).
 //!
+//! Transactions: a record a transactional producer wrote is owed once its transaction
+//! commits; under `read_uncommitted` (Kafka's default: the broker serves up to the high
+//! watermark and the client keeps every data batch) it is owed whether the transaction
+//! commits, aborts or stays open, while a `read_committed` member must never be handed one
+//! that had not committed when it was handed out (`UncommittedDelivered`: the broker serves
+//! such a member up to the last stable offset, and the client drops the batches of the
+//! aborted transactions the fetch response lists — Java's `CompletedFetch`).
+//!
 //! Besides, each delivered record must be the one acked at that partition and offset (a
 //! record of a deleted incarnation, of an aborted transaction or of a truncated tail is not),
 //! and after a reset error under `auto.offset.reset=none` (`position-after-error`) the
@@ -58,15 +66,20 @@ impl Checker for DataPathAccounting {
     }
 }
 
-/// One acknowledged record.
+/// One acknowledged record, or one a transactional producer wrote (`uncommitted` until its
+/// transaction commits).
 #[derive(Clone, Debug)]
 struct Ack {
     tp: Tp,
     offset: i64,
+    /// When it was written: what a deletion, truncation or reset after that explains.
     seq: u64,
     at_ms: u64,
     /// Which life of its topic it belongs to (0, then +1 per deletion).
     incarnation: u32,
+    /// Of a transaction that has not committed (open, aborted or never ended): owed only to
+    /// `read_uncommitted` groups, and never to be handed to a `read_committed` member.
+    uncommitted: bool,
 }
 
 /// The last record a member delivered of a partition in its current ownership period, or where
@@ -101,6 +114,8 @@ struct Walk {
     excused_in: BTreeMap<(String, String), String>,
     groups: BTreeMap<String, String>,
     policy: BTreeMap<String, String>,
+    /// subject → its `isolation.level` (`read_uncommitted` unless noted).
+    isolation: BTreeMap<String, String>,
     /// (group, topic) pairs: the group consumes the topic.
     consumes: BTreeSet<(String, String)>,
     /// (group, value) → first delivery's seq.
@@ -144,6 +159,50 @@ impl Walk {
 
     fn is_latest(&self, subject: &str) -> bool {
         self.policy.get(subject).is_some_and(|p| p == "latest")
+    }
+
+    fn reads_committed(&self, subject: &str) -> bool {
+        self.isolation
+            .get(subject)
+            .is_some_and(|l| l == "read_committed")
+    }
+
+    /// Records of transactions that did not commit are owed to a group only if none of its
+    /// members reads committed (Kafka hands them to `read_uncommitted` consumers).
+    fn owes_uncommitted(&self, group: &str) -> bool {
+        !self
+            .groups
+            .keys()
+            .any(|s| self.group(s) == group && self.reads_committed(s))
+    }
+
+    /// Records `value` as written at `tp`@`offset` now; a committed record already written
+    /// as part of its transaction only stops being uncommitted.
+    fn written(&mut self, e: &Entry, tp: &Tp, offset: i64, value: &str, uncommitted: bool) {
+        if let Some(ack) = self.acks.get_mut(value) {
+            if ack.tp == *tp && ack.offset == offset {
+                ack.uncommitted &= uncommitted;
+                return;
+            }
+        }
+        let incarnation = self.incarnation_of(&tp.topic);
+        self.acks.insert(
+            value.to_owned(),
+            Ack {
+                tp: tp.clone(),
+                offset,
+                seq: e.seq,
+                at_ms: e.at_ms,
+                incarnation,
+                uncommitted,
+            },
+        );
+        self.acked_at
+            .entry((tp.clone(), incarnation))
+            .or_default()
+            .entry(offset)
+            .or_default()
+            .push(value.to_owned());
     }
 
     /// The next offset `subject` would fetch of `tp` as far as the history tells.
@@ -224,23 +283,7 @@ impl Walk {
                 }
             }
             Event::ProduceAcked { tp, offset, value } => {
-                let incarnation = self.incarnation_of(&tp.topic);
-                self.acks.insert(
-                    value.clone(),
-                    Ack {
-                        tp: tp.clone(),
-                        offset: *offset,
-                        seq: e.seq,
-                        at_ms: e.at_ms,
-                        incarnation,
-                    },
-                );
-                self.acked_at
-                    .entry((tp.clone(), incarnation))
-                    .or_default()
-                    .entry(*offset)
-                    .or_default()
-                    .push(value.clone());
+                self.written(e, tp, *offset, value, false);
             }
             Event::CommitRequested { id, offsets, .. } => {
                 let offsets = offsets
@@ -409,6 +452,12 @@ impl Walk {
             DataEvent::ResetPolicy { policy } => {
                 self.policy.insert(e.subject.clone(), policy);
             }
+            DataEvent::Isolation { level } => {
+                self.isolation.insert(e.subject.clone(), level);
+            }
+            DataEvent::TxnWritten { tp, offset, value } => {
+                self.written(e, &tp, offset, &value, true);
+            }
             DataEvent::PositionAfterError {
                 tp,
                 error,
@@ -533,6 +582,20 @@ impl Walk {
                 .tp(tp)
                 .offset(offset),
             ),
+            Some(a) if a.uncommitted && self.reads_committed(&e.subject) => self.out.push(
+                Violation::new(
+                    ViolationKind::UncommittedDelivered,
+                    e.at_ms,
+                    format!(
+                        "{} reads committed and was handed {tp}@{offset} ({value}), written at \
+                         {}ms by a transaction that had not committed",
+                        e.subject, a.at_ms
+                    ),
+                )
+                .subject(&e.subject)
+                .tp(tp)
+                .offset(offset),
+            ),
             Some(_) => {}
         }
         let incarnation = ack.map_or_else(|| self.incarnation_of(&tp.topic), |a| a.incarnation);
@@ -638,6 +701,9 @@ impl Walk {
                 continue;
             }
             for group in &groups {
+                if ack.uncommitted && !self.owes_uncommitted(group) {
+                    continue;
+                }
                 if !self
                     .consumes
                     .contains(&(group.clone(), ack.tp.topic.clone()))

@@ -195,14 +195,11 @@ pub async fn run_with_plan(
         if !pairs.iter().any(|(key, _)| key == "auto.offset.reset") {
             pairs.push(("auto.offset.reset".to_owned(), "earliest".to_owned()));
         }
-        let reset_policy = data_facts
-            .then(|| {
-                pairs
-                    .iter()
-                    .find(|(key, _)| key == "auto.offset.reset")
-                    .map(|(_, policy)| policy.clone())
-            })
-            .flatten();
+        let data_config = if data_facts {
+            data_config(&pairs)
+        } else {
+            Vec::new()
+        };
         let config =
             ConsumerConfig::from_pairs(pairs).map_err(|e| RunError::Subject(e.to_string()))?;
         let ctx = SubjectContext {
@@ -232,7 +229,7 @@ pub async fn run_with_plan(
             end,
             count_wakeups,
             legacy_version,
-            reset_policy,
+            data_config,
         };
         let task = node.spawn(process.clone().run(start_at));
         let member_faults = spec.member_faults.clone();
@@ -340,8 +337,9 @@ struct Process {
     end: Instant,
     count_wakeups: bool,
     legacy_version: crate::legacy::LegacyVersion,
-    /// The subject's `auto.offset.reset`, recorded at each start where the data path is judged.
-    reset_policy: Option<String>,
+    /// The subject's `auto.offset.reset` and `isolation.level`, recorded at each start where
+    /// the data path is judged.
+    data_config: Vec<crate::checks::DataEvent>,
 }
 
 impl Process {
@@ -355,13 +353,13 @@ impl Process {
             end,
             count_wakeups,
             legacy_version,
-            reset_policy,
+            data_config,
         } = self;
         if start_at > Instant::now() {
             tokio::time::sleep_until(start_at).await;
         }
-        if let Some(policy) = reset_policy {
-            ctx.record(crate::checks::DataEvent::ResetPolicy { policy }.note());
+        for fact in &data_config {
+            ctx.record(fact.note());
         }
         match subject {
             SubjectKind::Legacy => match LegacyConsumer::new(ctx.clone(), legacy_version) {
@@ -378,6 +376,25 @@ impl Process {
             },
         }
     }
+}
+
+/// The data-path facts of a subject's configuration `pairs`: its `auto.offset.reset` and its
+/// `isolation.level` (Kafka's default `read_uncommitted` when unset).
+fn data_config(pairs: &[(String, String)]) -> Vec<crate::checks::DataEvent> {
+    let value = |name: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut facts = Vec::new();
+    if let Some(policy) = value("auto.offset.reset") {
+        facts.push(crate::checks::DataEvent::ResetPolicy { policy });
+    }
+    facts.push(crate::checks::DataEvent::Isolation {
+        level: value("isolation.level").unwrap_or_else(|| "read_uncommitted".to_owned()),
+    });
+    facts
 }
 
 /// Runs `scenario` with `seed` in a fresh madsim runtime seeded with `seed`, on a thread of its

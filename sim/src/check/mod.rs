@@ -142,6 +142,10 @@ pub enum ViolationKind {
     /// After a reset error under `auto.offset.reset=none` (out of range, log truncation), the
     /// position was not the one the error named: the consumer threw it away or moved it.
     PositionNotKept,
+    /// A `read_committed` member was handed a record of a transaction that had not committed
+    /// (still open, or aborted): Kafka's broker serves such a member only up to the last
+    /// stable offset and the client drops the batches of aborted transactions.
+    UncommittedDelivered,
 }
 
 /// One broken invariant, located in virtual time.

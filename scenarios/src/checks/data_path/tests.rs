@@ -500,3 +500,107 @@ fn a_commit_of_the_deleted_topic_does_not_carry_over_to_the_new_one() {
     h.push((41, "c0", delivered_in(1, 2)));
     assert!(check(h).is_empty());
 }
+
+fn isolation(level: &str) -> Event {
+    fact(DataEvent::Isolation {
+        level: level.into(),
+    })
+}
+
+fn txn_written(o: i64) -> Event {
+    fact(DataEvent::TxnWritten {
+        tp: tp(),
+        offset: o,
+        value: value(0, o),
+    })
+}
+
+/// c0 reads with `level`: offset 0 is plain, a transaction writes 1 and 2 (its marker takes 3)
+/// and commits at 20ms, another writes 4 (marker at 5) and aborts; plain 6 after.
+fn transactions(level: &str) -> Vec<(u64, &'static str, Event)> {
+    let mut h = prelude("earliest", 1);
+    h.insert(1, (0, "c0", isolation(level)));
+    h.push((5, "tx", txn_written(1)));
+    h.push((5, "tx", txn_written(2)));
+    h.push((20, "tx", acked(1)));
+    h.push((20, "tx", acked(2)));
+    h.push((25, "tx", txn_written(4)));
+    h.push((30, "p", acked(6)));
+    h
+}
+
+#[test]
+fn read_committed_owes_the_committed_records_and_never_the_aborted_ones() {
+    let mut h = transactions("read_committed");
+    for o in [0, 1, 2, 6] {
+        h.push((40, "c0", delivered(o)));
+    }
+    assert_eq!(check(h), []);
+
+    let mut missing = transactions("read_committed");
+    for o in [0, 1, 6] {
+        missing.push((40, "c0", delivered(o)));
+    }
+    let v = check(missing);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(2));
+}
+
+#[test]
+fn read_committed_must_not_be_handed_an_aborted_or_open_record() {
+    let mut aborted = transactions("read_committed");
+    for o in [0, 1, 2, 4, 6] {
+        aborted.push((40, "c0", delivered(o)));
+    }
+    let v = check(aborted);
+    assert_eq!(kinds(&v), [ViolationKind::UncommittedDelivered], "{v:?}");
+    assert_eq!(v[0].offset, Some(4));
+
+    // Offset 1 handed out at 10ms, before its transaction committed at 20ms.
+    let mut early = transactions("read_committed");
+    early.insert(
+        early
+            .iter()
+            .position(|(at, _, _)| *at == 20)
+            .expect("the commit"),
+        (10, "c0", delivered(0)),
+    );
+    early.insert(
+        early
+            .iter()
+            .position(|(at, _, _)| *at == 20)
+            .expect("the commit"),
+        (10, "c0", delivered(1)),
+    );
+    for o in [2, 6] {
+        early.push((40, "c0", delivered(o)));
+    }
+    let v = check(early);
+    assert_eq!(kinds(&v), [ViolationKind::UncommittedDelivered], "{v:?}");
+    assert_eq!(v[0].offset, Some(1));
+}
+
+#[test]
+fn read_uncommitted_owes_every_data_record_aborted_ones_too() {
+    let mut h = transactions("read_uncommitted");
+    for o in [0, 1, 2, 4, 6] {
+        h.push((40, "c0", delivered(o)));
+    }
+    assert_eq!(check(h), []);
+
+    let mut missing = transactions("read_uncommitted");
+    for o in [0, 1, 2, 6] {
+        missing.push((40, "c0", delivered(o)));
+    }
+    let v = check(missing);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(4));
+
+    // Out of order is out of order, committed or not.
+    let mut reordered = transactions("read_uncommitted");
+    for o in [0, 1, 4, 2, 6] {
+        reordered.push((40, "c0", delivered(o)));
+    }
+    let v = check(reordered);
+    assert_eq!(kinds(&v), [ViolationKind::NonMonotonicDelivery], "{v:?}");
+}
