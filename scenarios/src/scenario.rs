@@ -114,7 +114,8 @@ impl SubjectSpec {
     }
 }
 
-/// A producer appending one-record batches round-robin over a topic's partitions.
+/// A producer writing a topic's partitions (one-record batches round-robin, unless its
+/// [`ProducerShape`] says otherwise).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerSpec {
     /// Its name in the history.
@@ -128,6 +129,41 @@ pub struct ProducerSpec {
     /// Values are padded to sizes spread over `0..value_bytes` (0: no padding): records
     /// larger than the consumer's fetch limits.
     pub value_bytes: usize,
+    /// What it writes: plain records, transactions, or batches as the log cleaner leaves them.
+    pub shape: ProducerShape,
+}
+
+/// How a producer writes its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProducerShape {
+    /// One-record batches, each acknowledged as it is appended.
+    Plain,
+    /// Kafka's transactional producer: records in transactions, then the COMMIT or ABORT
+    /// marker the transaction coordinator has each partition's leader write.
+    Transactional(TxnShape),
+    /// Batches as Kafka's log cleaner leaves them: records missing between and after the
+    /// ones kept (offset gaps), and empty batches kept only for their offsets.
+    Compacted {
+        /// Draws the batch shapes.
+        seed: u64,
+    },
+}
+
+/// A transactional producer's draws: its producer id and how its transactions end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnShape {
+    /// The producer id its batches and markers carry (unique per producer).
+    pub producer_id: i64,
+    /// Draws each transaction's size, partitions, end and length.
+    pub seed: u64,
+    /// Records per transaction: 1 to this.
+    pub max_records: u64,
+    /// One transaction in this many aborts (0: none does).
+    pub abort_one_in: u64,
+    /// One transaction in this many stays open `long_open_ms` before it ends (0: none does):
+    /// the last stable offset stays behind for that long.
+    pub long_open_one_in: u64,
+    pub long_open_ms: u64,
 }
 
 /// A fault plan and the virtual time from which every fault is healed.
@@ -394,7 +430,24 @@ impl ScenarioBuilder {
             interval_ms,
             until_ms,
             value_bytes: 0,
+            shape: ProducerShape::Plain,
         });
+        self
+    }
+
+    /// [`Self::producer`] that writes in `shape`.
+    pub fn shaped_producer(
+        mut self,
+        name: &str,
+        topic: &str,
+        interval_ms: u64,
+        until_ms: u64,
+        shape: ProducerShape,
+    ) -> Self {
+        self = self.producer(name, topic, interval_ms, until_ms);
+        if let Some(spec) = self.scenario.producers.last_mut() {
+            spec.shape = shape;
+        }
         self
     }
 
