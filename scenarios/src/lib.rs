@@ -216,6 +216,14 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::data_path_unclean_election::NAME,
             build: families::data_path_unclean_election::scenario,
         },
+        ScenarioInfo {
+            name: families::data_path_transactions::NAME,
+            build: families::data_path_transactions::scenario,
+        },
+        ScenarioInfo {
+            name: families::data_path_compacted::NAME,
+            build: families::data_path_compacted::scenario,
+        },
     ]
 }
 

@@ -24,9 +24,9 @@
 
 use sim::fault::Fault;
 
-use super::data_path::draw_drive;
+use super::data_path::{draw_churn, draw_drive};
 use super::{
-    between, coin, draw_listener, full_checks, group_builder, knob_rng, GroupKnobs, BROKERS, TOPIC,
+    between, coin, draw_listener, full_checks, group_builder, knob_rng, GroupKnobs, TOPIC,
 };
 use crate::app::DriveMode;
 use crate::checks::DataPathAccounting;
@@ -61,24 +61,15 @@ pub fn draw(seed: u64) -> LeaderChurn {
     let drive = draw_drive(&mut rng);
     let members = if coin(&mut rng) { 1 } else { MEMBERS };
     let listeners = (0..MEMBERS).map(|_| draw_listener(&mut rng, 300)).collect();
-    let mut plan = Vec::new();
-    let mut at_ms = CHURN_FROM_MS;
     let step_max_ms = between(&mut rng, 800, 3_000);
-    while at_ms < CHURN_UNTIL_MS {
-        let fault = if rng.below_inclusive(3) == 0 {
-            Fault::RestartBroker {
-                broker: between(&mut rng, 1, BROKERS as u64) as i32,
-            }
-        } else {
-            Fault::MoveLeader {
-                topic: TOPIC.to_owned(),
-                partition: between(&mut rng, 0, PARTITIONS as u64 - 1) as i32,
-                to: None,
-            }
-        };
-        plan.push((at_ms, fault));
-        at_ms += between(&mut rng, 300, step_max_ms);
-    }
+    let plan = draw_churn(
+        &mut rng,
+        CHURN_FROM_MS,
+        CHURN_UNTIL_MS,
+        4,
+        (300, step_max_ms),
+        PARTITIONS,
+    );
     LeaderChurn {
         group,
         drive,

@@ -22,12 +22,14 @@ pub mod auth;
 pub mod close_outage;
 pub mod coordinator_failover;
 pub mod data_path;
+pub mod data_path_compacted;
 pub mod data_path_delete_records;
 pub mod data_path_large_records;
 pub mod data_path_late_topic;
 pub mod data_path_leader_churn;
 pub mod data_path_pause_seek;
 pub mod data_path_recreate;
+pub mod data_path_transactions;
 pub mod data_path_unclean_election;
 pub mod invalid_topic;
 pub mod lost_commits;
@@ -348,14 +350,20 @@ fn family_extras(set: CheckerSet, within_ms: u64) -> CheckerSet {
     set.with(ZombieCommitsRefused::default())
         .with(AsyncCommitsBeforeClose::default())
         .with(ListenerErrorsSurface::default())
-        .with(UntilFinalClose {
-            inner: Liveness {
-                within_ms,
-                stable_for_ms: 5_000,
-                require_committed: true,
-                ..Liveness::default()
-            },
-        })
+        .with(liveness_after_heal(within_ms))
+}
+
+/// Liveness after the heal, judged up to the final closes: the group settles for 5 s and
+/// consumes and commits every acked record within `within_ms`.
+pub(crate) fn liveness_after_heal(within_ms: u64) -> UntilFinalClose<Liveness> {
+    UntilFinalClose {
+        inner: Liveness {
+            within_ms,
+            stable_for_ms: 5_000,
+            require_committed: true,
+            ..Liveness::default()
+        },
+    }
 }
 
 /// [`full_checks`] for runs where a member's whole process is paused
