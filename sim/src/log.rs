@@ -58,6 +58,9 @@ pub struct AppendInfo {
 pub enum AppendError {
     /// A batch failed CRC or structural validation (`CORRUPT_MESSAGE`).
     Corrupt(String),
+    /// A batch's record count does not fit the offsets it spans (`INVALID_RECORD`, Kafka's
+    /// `InvalidRecordException`).
+    InvalidRecord(String),
     /// A batch is larger than `max.message.bytes` (`MESSAGE_TOO_LARGE`).
     TooLarge {
         /// The batch's size.
@@ -411,7 +414,8 @@ enum Origin {
 }
 
 /// Kafka's produce-side validation (`LogValidator`, simplified): whole v2 batches only, CRC
-/// and record framing intact, control records decodable, each batch within the size limit.
+/// and record framing intact, a record at every offset a producer's batch spans (the cleaner's
+/// may have gaps and be empty), control records decodable, each batch within the size limit.
 fn validate(
     records: Bytes,
     max_message_bytes: usize,
@@ -437,11 +441,16 @@ fn validate(
             record.map_err(|e| AppendError::Corrupt(e.to_string()))?;
             count += 1;
         }
-        let empty_allowed = origin == Origin::Cleaner && !batch.is_control();
-        if (count == 0 && !empty_allowed) || count > i64::from(batch.last_offset_delta()) + 1 {
-            return Err(AppendError::Corrupt(format!(
-                "batch holds {count} records but its last offset delta is {}",
-                batch.last_offset_delta()
+        let span = i64::from(batch.last_offset_delta()) + 1;
+        let refused = match origin {
+            // Kafka's `LogValidator.validateBatch`: a producer's batch holds a record at
+            // every offset it spans.
+            Origin::Producer => count != span,
+            Origin::Cleaner => count > span || (count == 0 && batch.is_control()),
+        };
+        if refused {
+            return Err(AppendError::InvalidRecord(format!(
+                "inconsistent batch offset range of {span} offsets and count of records {count}"
             )));
         }
         if batch.is_control() {
@@ -515,6 +524,59 @@ mod tests {
             Err(AppendError::Corrupt(_))
         ));
         assert_eq!(log.log_end_offset(), 0);
+    }
+
+    /// Kept records at deltas `kept` of a batch spanning `span` offsets (an idempotent
+    /// producer's, as the cleaner keeps emptied batches only for producer state).
+    fn cleaned(kept: &[i64], span: i32) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0)
+            .producer(7, 0, 0)
+            .last_offset_delta(span - 1);
+        for delta in kept {
+            b.append_at(
+                *delta,
+                &NewRecord {
+                    timestamp_ms: 1,
+                    key: None,
+                    value: Some(b"v"),
+                    headers: &[],
+                },
+            )
+            .unwrap();
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn cleaner_shaped_batches_keep_their_offsets_and_a_producer_may_not_write_them() {
+        let mut log = PartitionLog::default();
+        for (kept, span) in [(&[1, 3][..], 5), (&[][..], 2)] {
+            assert!(matches!(
+                log.append(cleaned(kept, span), 0, None, 1 << 20),
+                Err(AppendError::InvalidRecord(_))
+            ));
+        }
+        log.append(cleaned(&[0], 1), 0, None, 1 << 20).unwrap();
+        assert_eq!(log.log_end_offset(), 1, "only the whole batch went in");
+        let info = log.append_cleaned(cleaned(&[1, 3], 5), 0, 1 << 20).unwrap();
+        assert_eq!((info.base_offset, info.last_offset), (1, 5));
+        let info = log.append_cleaned(cleaned(&[], 2), 0, 1 << 20).unwrap();
+        assert_eq!((info.base_offset, info.last_offset), (6, 7));
+        assert_eq!(log.log_end_offset(), 8);
+        log.advance_high_watermark(8);
+        let read = log.read(1, 8, 1 << 20, true, false);
+        let batches: Vec<(i64, i64, Vec<i64>)> =
+            FetchedRecords::new(Arc::from("t"), 0, read.records, ReadOptions::default())
+                .map(|b| {
+                    let b = b.unwrap();
+                    let offsets = b.records().unwrap().map(|r| r.unwrap().offset()).collect();
+                    (b.base_offset(), b.last_offset(), offsets)
+                })
+                .collect();
+        assert_eq!(batches, [(1, 5, vec![2, 4]), (6, 7, vec![])]);
+        // More records than offsets is refused from the cleaner too.
+        let mut log = PartitionLog::default();
+        assert!(log.append_cleaned(cleaned(&[0, 1], 1), 0, 1 << 20).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Fetch sessions (KIP-227), after Kafka's `FetchSession` / `FetchManager`: a full fetch
 //! (epoch 0) opens a session, incremental fetches (epoch n) name only changed partitions and
-//! get back only partitions with news, epoch -1 closes. In memory: a restarted broker knows no
+//! get back only partitions with news (and a partition that returned records goes to the end
+//! of the session, for fairness), epoch -1 closes. In memory: a restarted broker knows no
 //! session, and clients get `FETCH_SESSION_ID_NOT_FOUND`.
 
 use std::collections::BTreeMap;
@@ -176,6 +177,20 @@ impl FetchSessionCache {
         changed || has_records_or_error
     }
 
+    /// Moves a partition that returned records in an incremental response to the end of its
+    /// session, so the next fetches read the others first: Kafka's
+    /// `IncrementalFetchContext.updateAndGenerateResponseData` (`partitionMap.remove` then
+    /// `mustAdd`), which keeps a response-size limit from starving the partitions after it.
+    pub(crate) fn rotate_to_end(&mut self, session_id: i32, key: &FetchKey) {
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        if let Some(at) = session.partitions.iter().position(|(k, _, _)| k == key) {
+            let entry = session.partitions.remove(at);
+            session.partitions.push(entry);
+        }
+    }
+
     fn new_session_id(&mut self) -> i32 {
         loop {
             let id = (self.rng.next_u32() & 0x7fff_ffff) as i32;
@@ -244,5 +259,42 @@ mod tests {
         assert!(!cache.must_include(id, &key(0), 5, 0, false));
         assert!(cache.must_include(id, &key(0), 6, 0, false));
         assert!(cache.must_include(id, &key(0), 6, 0, true));
+    }
+
+    #[test]
+    fn partitions_that_returned_records_move_to_the_end_of_the_session() {
+        let mut cache = FetchSessionCache::new(10, SeededRng::seed_from_u64(1));
+        let all = vec![
+            (key(0), params(0)),
+            (key(1), params(0)),
+            (key(2), params(0)),
+        ];
+        let id = cache.new_context(0, 0, all, vec![]).unwrap().session_id;
+        let order = |c: &FetchContext| {
+            c.partitions
+                .iter()
+                .map(|(k, _)| k.partition)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order(&cache.new_context(id, 1, vec![], vec![]).unwrap()),
+            [0, 1, 2]
+        );
+        cache.rotate_to_end(id, &key(0));
+        assert_eq!(
+            order(&cache.new_context(id, 2, vec![], vec![]).unwrap()),
+            [1, 2, 0]
+        );
+        cache.rotate_to_end(id, &key(1));
+        cache.rotate_to_end(id, &key(2));
+        assert_eq!(
+            order(&cache.new_context(id, 3, vec![], vec![]).unwrap()),
+            [0, 1, 2]
+        );
+        // A partition updated by the request keeps its place.
+        let moved = cache
+            .new_context(id, 4, vec![(key(1), params(7))], vec![])
+            .unwrap();
+        assert_eq!(order(&moved), [0, 1, 2]);
     }
 }

@@ -459,6 +459,9 @@ fn respond(
             if context.incremental && !include {
                 continue;
             }
+            if context.incremental && data.records.as_ref().is_some_and(|r| !r.is_empty()) {
+                sessions.rotate_to_end(context.session_id, &key);
+            }
             if data.current_leader.leader_id.0 >= 0 {
                 leaders.push(data.current_leader.leader_id.0);
             }

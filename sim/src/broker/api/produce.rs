@@ -100,6 +100,7 @@ fn append(
         .append(records, leader_epoch, log_append_time, max_message_bytes)
         .map_err(|e| match e {
             AppendError::Corrupt(_) => ResponseError::CorruptMessage,
+            AppendError::InvalidRecord(_) => ResponseError::InvalidRecord,
             AppendError::TooLarge { .. } => ResponseError::MessageTooLarge,
         })?;
     if replicated {
