@@ -333,6 +333,56 @@ async fn fetch_session(bootstrap: String, topic: String) -> Transcript {
     s.transcript
 }
 
+/// Kafka's fetch-session fairness: in an incremental fetch a partition that returned records
+/// moves to the end of the session, so with a response limit of one batch the next fetches
+/// read the other partitions first (`IncrementalFetchContext.updateAndGenerateResponseData`).
+/// A full fetch does not rotate.
+async fn fetch_session_rotation(bootstrap: String, topic: String) -> Transcript {
+    let (mut client, mut s) = connect(&bootstrap, &topic, 3).await;
+    let leader = s.leader;
+    for partition in 0..3 {
+        for n in 0..3 {
+            let r = produce_retrying(
+                &mut client,
+                &s,
+                partition,
+                batch(10 * partition as usize + n, 1),
+            )
+            .await;
+            s.transcript
+                .record("produce", mask_produce(&mut s.masks, r));
+        }
+    }
+    let one_batch = |request: FetchRequest| request.with_max_bytes(1);
+    let r = send(
+        &mut client,
+        leader,
+        one_batch(fetch(&s, (0, 0), &[(0, 0), (1, 0), (2, 0)], &[])),
+    )
+    .await;
+    let session = r.session_id;
+    s.transcript.record(
+        "full fetch: partition 0 fills the response",
+        mask_fetch(&mut s.masks, r),
+    );
+    let steps: [(&str, &[(i32, i64)]); 4] = [
+        ("partition 0 moved on, read first, goes last", &[(0, 1)]),
+        ("partition 1 now first", &[(0, 2)]),
+        ("partition 2 now first", &[(1, 1)]),
+        ("partition 0 again", &[(2, 1)]),
+    ];
+    for (epoch, (what, moved)) in (1..).zip(steps) {
+        let r = send(
+            &mut client,
+            leader,
+            one_batch(fetch(&s, (session, epoch), moved, &[])),
+        )
+        .await;
+        s.transcript.record(what, mask_fetch(&mut s.masks, r));
+    }
+    s.transcript
+}
+
 async fn differential<F, Fut>(name: &str, conversation: F)
 where
     F: Fn(String, String) -> Fut,
@@ -356,4 +406,9 @@ async fn offsets_and_sessionless_fetch_match_kafka() {
 #[tokio::test]
 async fn fetch_sessions_match_kafka() {
     differential("fetch-session", fetch_session).await;
+}
+
+#[tokio::test]
+async fn fetch_session_rotation_matches_kafka() {
+    differential("fetch-rotation", fetch_session_rotation).await;
 }
