@@ -567,3 +567,245 @@ fn auth() {
         );
     }
 }
+
+/// The data-path facts (`data: ...` notes) a run documented.
+fn facts(history: &History) -> Vec<scenarios::checks::DataEvent> {
+    history
+        .entries()
+        .iter()
+        .filter_map(|e| scenarios::checks::DataEvent::of(&e.event))
+        .collect()
+}
+
+/// (partition, offset) of every record handed to the application, in order.
+fn deliveries(history: &History) -> Vec<(i32, i64, String)> {
+    history
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Delivered { tp, offset, value } => Some((tp.partition, *offset, value.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn data_path_transactions() {
+    use families::data_path::ResetPolicy;
+    use families::data_path_transactions::{draw, scenario, Isolation, Transactions};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|t: &Transactions| t.isolation == Isolation::ReadCommitted && !t.churn.is_empty(),
+            &|t: &Transactions| {
+                t.isolation == Isolation::ReadCommitted && t.policy == ResetPolicy::Latest
+            },
+            &|t: &Transactions| t.isolation == Isolation::ReadUncommitted,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let d = draw(r.seed);
+        let aborted = count(
+            &r.history,
+            None,
+            |e| matches!(e, Event::Note { text } if text.ends_with(" aborted")),
+        );
+        assert!(aborted > 0, "no transaction aborted: {}", r.repro());
+        // Records of transactions that never committed: written, never acknowledged.
+        let acked: BTreeSet<String> = r
+            .history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ProduceAcked { value, .. } => Some(value.clone()),
+                _ => None,
+            })
+            .collect();
+        let uncommitted: BTreeSet<String> = facts(&r.history)
+            .into_iter()
+            .filter_map(|f| match f {
+                scenarios::checks::DataEvent::TxnWritten { value, .. }
+                    if !acked.contains(&value) =>
+                {
+                    Some(value)
+                }
+                _ => None,
+            })
+            .collect();
+        let handed_uncommitted = deliveries(&r.history)
+            .iter()
+            .filter(|(_, _, v)| uncommitted.contains(v))
+            .count();
+        match d.isolation {
+            Isolation::ReadCommitted => assert_eq!(handed_uncommitted, 0, "{}", r.repro()),
+            Isolation::ReadUncommitted => {
+                assert!(
+                    handed_uncommitted > 0,
+                    "no aborted record read: {}",
+                    r.repro()
+                )
+            }
+        }
+    }
+}
+
+#[test]
+fn data_path_compacted() {
+    use families::data_path_compacted::{draw, scenario, Compacted};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|c: &Compacted| {
+                c.max_partition_fetch_bytes == 120 && c.group.protocol == Protocol::Classic
+            },
+            &|c: &Compacted| c.max_poll_records == 1 && c.group.protocol == Protocol::Consumer,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        // The consumer crossed offset gaps: a record handed out right after one more than
+        // one offset below it in the same partition.
+        let handed = deliveries(&r.history);
+        let crossed = handed
+            .windows(2)
+            .any(|w| w[0].0 == w[1].0 && w[1].1 > w[0].1 + 1);
+        assert!(crossed, "no gap crossed: {}", r.repro());
+    }
+}
+
+#[test]
+fn data_path_delete_records() {
+    use families::data_path::ResetPolicy;
+    use families::data_path_delete_records::{draw, scenario, DeleteRecords};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|d: &DeleteRecords| d.policy == ResetPolicy::None,
+            &|d: &DeleteRecords| d.policy == ResetPolicy::Latest,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let moved = facts(&r.history).into_iter().any(
+            |f| matches!(f, scenarios::checks::DataEvent::LogStart { offset, .. } if offset > 0),
+        );
+        assert!(moved, "the log start never moved: {}", r.repro());
+    }
+}
+
+#[test]
+fn data_path_recreate() {
+    use families::data_path_recreate::{draw, scenario, Recreate};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|d: &Recreate| d.group.protocol == Protocol::Classic,
+            &|d: &Recreate| d.group.protocol == Protocol::Consumer,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let f = facts(&r.history);
+        let deleted = f
+            .iter()
+            .position(|f| matches!(f, scenarios::checks::DataEvent::TopicDeleted { .. }));
+        let created = f
+            .iter()
+            .rposition(|f| matches!(f, scenarios::checks::DataEvent::TopicCreated { .. }));
+        assert!(
+            matches!((deleted, created), (Some(d), Some(c)) if d < c),
+            "the topic was not deleted and created again: {}",
+            r.repro()
+        );
+    }
+}
+
+#[test]
+fn data_path_pause_seek() {
+    use families::data_path_pause_seek::{draw, scenario, PauseSeek};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|d: &PauseSeek| d.drive == scenarios::app::DriveMode::Stream && !d.seeks.is_empty(),
+            &|d: &PauseSeek| d.drive == scenarios::app::DriveMode::Recv && !d.pauses.is_empty(),
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let d = draw(r.seed);
+        let seeks = count(&r.history, None, |e| matches!(e, Event::Seek { .. }));
+        assert!(seeks >= d.seeks.len().min(1), "no seek made: {}", r.repro());
+        assert!(!deliveries(&r.history).is_empty(), "{}", r.repro());
+    }
+}
+
+#[test]
+fn data_path_large_records() {
+    use families::data_path_large_records::{draw, scenario, LargeRecords};
+    let seeds = seeds_where(
+        draw,
+        &[&|d: &LargeRecords| d.max_partition_fetch_bytes < 2_000],
+    );
+    for r in run_all(scenario, &seeds) {
+        let limit = draw(r.seed).max_partition_fetch_bytes as usize;
+        let larger = deliveries(&r.history)
+            .iter()
+            .filter(|(_, _, v)| v.len() > limit)
+            .count();
+        assert!(
+            larger > 0,
+            "no record above max.partition.fetch.bytes delivered: {}",
+            r.repro()
+        );
+    }
+}
+
+#[test]
+fn data_path_leader_churn() {
+    use families::data_path_leader_churn::{draw, scenario, LeaderChurn};
+    use sim::fault::Fault;
+    let seeds = seeds_where(
+        draw,
+        &[&|d: &LeaderChurn| {
+            d.plan
+                .iter()
+                .filter(|(_, f)| matches!(f, Fault::RestartBroker { .. }))
+                .count()
+                >= 2
+        }],
+    );
+    for r in run_all(scenario, &seeds) {
+        let restart_ms = draw(r.seed)
+            .plan
+            .iter()
+            .find(|(_, f)| matches!(f, Fault::RestartBroker { .. }))
+            .map(|(at, _)| *at)
+            .unwrap();
+        let after = r
+            .history
+            .entries()
+            .iter()
+            .filter(|e| e.at_ms > restart_ms && matches!(e.event, Event::Delivered { .. }))
+            .count();
+        assert!(
+            after > 0,
+            "nothing delivered after the first restart: {}",
+            r.repro()
+        );
+    }
+}
+
+#[test]
+fn data_path_unclean_election() {
+    use families::data_path::ResetPolicy;
+    use families::data_path_unclean_election::{draw, scenario, UncleanElection};
+    let seeds = seeds_where(
+        draw,
+        &[
+            &|d: &UncleanElection| d.policy == ResetPolicy::Earliest,
+            &|d: &UncleanElection| d.policy == ResetPolicy::None,
+        ],
+    );
+    for r in run_all(scenario, &seeds) {
+        let truncated = facts(&r.history)
+            .into_iter()
+            .any(|f| matches!(f, scenarios::checks::DataEvent::Truncated { .. }));
+        assert!(truncated, "no log truncated: {}", r.repro());
+    }
+}
