@@ -16,7 +16,8 @@
 //!   `auto.offset.reset` is `latest`, jumped over by the one reset that was due — at an
 //!   assignment with no committed offset, after the log start passed its position, after its
 //!   topic was created again — from where the reset started up to the first record it then
-//!   delivers, acked before that delivery. With `earliest` a reset explains nothing the
+//!   delivers, acked before that delivery (delivering none, everything acked before the run
+//!   ends, or before it gives the partition up if nobody takes it after). With `earliest` a reset explains nothing the
 //!   deletion does not already.
 //! - **re-deliveries**: after the member's seek back to at or below the offset; or in a new
 //!   ownership period of the member (a rebalance, a restart), from the offset the group had
@@ -139,6 +140,9 @@ struct Walk {
     /// of them before it learned of the truncation: such a stale read neither breaks the order
     /// nor moves the position the checker expects (the truncation point).
     truncated: BTreeSet<String>,
+    /// (group, tp) → a `latest` reset still due when its member gave the partition up, with
+    /// the close's seq and the group's committed offset above the reset's start (if any).
+    due_at_close: BTreeMap<(String, Tp), (DueReset, u64, i64)>,
     /// (subject, tp) → the offset after the last record it handed out in its current
     /// ownership (stale reads included): the position a reset error must keep.
     handed_up_to: BTreeMap<(String, Tp), i64>,
@@ -322,15 +326,18 @@ impl Walk {
                 let key = (subject.clone(), tp.clone());
                 self.last.remove(&key);
                 self.handed_up_to.remove(&key);
-                self.due.remove(&key);
                 self.period_start.remove(&key);
                 let group = self.group(&subject);
                 let committed = self.committed.get(&(group.clone(), tp.clone())).copied();
+                if let Some(due) = self.due.remove(&key) {
+                    self.reset_due_at_close(e, &subject, &tp, due, committed);
+                }
                 self.bound_at_close.insert((group, tp), committed);
             }
             OwnershipChange::Opened { subject, tp } => {
                 let key = (subject.clone(), tp.clone());
                 let group = self.group(&subject);
+                self.due_at_close.remove(&(group.clone(), tp.clone()));
                 let committed = self.committed.get(&(group.clone(), tp.clone())).copied();
                 let bound = match self.bound_at_close.get(&(group, tp.clone())) {
                     Some(at_close) => match (*at_close, committed) {
@@ -359,6 +366,32 @@ impl Walk {
                 }
             }
         }
+    }
+
+    /// A `latest` member gave up `tp` while its reset was still due (it had handed out
+    /// nothing since): kept until another member of the group takes the partition, which then
+    /// owes — or, under `latest` with no committed offset, skips by its own due reset —
+    /// whatever its start explains; if none does before the run ends, [`Self::finish`] treats
+    /// the reset as a reset still due at the end (nobody ever hands out what was acked before
+    /// the close from where it starts, up to the group's committed offset if that lies above).
+    fn reset_due_at_close(
+        &mut self,
+        e: &Entry,
+        subject: &str,
+        tp: &Tp,
+        due: DueReset,
+        committed: Option<i64>,
+    ) {
+        let until = committed.filter(|c| *c > due.from).unwrap_or(i64::MAX);
+        let due = DueReset {
+            why: format!(
+                "{}: still due when {subject} gave up {tp} at {}ms and nobody took it after",
+                due.why, e.at_ms
+            ),
+            ..due
+        };
+        self.due_at_close
+            .insert((self.group(subject), tp.clone()), (due, e.seq, until));
     }
 
     fn fact(&mut self, e: &Entry, fact: DataEvent) {
@@ -686,13 +719,20 @@ impl Walk {
 
     /// Losses: every acked record of a consumed topic that a group never saw and no event
     /// excuses. A reset of a `latest` member still due at the end explains what was acked
-    /// from its start on (it found nothing newer to deliver).
+    /// from its start on (it found nothing newer to deliver); so does one still due when its
+    /// member gave the partition up with nobody taking it after, for what was acked before
+    /// that (tested: `a_latest_reset_still_due_at_close_excuses_only_what_was_acked_before`).
     fn finish(mut self) -> Vec<Violation> {
         let due: Vec<((String, Tp), DueReset)> =
             std::mem::take(&mut self.due).into_iter().collect();
         for ((subject, tp), d) in due {
             let group = self.group(&subject);
             let jumped = self.acked_in(&tp, d.incarnation, d.from, i64::MAX, u64::MAX);
+            self.excuse_in(&group, jumped, &d.why);
+        }
+        let closed = std::mem::take(&mut self.due_at_close);
+        for ((group, tp), (d, closed_seq, until)) in closed {
+            let jumped = self.acked_in(&tp, d.incarnation, d.from, until, closed_seq);
             self.excuse_in(&group, jumped, &d.why);
         }
         let groups: BTreeSet<String> = self.groups.keys().map(|s| self.group(s)).collect();

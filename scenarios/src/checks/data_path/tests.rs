@@ -604,3 +604,29 @@ fn read_uncommitted_owes_every_data_record_aborted_ones_too() {
     let v = check(reordered);
     assert_eq!(kinds(&v), [ViolationKind::NonMonotonicDelivery], "{v:?}");
 }
+
+#[test]
+fn a_latest_reset_still_due_at_close_excuses_only_what_was_acked_before() {
+    // Assigned with no committed offset under `latest`, revoked before handing anything out:
+    // 0..3 were acked before the close and nobody is owed them; 3 comes after and is.
+    let mut h = prelude("latest", 3);
+    h.push((5, "c0", revoked()));
+    h.push((6, "p", acked(3)));
+    let v = check(h);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(3));
+
+    // With the group's commit above where the reset starts, the next owner starts there:
+    // what was acked from the commit on stays owed.
+    let mut committed = prelude("latest", 3);
+    committed.extend(commit(1, 2).map(|ev| (4, "c0", ev)));
+    committed.push((5, "c0", revoked()));
+    let v = check(committed);
+    assert_eq!(kinds(&v), [ViolationKind::LostWrite], "{v:?}");
+    assert_eq!(v[0].offset, Some(2));
+
+    // Under `earliest` nothing is due: all three are owed.
+    let mut earliest = prelude("earliest", 3);
+    earliest.push((5, "c0", revoked()));
+    assert_eq!(check(earliest).len(), 3);
+}
