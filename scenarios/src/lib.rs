@@ -6,6 +6,7 @@
 pub mod app;
 pub mod checks;
 pub mod consumer_subject;
+pub mod explore_report;
 pub mod families;
 pub mod golden;
 pub mod jira;

@@ -1,6 +1,7 @@
 //! The `sim` CLI end to end (simulation mode): `shrink` finds the two faults KAFKA-13563
 //! needs, `replay` reproduces a saved regression, `explore` ends with its summary table and a
-//! repro line per failure, `overshoot` tabulates both subjects' polls.
+//! repro line per failure (and, per shard, JSON lines that `merge` sums up), `overshoot`
+//! tabulates both subjects' polls.
 #![cfg(madsim)]
 
 use std::process::Command;
@@ -104,6 +105,57 @@ fn explore_prints_progress_summary_and_repro_lines() {
         out.contains("cargo sim run kafka-10337 --seed 1 --subject legacy"),
         "{out}"
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `explore --json/--junit` per shard, and `merge` of the shards' JSON lines: one summary over
+/// every seed, one JUnit report with a failure per failing seed, the exit code of the whole.
+#[test]
+fn explore_shards_write_json_lines_that_merge_into_one_report() {
+    let dir = scratch("merge");
+    for shard in ["0/2", "1/2"] {
+        let json = format!("shard-{}.jsonl", &shard[..1]);
+        let (code, out) = sim(
+            &[
+                "explore",
+                "kafka-10337",
+                "--seeds",
+                "3",
+                "--subject",
+                "legacy",
+                "--shard",
+                shard,
+                "--json",
+                &json,
+            ],
+            &dir,
+        );
+        assert_eq!(code, 1, "{out}");
+    }
+    let shard0 = std::fs::read_to_string(dir.join("shard-0.jsonl")).unwrap();
+    assert_eq!(shard0.lines().count(), 2, "seeds 0 and 2: {shard0}");
+    assert!(shard0.contains("\"verdict\":\"fail\""), "{shard0}");
+    let (code, out) = sim(
+        &[
+            "merge",
+            "shard-0.jsonl",
+            "shard-1.jsonl",
+            "--junit",
+            "all.xml",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 1, "the merged run failed as its shards did: {out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("kafka-10337") && l.contains("legacy      3         3")),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(dir.join("all.xml")).unwrap();
+    assert!(xml.contains("tests=\"3\" failures=\"3\""), "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 3, "{xml}");
+    let (code, out) = sim(&["merge", "missing.jsonl"], &dir);
+    assert_eq!(code, 2, "{out}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

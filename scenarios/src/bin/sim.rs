@@ -36,6 +36,7 @@ mod cli {
     use std::collections::{BTreeMap, BTreeSet};
     use std::process::ExitCode;
 
+    use scenarios::explore_report::{junit, read_json_lines, summarize, SeedResult, Verdict};
     use scenarios::runner::{repro_line, run_in_runtime, run_in_runtime_with_plan, RunResult};
     use scenarios::subject::SubjectKind;
     use sim::fault::text::{parse_plan, plan_to_string};
@@ -44,7 +45,8 @@ mod cli {
   cargo sim list
   cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
-  cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N]
+  cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N] [--json FILE] [--junit FILE]
+  cargo sim merge FILE... [--junit FILE]    (JSON lines of explore runs, e.g. one per shard)
   cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J] [--shard I/N]
   cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
 
@@ -109,6 +111,7 @@ mod cli {
             }
             Some("run") => run(&options),
             Some("explore") => explore(&options),
+            Some("merge") => merge(&options),
             Some("overshoot") => overshoot(&options),
             Some("replay") => replay(&options),
             Some("shrink") => shrink(&options),
@@ -518,20 +521,12 @@ mod cli {
         }
     }
 
-    /// What `explore` found for one scenario.
+    /// What `explore` found for one scenario: every seed's result (a failure is known when a
+    /// saved regression of that seed already records every checker that failed,
+    /// `regression::known_consumer_failures`) and the minutes it took.
     struct Explored {
-        scenario: &'static str,
-        runs: u64,
-        /// Seed, first violation, and whether a saved regression of that seed already knows
-        /// every checker that failed (`regression::known_consumer_failures`).
-        failures: Vec<(u64, String, bool)>,
+        results: Vec<SeedResult>,
         minutes: f64,
-    }
-
-    impl Explored {
-        fn new_failures(&self) -> usize {
-            self.failures.iter().filter(|(_, _, known)| !known).count()
-        }
     }
 
     /// Runs `run` for every seed, `jobs` at a time (each call waits for its own child
@@ -596,18 +591,31 @@ mod cli {
             |outcome| matches!(outcome, Outcome::Fail(..)),
         );
         Explored {
-            scenario,
-            runs: results.len() as u64,
-            failures: results
+            results: results
                 .into_iter()
-                .filter_map(|(seed, o)| match o {
-                    Outcome::Fail(first, checkers) => {
-                        let is_known = known.get(&seed).is_some_and(|known| {
-                            !checkers.is_empty() && checkers.iter().all(|c| known.contains(c))
-                        });
-                        Some((seed, first, is_known))
+                .map(|(seed, o)| {
+                    let (verdict, first_violation) = match o {
+                        Outcome::Fail(first, checkers) => {
+                            let is_known = known.get(&seed).is_some_and(|known| {
+                                !checkers.is_empty() && checkers.iter().all(|c| known.contains(c))
+                            });
+                            let verdict = if is_known {
+                                Verdict::Known
+                            } else {
+                                Verdict::Fail
+                            };
+                            (verdict, Some(first))
+                        }
+                        Outcome::Pass => (Verdict::Pass, None),
+                    };
+                    SeedResult {
+                        scenario: scenario.to_owned(),
+                        subject: subject.name().to_owned(),
+                        seed,
+                        verdict,
+                        first_violation,
+                        repro: repro_line(scenario, seed, subject),
                     }
-                    Outcome::Pass => None,
                 })
                 .collect(),
             minutes,
@@ -786,44 +794,107 @@ mod cli {
                 .collect();
             explored.push(explore_scenario(info.name, &mine, subject, jobs, &known));
         }
-        let row = |name: &str, runs: u64, new: usize, known: usize, minutes: f64| {
-            println!(
-                "{name:<28} {:>8} {runs:>6} {new:>9} {known:>6} {:>12.1}",
-                subject.name(),
-                runs as f64 / minutes.max(1e-9)
-            );
-        };
+        let results: Vec<SeedResult> = explored
+            .iter()
+            .flat_map(|e| e.results.iter().cloned())
+            .collect();
+        let minutes: BTreeMap<String, f64> = explored
+            .iter()
+            .filter_map(|e| Some((e.results.first()?.scenario.clone(), e.minutes)))
+            .collect();
+        write_reports(options, &results)?;
+        Ok(report(&results, Some(&minutes)))
+    }
+
+    /// `--json FILE` (JSON lines, one per seed) and `--junit FILE`, when asked for.
+    fn write_reports(options: &Options<'_>, results: &[SeedResult]) -> Result<(), String> {
+        if let Some(path) = options.value::<String>("json")? {
+            let lines: String = results.iter().map(|r| r.to_json_line() + "\n").collect();
+            std::fs::write(&path, lines).map_err(|e| format!("{path}: {e}"))?;
+        }
+        if let Some(path) = options.value::<String>("junit")? {
+            std::fs::write(&path, junit(results)).map_err(|e| format!("{path}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Prints the summary (one row per scenario, a total, then each failure with its repro)
+    /// and fails on any failure no saved regression knows. `minutes` per scenario when the
+    /// seeds ran here (a merge of other runs' results has no throughput to show).
+    fn report(results: &[SeedResult], minutes: Option<&BTreeMap<String, f64>>) -> ExitCode {
+        let rows = summarize(results);
         println!(
             "{:<28} {:>8} {:>6} {:>9} {:>6} {:>12}",
             "scenario", "subject", "seeds", "failures", "known", "seeds/minute"
         );
-        for e in &explored {
-            let new = e.new_failures();
-            row(e.scenario, e.runs, new, e.failures.len() - new, e.minutes);
+        let rate = |seeds: u64, minutes: Option<f64>| {
+            minutes.map_or("-".to_owned(), |m| {
+                format!("{:.1}", seeds as f64 / m.max(1e-9))
+            })
+        };
+        for row in &rows {
+            println!(
+                "{:<28} {:>8} {:>6} {:>9} {:>6} {:>12}",
+                row.scenario,
+                row.subject,
+                row.seeds,
+                row.failures,
+                row.known,
+                rate(
+                    row.seeds,
+                    minutes.and_then(|m| m.get(&row.scenario).copied())
+                )
+            );
         }
-        let (runs, minutes): (u64, f64) = explored
-            .iter()
-            .fold((0, 0.0), |(r, m), e| (r + e.runs, m + e.minutes));
-        let failed: usize = explored.iter().map(Explored::new_failures).sum();
-        let known_failed: usize = explored.iter().map(|e| e.failures.len()).sum::<usize>() - failed;
-        if explored.len() > 1 {
-            row("total", runs, failed, known_failed, minutes);
+        let seeds: u64 = rows.iter().map(|r| r.seeds).sum();
+        let failed: u64 = rows.iter().map(|r| r.failures).sum();
+        let known: u64 = rows.iter().map(|r| r.known).sum();
+        if rows.len() > 1 {
+            println!(
+                "{:<28} {:>8} {seeds:>6} {failed:>9} {known:>6} {:>12}",
+                "total",
+                "",
+                rate(seeds, minutes.map(|m| m.values().sum()))
+            );
         }
-        for e in &explored {
-            for (seed, first, is_known) in &e.failures {
-                let tag = if *is_known {
-                    " (known: saved regression)"
-                } else {
-                    ""
-                };
-                println!("{} seed {seed}{tag}: {first}", e.scenario);
-                println!("  {}", repro_line(e.scenario, *seed, subject));
-            }
+        for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
+            let tag = if r.verdict == Verdict::Known {
+                " (known: saved regression)"
+            } else {
+                ""
+            };
+            println!(
+                "{} seed {}{tag}: {}",
+                r.scenario,
+                r.seed,
+                r.first_violation.as_deref().unwrap_or("")
+            );
+            println!("  {}", r.repro);
         }
-        Ok(if failed == 0 {
+        if failed == 0 {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
-        })
+        }
+    }
+
+    /// `merge FILE... [--junit FILE]`: the JSON lines of several explore runs (shards, or
+    /// slices by `--start`) as one summary and one JUnit report; a seed in two files keeps its
+    /// result from the later one. Fails on any new failure, as `explore` does.
+    fn merge(options: &Options<'_>) -> Result<ExitCode, String> {
+        let files = &options.positional[1..];
+        if files.is_empty() {
+            return Err("merge which files? (explore --json FILE writes them)".to_owned());
+        }
+        let mut merged = BTreeMap::new();
+        for file in files {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+            read_json_lines(&text, &mut merged).map_err(|e| format!("{file}: {e}"))?;
+        }
+        let results: Vec<SeedResult> = merged.into_values().collect();
+        if let Some(path) = options.value::<String>("junit")? {
+            std::fs::write(&path, junit(&results)).map_err(|e| format!("{path}: {e}"))?;
+        }
+        Ok(report(&results, None))
     }
 }
