@@ -52,6 +52,10 @@ struct BufferedPartition {
     position: Option<FetchPosition>,
     generation: u64,
     high_watermark: Option<i64>,
+    /// The id of the topic incarnation the position belongs to, once metadata named one: a
+    /// topic deleted and created again under the same name has a new id, and a position (or
+    /// a commit of it) from the old one means nothing in the new one.
+    topic_id: Option<uuid::Uuid>,
 }
 
 #[derive(Default)]
@@ -131,6 +135,35 @@ impl FetchBuffer {
             state.position = Some(position);
         }
         Some(generation)
+    }
+
+    /// Records that the partition's position belongs to topic incarnation `topic_id` and
+    /// returns the one recorded before (`None` at first, or for a partition not assigned).
+    pub fn set_incarnation(
+        &self,
+        partition: &TopicPartition,
+        topic_id: uuid::Uuid,
+    ) -> Option<uuid::Uuid> {
+        let mut inner = self.lock();
+        let state = inner.partitions.get_mut(partition)?;
+        state.topic_id.replace(topic_id)
+    }
+
+    /// The topic incarnation the partition's position belongs to, once known.
+    pub fn incarnation(&self, partition: &TopicPartition) -> Option<uuid::Uuid> {
+        self.lock().partitions.get(partition)?.topic_id
+    }
+
+    /// Forgets the position and the data fetched for it (its topic was created again): the
+    /// partition starts over as if newly assigned.
+    pub fn clear_position(&self, partition: &TopicPartition) {
+        let mut inner = self.lock();
+        if inner.bump(partition).is_some() {
+            if let Some(state) = inner.partitions.get_mut(partition) {
+                state.position = None;
+                state.high_watermark = None;
+            }
+        }
     }
 
     /// Updates the leader epoch a position was validated against, without moving it.

@@ -595,3 +595,46 @@ fn auto_commits_never_go_below_what_this_member_committed_until_a_seek() {
         [("t".to_owned(), 0, 50), ("t".to_owned(), 1, 91)]
     );
 }
+
+/// Automatic commits leave out a partition whose topic is gone from metadata (the broker
+/// refuses it until the topic exists again) or whose position belongs to an earlier topic of
+/// the same name (it would land in the new one: family-data-path-recreate seeds 230 and 766).
+#[test]
+fn auto_commits_leave_out_positions_of_a_deleted_or_recreated_topic() {
+    let mut p = parts(true);
+    p.subscriptions
+        .assign_from_user(&[tp(0), tp(1)].into_iter().collect());
+    p.buffer.set_assignment(&p.subscriptions.assigned());
+    let current = p.metadata.topic_id("t").unwrap();
+    p.buffer.set_incarnation(&tp(0), current);
+    p.buffer
+        .set_incarnation(&tp(1), uuid::Uuid::from_u128(4_242));
+    for p_ in [0, 1] {
+        p.subscriptions
+            .set_fetch_state(&tp(p_), FetchState::Fetching);
+    }
+    let mut m = CommitRequestManager::new(&p.settings);
+    m.on_poll(p.now, offsets(&[(0, 5), (1, 155)]));
+    p.advance_ms(1_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 0, 5)],
+        "t-1's position is of another topic id"
+    );
+    m.on_response(&mut p.ctx(), r.requests[0].token, commit_ok());
+
+    // The topic is gone from metadata: nothing to commit.
+    p.metadata = crate::network::Metadata::default();
+    m.on_poll(p.now, offsets(&[(0, 6), (1, 156)]));
+    p.advance_ms(1_000);
+    assert!(m.poll(&mut p.ctx()).requests.is_empty());
+
+    // An explicit commit is the application's to make.
+    let (_c, _rx) = commit_sync(&mut m, &p, offsets(&[(1, 156)]), 5_000);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(
+        committed_offsets(&r.requests[0].body),
+        [("t".to_owned(), 1, 156)]
+    );
+}

@@ -512,3 +512,65 @@ fn position_after_a_reported_truncation_validates_again_and_fails_with_it() {
         Some(FetchState::Fetching)
     );
 }
+
+/// A topic deleted and created again under the same name has a new topic id: the position of
+/// the old topic is dropped and the partition starts over (committed offset, else the reset
+/// policy) instead of being validated against the new log, where the difference would read as
+/// a truncation and skip the new records (family-data-path-recreate seeds 230 and 766).
+#[test]
+fn a_topic_created_again_restarts_its_partitions_positions() {
+    let mut p = parts(AutoOffsetReset::Earliest);
+    for tp in [tp(0), tp(1)] {
+        p.buffer.set_position(
+            &tp,
+            FetchPosition {
+                offset: 155,
+                offset_epoch: Some(5),
+                current_leader_epoch: Some(5),
+            },
+        );
+        p.subscriptions.set_fetch_state(&tp, FetchState::Fetching);
+    }
+    let mut m = OffsetsRequestManager::new(100, 1_000);
+    m.on_metadata_update(&mut p.ctx());
+    let first = p
+        .buffer
+        .incarnation(&tp(0))
+        .expect("recorded from metadata");
+    assert_eq!(
+        p.subscriptions.fetch_state(&tp(0)),
+        Some(FetchState::Fetching)
+    );
+
+    // The same topic id again: nothing changes.
+    m.on_metadata_update(&mut p.ctx());
+    assert_eq!(p.buffer.position(&tp(0)).unwrap().0.offset, 155);
+
+    // Created again: a new id, epoch 0.
+    let mut response = crate::internals::test_support::metadata_response(&[(0, 1, 0), (1, 2, 0)]);
+    response.topics[0].topic_id = uuid::Uuid::from_u128(77);
+    p.metadata
+        .update(&response, crate::network::MetadataScope::AllTopics);
+    m.on_metadata_update(&mut p.ctx());
+    for tp in [tp(0), tp(1)] {
+        assert_eq!(
+            p.subscriptions.fetch_state(&tp),
+            Some(FetchState::Initializing),
+            "{tp}: starts over as newly assigned"
+        );
+    }
+    m.poll(&mut p.ctx());
+    for tp in [tp(0), tp(1)] {
+        assert_eq!(
+            p.subscriptions.fetch_state(&tp),
+            Some(FetchState::AwaitingReset(AutoOffsetReset::Earliest)),
+            "{tp}: no group, no committed offset: the reset policy"
+        );
+        assert!(
+            p.buffer.position(&tp).is_none(),
+            "{tp}: old position dropped"
+        );
+        assert_eq!(p.buffer.incarnation(&tp), Some(uuid::Uuid::from_u128(77)));
+    }
+    assert_ne!(first, uuid::Uuid::from_u128(77));
+}
