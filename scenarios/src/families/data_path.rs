@@ -7,11 +7,13 @@ use kafka_consumer::rt::SeededRng;
 use sim::check::{CheckerSet, OwnershipMode};
 use sim::fault::Fault;
 
-use super::{between, liveness_after_heal, pick, BROKERS, TOPIC};
+use super::{between, liveness_after_heal, pick, GroupKnobs, BROKERS, TOPIC};
 use crate::app::DriveMode;
 use crate::checks::{
     AsyncCommitsBeforeClose, DataPathAccounting, ListenerErrorsSurface, ZombieCommitsRefused,
 };
+use crate::scenario::{Scenario, SubjectSpec};
+use crate::subject::ListenerBehaviour;
 
 /// The checkers of a family whose logs shrink or restart (DeleteRecords, topic deletion,
 /// truncation) and whose members reset by `auto.offset.reset`: the group invariants, zombie
@@ -34,6 +36,27 @@ pub fn data_path_checks() -> CheckerSet {
 /// jumped over as a skipped record, while the accounting knows which offsets held one.
 pub fn data_path_checks_with_liveness(within_ms: u64) -> CheckerSet {
     data_path_checks().with(liveness_after_heal(within_ms))
+}
+
+/// What every data-path family's `vary` starts with: keeps the first `members` subjects and
+/// gives each the drawn group knobs, its listener, how it takes records and its
+/// `auto.offset.reset`. Returns them for the family's own settings.
+pub fn apply_members<'a>(
+    scenario: &'a mut Scenario,
+    members: usize,
+    group: &GroupKnobs,
+    listeners: &[ListenerBehaviour],
+    drive: DriveMode,
+    reset: &str,
+) -> &'a mut [SubjectSpec] {
+    scenario.subjects.truncate(members);
+    for (spec, listener) in scenario.subjects.iter_mut().zip(listeners) {
+        group.apply(spec);
+        super::set(spec, "auto.offset.reset", reset);
+        spec.listener = *listener;
+        spec.drive = drive;
+    }
+    &mut scenario.subjects
 }
 
 /// `poll`, `recv` or `stream`, a third of the seeds each.

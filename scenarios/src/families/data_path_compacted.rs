@@ -26,7 +26,7 @@
 //! and, when it runs out of batches, moves the fetch position to the last batch's next offset
 //! (v2 keeps a batch's last offset even when its last records are gone).
 
-use super::data_path::{data_path_checks_with_liveness, draw_churn, draw_drive};
+use super::data_path::{apply_members, data_path_checks_with_liveness, draw_churn, draw_drive};
 use super::{coin, draw_listener, group_builder, knob_rng, pick, GroupKnobs, TOPIC};
 use crate::app::DriveMode;
 use crate::scenario::{FaultSource, PlannedFaults, ProducerShape, Scenario};
@@ -95,10 +95,15 @@ pub fn draw(seed: u64) -> Compacted {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", "earliest");
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        "earliest",
+    );
+    for spec in members {
         super::set(spec, "metadata.max.age.ms", "3000");
         super::set(spec, "max.poll.records", &d.max_poll_records.to_string());
         super::set(
@@ -106,8 +111,6 @@ fn vary(scenario: &mut Scenario, seed: u64) {
             "max.partition.fetch.bytes",
             &d.max_partition_fetch_bytes.to_string(),
         );
-        spec.listener = *listener;
-        spec.drive = d.drive;
     }
     for producer in &mut scenario.producers {
         producer.shape = ProducerShape::Compacted {

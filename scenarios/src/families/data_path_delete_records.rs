@@ -26,7 +26,7 @@
 use sim::fault::Fault;
 use sim::history::Tp;
 
-use super::data_path::{data_path_checks, draw_drive, ResetPolicy};
+use super::data_path::{apply_members, data_path_checks, draw_drive, ResetPolicy};
 use super::{
     between, coin, draw_listener, group_builder, knob_rng, latency_until, pick, GroupKnobs, TOPIC,
 };
@@ -117,13 +117,16 @@ fn log_end_by(at_ms: u64, partition: i32) -> i64 {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", d.policy.name());
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        d.policy.name(),
+    );
+    for spec in members {
         super::set(spec, "metadata.max.age.ms", "2000");
-        spec.listener = *listener;
-        spec.drive = d.drive;
         // Under `none` the application decides: from the beginning, after every reset error.
         spec.on_reset_error = (d.policy == ResetPolicy::None).then_some(SeekTo::Beginning);
         spec.pauses = d

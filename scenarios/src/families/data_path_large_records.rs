@@ -19,7 +19,7 @@
 //! of a response); the consumer's record reader stops at a truncated tail and the next fetch
 //! starts at the first offset not returned.
 
-use super::data_path::draw_drive;
+use super::data_path::{apply_members, draw_drive};
 use super::{
     between, coin, draw_listener, full_checks, group_builder, knob_rng, latency_until, pick,
     GroupKnobs, TOPIC,
@@ -71,18 +71,21 @@ pub fn draw(seed: u64) -> LargeRecords {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", "earliest");
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        "earliest",
+    );
+    for spec in members {
         super::set(
             spec,
             "max.partition.fetch.bytes",
             &d.max_partition_fetch_bytes.to_string(),
         );
         super::set(spec, "fetch.max.bytes", &d.fetch_max_bytes.to_string());
-        spec.listener = *listener;
-        spec.drive = d.drive;
     }
 }
 

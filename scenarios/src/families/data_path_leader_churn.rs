@@ -24,7 +24,7 @@
 
 use sim::fault::Fault;
 
-use super::data_path::{draw_churn, draw_drive};
+use super::data_path::{apply_members, draw_churn, draw_drive};
 use super::{
     between, coin, draw_listener, full_checks, group_builder, knob_rng, GroupKnobs, TOPIC,
 };
@@ -81,13 +81,16 @@ pub fn draw(seed: u64) -> LeaderChurn {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", "earliest");
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        "earliest",
+    );
+    for spec in members {
         super::set(spec, "metadata.max.age.ms", "3000");
-        spec.listener = *listener;
-        spec.drive = d.drive;
     }
 }
 

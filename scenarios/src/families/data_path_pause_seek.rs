@@ -24,7 +24,7 @@
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
 use sim::history::Tp;
 
-use super::data_path::{data_path_checks, draw_drive};
+use super::data_path::{apply_members, data_path_checks, draw_drive};
 use super::{between, coin, draw_listener, group_builder, knob_rng, pick, GroupKnobs, TOPIC};
 use crate::app::{DriveMode, SeekTo, UserPause, UserSeek};
 use crate::checks::UserSeekWins;
@@ -115,12 +115,15 @@ pub fn draw(seed: u64) -> PauseSeek {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", "earliest");
-        spec.listener = *listener;
-        spec.drive = d.drive;
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        "earliest",
+    );
+    for spec in members {
         // Every member tries them; only the owner of the partition at the time can.
         spec.pauses = d.pauses.clone();
         spec.seeks = d.seeks.clone();

@@ -25,7 +25,7 @@
 
 use sim::fault::Fault;
 
-use super::data_path::{data_path_checks, draw_drive, ResetPolicy};
+use super::data_path::{apply_members, data_path_checks, draw_drive, ResetPolicy};
 use super::{
     between, coin, draw_listener, group_builder, knob_rng, latency_until, pick, GroupKnobs, TOPIC,
 };
@@ -79,17 +79,20 @@ pub fn draw(seed: u64) -> Recreate {
 
 fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
-    scenario.subjects.truncate(d.members);
-    for (spec, listener) in scenario.subjects.iter_mut().zip(&d.listeners) {
-        d.group.apply(spec);
-        super::set(spec, "auto.offset.reset", d.policy.name());
+    let members = apply_members(
+        scenario,
+        d.members,
+        &d.group,
+        &d.listeners,
+        d.drive,
+        d.policy.name(),
+    );
+    for spec in members {
         super::set(
             spec,
             "metadata.max.age.ms",
             &d.metadata_max_age_ms.to_string(),
         );
-        spec.listener = *listener;
-        spec.drive = d.drive;
     }
 }
 
