@@ -850,10 +850,16 @@ mod cli {
         let failed: u64 = rows.iter().map(|r| r.failures).sum();
         let known: u64 = rows.iter().map(|r| r.known).sum();
         if rows.len() > 1 {
+            // Every column filled, as CI's summary reads the row by whitespace.
+            let subject = match rows.first() {
+                Some(first) if rows.iter().all(|r| r.subject == first.subject) => {
+                    first.subject.as_str()
+                }
+                _ => "all",
+            };
             println!(
-                "{:<28} {:>8} {seeds:>6} {failed:>9} {known:>6} {:>12}",
+                "{:<28} {subject:>8} {seeds:>6} {failed:>9} {known:>6} {:>12}",
                 "total",
-                "",
                 rate(seeds, minutes.map(|m| m.values().sum()))
             );
         }
