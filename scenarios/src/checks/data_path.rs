@@ -172,7 +172,12 @@ impl Walk {
     }
 
     /// Records of transactions that did not commit are owed to a group only if none of its
-    /// members reads committed (Kafka hands them to `read_uncommitted` consumers).
+    /// members reads committed: Kafka serves a `read_committed` fetch only up to the last
+    /// stable offset (`UnifiedLog.read` with `FetchIsolation.TXN_COMMITTED`) and Java's
+    /// `CompletedFetch.nextFetchedRecord` drops the batches of the aborted transactions the
+    /// response lists, while `read_uncommitted` gets every data batch (tested both ways:
+    /// `read_committed_owes_the_committed_records_and_never_the_aborted_ones`,
+    /// `read_uncommitted_owes_every_data_record_aborted_ones_too`).
     fn owes_uncommitted(&self, group: &str) -> bool {
         !self
             .groups
@@ -374,6 +379,13 @@ impl Walk {
     /// whatever its start explains; if none does before the run ends, [`Self::finish`] treats
     /// the reset as a reset still due at the end (nobody ever hands out what was acked before
     /// the close from where it starts, up to the group's committed offset if that lies above).
+    /// Why: with no committed offset at or above the reset's start, any owner of the partition
+    /// resets by `latest` to the log end it finds (Java: `SubscriptionState.requestOffsetReset`,
+    /// then `OffsetsRequestManager` sends ListOffsets LATEST), past every record acked before
+    /// it; an owner with `earliest` takes the partition and so cancels this (tested:
+    /// `a_latest_reset_still_due_at_close_excuses_only_what_was_acked_before`, and the
+    /// `uncommitted` case of
+    /// `a_latest_member_that_commits_its_reset_position_before_delivering_excuses_the_jump`).
     fn reset_due_at_close(
         &mut self,
         e: &Entry,
