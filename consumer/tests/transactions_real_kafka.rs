@@ -334,6 +334,32 @@ fn config(bootstrap: &str, isolation: IsolationLevel, reset: AutoOffsetReset) ->
         .unwrap()
 }
 
+/// `end_offsets` of `partitions` once it answers `expected` (by partition index), asserting it
+/// does within the timeout. Kafka answers EndTxn once the transaction is prepared and writes
+/// the markers after (`TransactionMarkerChannelManager`), so right after `commit`/`abort` the
+/// offsets a marker moves may still be short of it; the expected value is exact all the same.
+async fn end_offsets_settle(
+    consumer: &mut Consumer,
+    partitions: Vec<TopicPartition>,
+    expected: &BTreeMap<i32, i64>,
+) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let ends: BTreeMap<i32, i64> = consumer
+            .end_offsets(partitions.clone(), TIMEOUT)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(tp, o)| (tp.partition, o))
+            .collect();
+        if ends == *expected || Instant::now() >= deadline {
+            assert_eq!(ends, *expected);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn partitions(topic: &str) -> Vec<TopicPartition> {
     (0..2).map(|p| TopicPartition::new(topic, p)).collect()
 }
@@ -406,12 +432,7 @@ async fn read_committed_returns_only_committed_records() {
     .unwrap();
     consumer.assign(partitions(&topic)).await.unwrap();
     // With no transaction open, read_committed's end offsets are the log end offsets.
-    let ends = consumer
-        .end_offsets(partitions(&topic), TIMEOUT)
-        .await
-        .unwrap();
-    let ends: BTreeMap<i32, i64> = ends.into_iter().map(|(tp, o)| (tp.partition, o)).collect();
-    assert_eq!(ends, log_end);
+    end_offsets_settle(&mut consumer, partitions(&topic), &log_end).await;
 
     let got = consume_until(&mut consumer, &topic, &log_end).await;
     assert_eq!(
@@ -502,12 +523,12 @@ async fn read_committed_stops_at_the_last_stable_offset_of_an_open_transaction()
         AutoOffsetReset::Latest,
     ))
     .unwrap();
-    let hw = uncommitted
-        .end_offsets(partitions(&topic), TIMEOUT)
-        .await
-        .unwrap();
-    assert_eq!(hw[&tp0], high_watermark);
-    assert_eq!(hw[&tp1], end_1);
+    end_offsets_settle(
+        &mut uncommitted,
+        partitions(&topic),
+        &BTreeMap::from([(0, high_watermark), (1, end_1)]),
+    )
+    .await;
     uncommitted.assign([tp0.clone()]).await.unwrap();
     assert_eq!(
         uncommitted.position(&tp0, TIMEOUT).await.unwrap(),
@@ -522,16 +543,13 @@ async fn read_committed_stops_at_the_last_stable_offset_of_an_open_transaction()
     ))
     .unwrap();
     consumer.assign(partitions(&topic)).await.unwrap();
-    // end_offsets answers the last stable offset.
-    let ends = consumer
-        .end_offsets(partitions(&topic), TIMEOUT)
-        .await
-        .unwrap();
-    assert_eq!(
-        ends[&tp0], last_stable,
-        "end_offsets under read_committed: the last stable offset, not the high watermark {high_watermark}"
-    );
-    assert_eq!(ends[&tp1], end_1);
+    // end_offsets answers the last stable offset, not the high watermark.
+    end_offsets_settle(
+        &mut consumer,
+        partitions(&topic),
+        &BTreeMap::from([(0, last_stable), (1, end_1)]),
+    )
+    .await;
 
     // Partition 1's committed records arrive; partition 0 stops before the open transaction.
     let until = BTreeMap::from([(0, last_stable), (1, end_1)]);
@@ -572,8 +590,8 @@ async fn read_committed_stops_at_the_last_stable_offset_of_an_open_transaction()
         (behind, "c-behind".to_owned()),
     ];
     for consumer in [&mut consumer, &mut latest] {
-        let ends = consumer.end_offsets([tp0.clone()], TIMEOUT).await.unwrap();
-        assert_eq!(ends[&tp0], log_end, "no transaction open: the log end");
+        // No transaction open: the log end.
+        end_offsets_settle(consumer, vec![tp0.clone()], &BTreeMap::from([(0, log_end)])).await;
         let until = BTreeMap::from([(0, log_end)]);
         let got = consume_until(consumer, &topic, &until).await;
         assert_eq!(got, BTreeMap::from([(0, held.clone())]));

@@ -351,6 +351,30 @@ async fn probe(client: &mut NetworkClient, topic: &str, transcript: &mut Transcr
     }
 }
 
+/// Waits until the last stable offset of every partition is its high watermark. Kafka answers
+/// EndTxn once the transaction is prepared and has the leaders write the markers after that
+/// (`TransactionMarkerChannelManager`), so a probe right after `commitTransaction` can find a
+/// marker not yet written; with no transaction open, the markers are all in once the two
+/// offsets agree. The simulated side writes its markers at once.
+async fn markers_written(client: &mut NetworkClient, topic: &str) {
+    let leader = client.metadata().topic(topic).unwrap().partitions[&0]
+        .leader_id
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let stable = offsets_view(send(client, leader, list_latest(topic, 1)).await);
+        let high = offsets_view(send(client, leader, list_latest(topic, 0)).await);
+        if stable == high {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "markers never written: stable {stable:?}, high watermarks {high:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Creates `topic` on the broker at `bootstrap` (the client then knows its metadata).
 async fn client_with_topic(bootstrap: &str, topic: &str) -> NetworkClient {
     let mut client = client(bootstrap);
@@ -368,6 +392,9 @@ async fn conversation(
     let mut transcript = Transcript::default();
     for step in SCRIPT {
         writer.step(*step);
+        if matches!(step, Step::Commit | Step::Abort) {
+            markers_written(&mut client, topic).await;
+        }
         if matches!(step, Step::Hold) {
             probe(&mut client, topic, &mut transcript, "open transaction").await;
             writer.release();

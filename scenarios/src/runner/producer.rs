@@ -115,10 +115,11 @@ impl Producer {
     /// Transactions until `until_ms`: each writes 1 to `max_records` records in batches of one
     /// to three records, each batch to a partition it draws, each record noted as written; then, after `long_open_ms` for one transaction in `long_open_one_in`, the
     /// coordinator's markers — COMMIT (the records are then acknowledged) or, for one in
-    /// `abort_one_in`, ABORT — go to every partition it wrote, without a pause in between
-    /// (Kafka completes the commit once every marker is written; a `read_committed` fetch of
-    /// one partition sees its marker no earlier). A transaction under way at `until_ms` still
-    /// ends.
+    /// `abort_one_in`, ABORT — go to every partition it wrote, without a pause in between.
+    /// (Kafka answers EndTxn once the transaction is prepared and writes the markers after;
+    /// a `read_committed` consumer sees a record only once its partition's marker is in, so
+    /// acknowledging right after the markers loses no interleaving it could observe.) A
+    /// transaction under way at `until_ms` still ends.
     async fn transactional(mut self, shape: TxnShape) {
         let mut rng = SeededRng::seed_from_u64(shape.seed);
         let mut sequences: BTreeMap<i32, i32> = BTreeMap::new();
