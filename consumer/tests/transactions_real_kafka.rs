@@ -489,7 +489,6 @@ async fn read_committed_stops_at_the_last_stable_offset_of_an_open_transaction()
     let topic = unique("txn-open");
     create_topic(&mut admin, &topic, 2).await;
     let tp0 = TopicPartition::new(topic.as_str(), 0);
-    let tp1 = TopicPartition::new(topic.as_str(), 1);
 
     let mut done = TxnProducer::start("committer", &bootstrap, &topic).await;
     let mut open = TxnProducer::start("open", &bootstrap, &topic).await;

@@ -360,7 +360,7 @@ async fn markers_written(client: &mut NetworkClient, topic: &str) {
     let leader = client.metadata().topic(topic).unwrap().partitions[&0]
         .leader_id
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let deadline = tokio::time::Instant::now() + tokio::time::Duration::from_secs(15);
     loop {
         let stable = offsets_view(send(client, leader, list_latest(topic, 1)).await);
         let high = offsets_view(send(client, leader, list_latest(topic, 0)).await);
@@ -368,10 +368,10 @@ async fn markers_written(client: &mut NetworkClient, topic: &str) {
             return;
         }
         assert!(
-            std::time::Instant::now() < deadline,
+            tokio::time::Instant::now() < deadline,
             "markers never written: stable {stable:?}, high watermarks {high:?}"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::time::sleep(tokio::time::Duration::from_millis(50)).await;
     }
 }
 
