@@ -33,6 +33,7 @@ use crate::rebalance::{
     ListenerSlot,
 };
 use crate::rt::{Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 use crate::topic_name::validate_topic_name;
 use crate::types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
@@ -1151,6 +1152,9 @@ impl Consumer {
             paused,
             completion,
         })?;
+        if paused && sabotage::active(Sabotage::PauseDropsTakenRecords) {
+            self.pending.drop_partitions(&partitions);
+        }
         for tp in partitions {
             if paused {
                 self.paused.insert(tp);

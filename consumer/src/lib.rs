@@ -46,6 +46,8 @@ pub mod protocol;
 pub mod rebalance;
 pub mod records;
 pub mod rt;
+#[doc(hidden)]
+pub mod sabotage;
 pub mod topic_name;
 pub mod types;
 

@@ -15,6 +15,7 @@ pub mod own;
 pub mod regression;
 #[cfg(madsim)]
 pub mod runner;
+pub mod sabotage;
 pub mod scenario;
 pub mod subject;
 pub mod timeline;

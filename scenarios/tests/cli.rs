@@ -183,3 +183,53 @@ fn overshoot_puts_the_legacy_block_beside_our_bounded_polls() {
     assert_eq!(late(&ours), 0, "{out}");
     assert!(max_ms(&ours) <= 50, "{out}");
 }
+
+/// `sabotage`: the catalogue lists every entry; `run --sabotage` puts one bug back (KAFKA-14196's
+/// reconciliation started without an acknowledged poll) and the scenario built for it fails,
+/// while the same seed passes unsabotaged; the search names the scenario that caught it; an
+/// unknown name is refused.
+#[test]
+fn sabotage_puts_a_bug_back_and_the_search_names_what_caught_it() {
+    let dir = scratch("sabotage");
+    let (code, out) = sim(&["sabotage", "--list"], &dir);
+    assert_eq!(code, 0, "{out}");
+    for sabotage in kafka_consumer::sabotage::Sabotage::ALL {
+        assert!(out.contains(sabotage.name()), "{out}");
+    }
+    let run = |sabotage: Option<&str>| {
+        let mut args = vec!["run", "kafka-14196", "--seed", "0", "--subject", "consumer"];
+        args.extend(sabotage.map(|s| ["--sabotage", s]).into_iter().flatten());
+        sim(&args, &dir)
+    };
+    let (code, out) = run(None);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(Some("reconcile-without-poll"));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("sabotage reconcile-without-poll (KAFKA-14196)"),
+        "{out}"
+    );
+    assert!(out.contains("handover-without-redelivery"), "{out}");
+    let (code, out) = sim(
+        &[
+            "sabotage",
+            "reconcile-without-poll",
+            "--seeds",
+            "1",
+            "--scenarios",
+            "kafka-10337,kafka-14196",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("reconcile-without-poll"))
+        .unwrap_or_else(|| panic!("no row in {out}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&columns[2..5], ["kafka-14196", "0", "2"], "{row}");
+    let (code, out) = sim(&["sabotage", "no-such-bug", "--seeds", "1"], &dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no sabotage `no-such-bug`"), "{out}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

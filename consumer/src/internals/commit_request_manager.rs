@@ -39,6 +39,7 @@ use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 use crate::types::{OffsetAndMetadata, TopicPartition};
 
 /// The first OffsetFetch version with the batched `groups` layout.
@@ -188,6 +189,9 @@ impl CommitRequestManager {
         deadline: Instant,
     ) -> Option<(Completion<()>, CompletionReceiver<()>)> {
         self.auto_commit_interval?;
+        if sabotage::active(Sabotage::NoCommitBeforeRevocation) {
+            return None;
+        }
         let offsets: BTreeMap<_, _> = self
             .latest_consumed
             .iter()
@@ -424,6 +428,9 @@ impl CommitRequestManager {
     /// next auto-commit committed the stale position — the record, not yet processed, counted
     /// as consumed (family-zombie seed 114).
     fn forget_unassigned(&mut self, ctx: &ManagerContext<'_>) {
+        if sabotage::active(Sabotage::StalePositionSurvivesLoss) {
+            return;
+        }
         self.latest_consumed
             .retain(|tp, _| ctx.subscriptions.is_assigned(tp));
         self.committed_floor
@@ -551,7 +558,8 @@ impl CommitRequestManager {
                     // for the whole rebalance timeout (KAFKA-16224, KAFKA-13310's twin).
                     Outcome::Retry(error)
                         if before_revocation
-                            && error.code() == Some(ResponseError::UnknownTopicOrPartition) =>
+                            && error.code() == Some(ResponseError::UnknownTopicOrPartition)
+                            && !sabotage::active(Sabotage::UnknownTopicCommitRetried) =>
                     {
                         Outcome::Fail(error)
                     }
@@ -691,13 +699,18 @@ fn initialize_positions(
     offsets: &BTreeMap<TopicPartition, Option<OffsetAndMetadata>>,
 ) {
     for (tp, id) in partitions {
-        if !ctx.subscriptions.is_current(tp, *id)
-            || ctx.subscriptions.fetch_state(tp) != Some(FetchState::Initializing)
-        {
+        let superseded = !ctx.subscriptions.is_current(tp, *id)
+            || ctx.subscriptions.fetch_state(tp) != Some(FetchState::Initializing);
+        if superseded && !sabotage::active(Sabotage::LateCommittedOffsetApplied) {
             tracing::debug!(partition = %tp, "dropping the committed offset of a superseded fetch");
             continue;
         }
-        match offsets.get(tp).cloned().flatten() {
+        let committed = offsets
+            .get(tp)
+            .cloned()
+            .flatten()
+            .filter(|_| !sabotage::active(Sabotage::CommittedOffsetIgnored));
+        match committed {
             Some(committed) => {
                 let position = FetchPosition {
                     offset: committed.offset,
@@ -731,6 +744,9 @@ fn initialize_positions(
 /// 766). So the automatic commits leave such a partition out; an explicit commit is the
 /// application's to make.
 fn of_current_topic(ctx: &ManagerContext<'_>, tp: &TopicPartition) -> bool {
+    if sabotage::active(Sabotage::AutoCommitIntoRecreatedTopic) {
+        return true;
+    }
     let Some(current) = ctx.metadata.topic_id(&tp.topic) else {
         return false;
     };
@@ -763,7 +779,9 @@ fn prepare_unsent_auto_commit(
         }
     }
     commit.offsets.retain(|tp, offset| {
-        floor.get(tp).is_none_or(|f| offset.offset >= *f) && of_current_topic(tp)
+        let above_floor = floor.get(tp).is_none_or(|f| offset.offset >= *f)
+            || sabotage::active(Sabotage::AutoCommitIgnoresFloor);
+        above_floor && of_current_topic(tp)
     });
     if !commit.offsets.is_empty() {
         return true;

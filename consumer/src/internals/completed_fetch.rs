@@ -20,6 +20,7 @@ use crate::records::{
     ControlRecord, DecompressionBuffer, FetchedRecords, ReadOptions, Record, RecordBatch, Records,
     TimestampType,
 };
+use crate::sabotage::{self, Sabotage};
 use crate::types::{ConsumerRecord, RecordHeader, TopicPartition};
 
 /// An aborted transaction as the Fetch response lists it.
@@ -189,7 +190,7 @@ impl CompletedFetch {
             if record.offset() < self.next_fetch_offset {
                 continue; // before the fetch position: the batch started earlier
             }
-            if current.is_control {
+            if current.is_control && !sabotage::active(Sabotage::ControlRecordsDelivered) {
                 self.next_fetch_offset = record.offset() + 1;
                 continue;
             }
@@ -204,7 +205,10 @@ impl CompletedFetch {
             let Some(batch) = self.batches.next() else {
                 // v2 keeps a batch's last offset even when compaction removed its last record:
                 // moving past the whole batch avoids fetching it again forever.
-                if let Some(next) = self.last_batch_next_offset {
+                if let Some(next) = self
+                    .last_batch_next_offset
+                    .filter(|_| !sabotage::active(Sabotage::EmptiedBatchRefetched))
+                {
                     self.next_fetch_offset = self.next_fetch_offset.max(next);
                 }
                 self.exhausted = true;
@@ -221,6 +225,7 @@ impl CompletedFetch {
                     self.aborted_producer_ids.remove(&batch.producer_id());
                 } else if batch.is_transactional()
                     && self.aborted_producer_ids.contains(&batch.producer_id())
+                    && !sabotage::active(Sabotage::AbortedRecordsDelivered)
                 {
                     tracing::trace!(
                         partition = %self.partition,

@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 
 /// FindCoordinator key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -183,6 +184,9 @@ impl CoordinatorRequestManager {
 
     /// Forgets the coordinator; the next poll rediscovers it.
     pub fn mark_coordinator_unknown(&mut self, now: Instant, reason: &str) {
+        if sabotage::active(Sabotage::CoordinatorNeverForgotten) {
+            return;
+        }
         if let Some(old) = self.coordinator.take() {
             tracing::info!(
                 node_id = old.node_id,

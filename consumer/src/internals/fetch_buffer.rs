@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use super::completed_fetch::CompletedFetch;
 use crate::error::Error;
 use crate::records::DecompressionBuffer;
+use crate::sabotage::{self, Sabotage};
 use crate::types::{ConsumerRecords, OffsetAndMetadata, TopicPartition};
 
 /// A partition's position: the next offset to hand out, the leader epoch of the last record
@@ -203,8 +204,9 @@ impl FetchBuffer {
         let Some(state) = inner.partitions.get_mut(&fetch.partition) else {
             return false;
         };
-        let current = state.generation == fetch.generation
-            && state.position.map(|p| p.offset) == Some(fetch.fetch_offset);
+        let current = (state.generation == fetch.generation
+            && state.position.map(|p| p.offset) == Some(fetch.fetch_offset))
+            || sabotage::active(Sabotage::StaleFetchAfterSeek);
         if !current {
             tracing::debug!(partition = %fetch.partition, fetch_offset = fetch.fetch_offset,
                 "dropping fetched data for a partition whose position changed");
@@ -252,10 +254,9 @@ impl FetchBuffer {
             let next = fetch.next_fetch_offset();
             let epoch = fetch.last_epoch();
             let exhausted = fetch.is_exhausted();
-            let state = inner
-                .partitions
-                .get_mut(&fetch.partition)
-                .filter(|s| s.generation == generation);
+            let state = inner.partitions.get_mut(&fetch.partition).filter(|s| {
+                s.generation == generation || sabotage::active(Sabotage::StaleFetchAfterSeek)
+            });
             let Some(state) = state else {
                 inner.completed.pop_front(); // stale (cannot happen: bump drops them), be safe
                 continue;
@@ -293,9 +294,15 @@ impl FetchBuffer {
             .iter()
             .filter_map(|(tp, s)| {
                 let p = s.position?;
+                let offset = match s.high_watermark {
+                    Some(hw) if sabotage::active(Sabotage::CommitFetchedNotReturned) => {
+                        hw.max(p.offset)
+                    }
+                    _ => p.offset,
+                };
                 Some((
                     tp.clone(),
-                    OffsetAndMetadata::with_leader_epoch(p.offset, p.offset_epoch),
+                    OffsetAndMetadata::with_leader_epoch(offset, p.offset_epoch),
                 ))
             })
             .collect()

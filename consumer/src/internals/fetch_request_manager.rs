@@ -28,10 +28,12 @@ use super::requests::{
 };
 use super::subscription_state::FetchState;
 use crate::config::AutoOffsetReset;
+use crate::config::IsolationLevel;
 use crate::error::Error;
 use crate::network::{Broker, LeaderHint, NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 use crate::types::TopicPartition;
 use partition_holds::{FailedAt, FailureKind, HoldDecision, PartitionHolds};
 use read_replicas::ReadReplicas;
@@ -500,6 +502,9 @@ impl FetchRequestManager {
             self.holds.on_failure(tp, at, kind, ctx.now, ctx.rng);
             return;
         }
+        if sabotage::active(Sabotage::OutOfRangeIgnored) {
+            return;
+        }
         ctx.subscriptions
             .set_fetch_state(tp, FetchState::AwaitingReset(policy));
     }
@@ -616,11 +621,16 @@ fn fetch_request(
     })
     .collect();
     let settings = ctx.settings;
+    let isolation_level = if sabotage::active(Sabotage::FetchIgnoresIsolation) {
+        IsolationLevel::ReadUncommitted
+    } else {
+        settings.isolation_level
+    };
     FetchRequest::default()
         .with_max_wait_ms(settings.fetch_max_wait_ms)
         .with_min_bytes(settings.fetch_min_bytes)
         .with_max_bytes(settings.fetch_max_bytes)
-        .with_isolation_level(settings.isolation_level.wire())
+        .with_isolation_level(isolation_level.wire())
         .with_session_id(data.session_id)
         .with_session_epoch(data.epoch)
         .with_topics(topics)

@@ -42,6 +42,7 @@ use crate::network::backoff::ExponentialBackoff;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{wall_clock_ms, Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 use crate::types::{OffsetAndTimestamp, TopicPartition};
 
 /// A consumer's replica id in ListOffsets.
@@ -548,9 +549,9 @@ impl OffsetsRequestManager {
     ) {
         let (tp, timestamp, state_id) = (&lookup.tp, lookup.timestamp, lookup.state_id);
         let state = ctx.subscriptions.fetch_state(tp);
-        if !ctx.subscriptions.is_current(tp, state_id)
-            || !matches!(state, Some(FetchState::AwaitingReset(_)))
-        {
+        let superseded = !ctx.subscriptions.is_current(tp, state_id)
+            || !matches!(state, Some(FetchState::AwaitingReset(_)));
+        if superseded && !sabotage::active(Sabotage::LateResetOverridesSeek) {
             // Seeked, reset anew or unassigned meanwhile: the answer is for a reset nobody
             // awaits any more, and the current state's own lookup goes out (or has gone).
             tracing::debug!(partition = %tp, timestamp, ?state, "dropping the answer to a superseded reset");
@@ -598,10 +599,10 @@ impl OffsetsRequestManager {
         let same_position = current.is_some_and(|p| {
             (p.offset, p.offset_epoch) == (validated.offset, validated.offset_epoch)
         });
-        if !ctx.subscriptions.is_current(tp, state_id)
+        let superseded = !ctx.subscriptions.is_current(tp, state_id)
             || ctx.subscriptions.fetch_state(tp) != Some(FetchState::AwaitingValidation)
-            || !same_position
-        {
+            || !same_position;
+        if superseded && !sabotage::active(Sabotage::LateValidationApplied) {
             tracing::debug!(partition = %tp, offset = validated.offset,
                 "dropping the answer to a superseded validation");
             return;

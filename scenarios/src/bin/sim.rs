@@ -1,4 +1,4 @@
-//! `cargo sim list | run | explore | overshoot | replay | shrink`: the scenarios CLI. It runs in simulation mode only (the
+//! `cargo sim list | run | explore | overshoot | replay | shrink | sabotage`: the scenarios CLI. It runs in simulation mode only (the
 //! `cargo sim` alias builds with `--cfg madsim`).
 
 use std::process::ExitCode;
@@ -36,6 +36,7 @@ mod cli {
     use std::collections::{BTreeMap, BTreeSet};
     use std::process::ExitCode;
 
+    use kafka_consumer::sabotage::Sabotage;
     use scenarios::explore_report::{junit, read_json_lines, summarize, SeedResult, Verdict};
     use scenarios::runner::{repro_line, run_in_runtime, run_in_runtime_with_plan, RunResult};
     use scenarios::subject::SubjectKind;
@@ -43,12 +44,13 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot] [--sabotage NAME]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N] [--json FILE] [--junit FILE]
   cargo sim merge FILE... [--junit FILE]    (JSON lines of explore runs, e.g. one per shard)
   cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J] [--shard I/N]
-  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)";
+  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)
+  cargo sim sabotage --list | --witnesses [--jobs J] | NAME...|--all --seeds N [--start S] [--jobs J] [--scenarios A,B]";
 
     /// `--name value` options and bare flags after the positional arguments.
     struct Options<'a> {
@@ -115,6 +117,7 @@ mod cli {
             Some("overshoot") => overshoot(&options),
             Some("replay") => replay(&options),
             Some("shrink") => shrink(&options),
+            Some("sabotage") => sabotage(&options),
             Some(other) => Err(format!("unknown command `{other}`")),
             None => Err("no command".to_owned()),
         }
@@ -132,6 +135,14 @@ mod cli {
         let info = scenario(options)?;
         let seed: u64 = options.value("seed")?.ok_or("--seed N is required")?;
         let subject = options.subject()?;
+        let sabotage = match options.value::<String>("sabotage")? {
+            None => None,
+            Some(name) => Some(
+                Sabotage::from_name(&name)
+                    .ok_or_else(|| format!("no sabotage `{name}` (cargo sim sabotage --list)"))?,
+            ),
+        };
+        kafka_consumer::sabotage::activate(sabotage);
         let plan_file = options.value::<String>("plan")?;
         let plan = match &plan_file {
             None => None,
@@ -143,6 +154,9 @@ mod cli {
         let result =
             run_in_runtime_with_plan(info.build, seed, subject, plan).map_err(|e| e.to_string())?;
         println!("scenario {}  seed {seed}  subject {subject}", info.name);
+        if let Some(sabotage) = sabotage {
+            println!("sabotage {} ({})", sabotage.name(), sabotage.origin());
+        }
         println!(
             "fault plan{}:",
             plan_file
@@ -468,13 +482,25 @@ mod cli {
         seed: u64,
         subject: SubjectKind,
     ) -> Result<Outcome, String> {
+        run_sabotaged_in_child(scenario, seed, subject, None)
+    }
+
+    /// [`run_seed_in_child`] with the consumer sabotaged.
+    fn run_sabotaged_in_child(
+        scenario: &str,
+        seed: u64,
+        subject: SubjectKind,
+        sabotage: Option<Sabotage>,
+    ) -> Result<Outcome, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let output = std::process::Command::new(exe)
+        let mut command = std::process::Command::new(exe);
+        command
             .args(["run", scenario, "--seed", &seed.to_string(), "--subject"])
-            .arg(subject.name())
-            .output()
-            .map_err(|e| e.to_string())?;
-        outcome(output)
+            .arg(subject.name());
+        if let Some(sabotage) = sabotage {
+            command.args(["--sabotage", sabotage.name()]);
+        }
+        outcome(command.output().map_err(|e| e.to_string())?)
     }
 
     fn outcome(output: std::process::Output) -> Result<Outcome, String> {
@@ -639,7 +665,7 @@ mod cli {
     /// no consumer returns from a frozen process.
     fn overshoot_line(history: &sim::history::History) -> String {
         let end_ms = history.end_ms();
-        let pauses = scenarios::families::process_pauses(history);
+        let pauses = scenarios::checks::process_pauses(history);
         let polls: Vec<u64> = sim::check::blocking_calls(history)
             .iter()
             .filter(|c| c.call == "poll")
@@ -902,5 +928,173 @@ mod cli {
             std::fs::write(&path, junit(&results)).map_err(|e| format!("{path}: {e}"))?;
         }
         Ok(report(&results, None))
+    }
+
+    /// `sabotage`: the scenario library against the consumer's sabotage catalogue. `--list`
+    /// prints the catalogue; `NAME...` or `--all` runs each entry over `--seeds` seeds of every
+    /// scenario (seed-major) until a checker fails and prints what caught it; `--witnesses`
+    /// checks that every recorded first catch still fails under its sabotage. `--scenarios`
+    /// searches only those scenarios. Fails when an entry is not caught.
+    fn sabotage(options: &Options<'_>) -> Result<ExitCode, String> {
+        if options.flag("list") {
+            for s in Sabotage::ALL {
+                println!("{:<36} {}", s.name(), s.origin());
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        let jobs: usize = options.value("jobs")?.unwrap_or(1).max(1);
+        if options.flag("witnesses") {
+            return sabotage_witnesses(jobs);
+        }
+        let chosen: Vec<Sabotage> = if options.flag("all") {
+            Sabotage::ALL.to_vec()
+        } else {
+            options.positional[1..]
+                .iter()
+                .map(|name| {
+                    Sabotage::from_name(name)
+                        .ok_or_else(|| format!("no sabotage `{name}` (cargo sim sabotage --list)"))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        if chosen.is_empty() {
+            return Err("which sabotage? (NAME..., --all or --list)".to_owned());
+        }
+        let seeds: u64 = options.value("seeds")?.ok_or("--seeds N is required")?;
+        let start: u64 = options.value("start")?.unwrap_or(0);
+        let seeds: Vec<u64> = (start..start + seeds).collect();
+        let scenarios: Vec<&str> = match options.value::<String>("scenarios")? {
+            None => scenarios::registry().iter().map(|i| i.name).collect(),
+            Some(list) => list
+                .split(',')
+                .map(|name| {
+                    scenarios::find(name)
+                        .map(|i| i.name)
+                        .ok_or_else(|| format!("no scenario `{name}` (cargo sim list)"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let known: BTreeSet<(String, u64)> = scenarios::regression::known_consumer_failures()?
+            .into_keys()
+            .collect();
+        let work = scenarios::sabotage::work_list(&scenarios, &seeds, &known);
+        println!(
+            "{:<36} {:<28} {:<30} {:>5} {:>6}  checkers",
+            "sabotage", "origin", "caught by", "seed", "runs"
+        );
+        let mut missed = Vec::new();
+        for sabotage in chosen {
+            eprintln!("{} ({} runs at most)", sabotage.name(), work.len());
+            let (catch, made) = scenarios::sabotage::first_catch(&work, jobs, |scenario, seed| {
+                match run_sabotaged_in_child(scenario, seed, SubjectKind::Consumer, Some(sabotage))
+                {
+                    Ok(Outcome::Pass) => None,
+                    Ok(Outcome::Fail(first, checkers)) => Some((checkers, first)),
+                    Err(error) => Some((Vec::new(), format!("error: {error}"))),
+                }
+            });
+            match catch {
+                Some(c) => println!(
+                    "{:<36} {:<28} {:<30} {:>5} {:>6}  {}",
+                    sabotage.name(),
+                    sabotage.origin(),
+                    c.scenario,
+                    c.seed,
+                    c.runs,
+                    c.checkers.join(",")
+                ),
+                None => {
+                    println!(
+                        "{:<36} {:<28} {:<30} {:>5} {:>6}  NOT CAUGHT",
+                        sabotage.name(),
+                        sabotage.origin(),
+                        "-",
+                        "-",
+                        made
+                    );
+                    missed.push(sabotage.name());
+                }
+            }
+        }
+        if missed.is_empty() {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            println!("not caught: {}", missed.join(", "));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+
+    /// `sabotage --witnesses`: each recorded first catch must still fail its checker.
+    fn sabotage_witnesses(jobs: usize) -> Result<ExitCode, String> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Mutex;
+
+        let witnesses = scenarios::sabotage::WITNESSES;
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<(usize, Result<Outcome, String>)>> = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| loop {
+                    let at = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(w) = witnesses.get(at) else {
+                        return;
+                    };
+                    let outcome = match Sabotage::from_name(w.sabotage) {
+                        Some(s) => run_sabotaged_in_child(
+                            w.scenario,
+                            w.seed,
+                            SubjectKind::Consumer,
+                            Some(s),
+                        ),
+                        None => Err(format!("no sabotage `{}`", w.sabotage)),
+                    };
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((at, outcome));
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        results.sort_by_key(|(at, _)| *at);
+        let mut failed = 0;
+        for (at, outcome) in results {
+            let w = witnesses[at];
+            let verdict = match &outcome {
+                Ok(Outcome::Fail(_, checkers)) if checkers.iter().any(|c| c == w.checker) => {
+                    "caught".to_owned()
+                }
+                Ok(Outcome::Fail(_, checkers)) => {
+                    failed += 1;
+                    format!(
+                        "MISSED: failed {} instead of {}",
+                        checkers.join(","),
+                        w.checker
+                    )
+                }
+                Ok(Outcome::Pass) => {
+                    failed += 1;
+                    "MISSED: passed".to_owned()
+                }
+                Err(error) => {
+                    failed += 1;
+                    format!("MISSED: {error}")
+                }
+            };
+            println!(
+                "{:<36} {:<30} seed {:>4}  {:<28} {verdict}",
+                w.sabotage, w.scenario, w.seed, w.checker
+            );
+        }
+        println!(
+            "{} witnesses, {} still caught",
+            witnesses.len(),
+            witnesses.len() - failed
+        );
+        Ok(if failed == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
     }
 }

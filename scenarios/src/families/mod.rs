@@ -49,7 +49,7 @@ use sim::check::{
     KnownGaps, Liveness, NoLeaveInPoll, OwnershipMode, RevokeBeforeReassign, Violation,
     ViolationKind,
 };
-use sim::history::{Event, History};
+use sim::history::History;
 
 use sim::fault::Fault;
 
@@ -387,26 +387,6 @@ pub fn full_checks_with_pauses(within_ms: u64) -> CheckerSet {
     family_extras(set, within_ms)
 }
 
-/// Every pause of a member's whole process in `history` (the runner's `process paused <ms>ms`
-/// note): the subject, and from when to when (ms).
-pub fn process_pauses(history: &History) -> Vec<(String, u64, u64)> {
-    history
-        .entries()
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Note { text } => {
-                let ms = text.strip_prefix("process paused ")?.strip_suffix("ms")?;
-                Some((
-                    e.subject.clone(),
-                    e.at_ms,
-                    e.at_ms + ms.parse::<u64>().ok()?,
-                ))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// A wrapped checker judged with the member's process pauses taken into account (the
 /// runner's `process paused <ms>ms` note), as a GC pause of a JVM would be:
 ///
@@ -444,7 +424,7 @@ impl Checker for ExcusePauses<BlockingBounds> {
 
     fn violations(&self, history: &History) -> Vec<Violation> {
         let end_ms = history.end_ms();
-        let pauses = process_pauses(history);
+        let pauses = crate::checks::process_pauses(history);
         let calls: Vec<_> = blocking_calls(history)
             .into_iter()
             .map(|mut call| {
@@ -466,7 +446,7 @@ impl Checker for ExcusePauses<NoLeaveInPoll> {
     }
 
     fn violations(&self, history: &History) -> Vec<Violation> {
-        let pauses = process_pauses(history);
+        let pauses = crate::checks::process_pauses(history);
         self.inner
             .violations_except(history, |subject, _poll_start_ms, leave_ms| {
                 pauses.iter().any(|(paused, _, to)| {
@@ -481,6 +461,7 @@ impl Checker for ExcusePauses<NoLeaveInPoll> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim::history::Event;
 
     /// c0's process is frozen from 10 ms for 5 s, inside a `poll(100)` started at 0 that
     /// returns at `poll_end_ms`; `then` follows at its own time.

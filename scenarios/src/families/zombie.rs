@@ -20,7 +20,8 @@
 //! succeeds once another member owns it), nothing it processed after losing the partitions is
 //! committed over the new owner's progress (`committed-offsets-monotonic`), its ownership
 //! window ends with *lost*, not revoked (`exclusive-ownership` tolerates only a fenced
-//! overlap), and it rejoins and the group settles (`liveness`).
+//! overlap), the stalled member leaves when its poll timer expires (`poll-timeout-leaves`), and
+//! it rejoins and the group settles (`liveness`).
 //!
 //! **Why our design should hold.** Commits carry the member id and generation (classic) or
 //! member epoch (KIP-848) the background task holds *when it sends them*; after the poll-timer
@@ -33,6 +34,7 @@
 use super::{
     between, family_scenario, full_checks_with_pauses, knob_rng, latency_until, Family, GroupKnobs,
 };
+use crate::checks::PollTimeoutLeaves;
 use crate::scenario::{MemberFaults, PlannedFaults, Scenario, Stall};
 
 pub const NAME: &str = "family-zombie";
@@ -101,8 +103,10 @@ fn plan(seed: u64) -> PlannedFaults {
     latency_until(z.latency_max_ms, z.healed_at_ms)
 }
 
+/// The full set with pauses excused, and the poll timer judged: the stalled member must leave
+/// when its `max.poll.interval.ms` expires (the coordinator stays reachable here).
 fn checks() -> sim::check::CheckerSet {
-    full_checks_with_pauses(WITHIN_MS)
+    full_checks_with_pauses(WITHIN_MS).with(PollTimeoutLeaves::default())
 }
 
 pub fn scenario() -> Scenario {

@@ -174,6 +174,10 @@ pub async fn run_with_plan(
     let data_facts = (scenario.checks)()
         .names()
         .contains(&crate::checks::DataPathAccounting::NAME);
+    // So is the poll timer of each member.
+    let poll_timer_facts = (scenario.checks)()
+        .names()
+        .contains(&crate::checks::PollTimeoutLeaves::NAME);
 
     let mut tasks = Vec::new();
     for spec in &scenario.producers {
@@ -200,6 +204,7 @@ pub async fn run_with_plan(
         } else {
             Vec::new()
         };
+        let poll_timer = crate::checks::PollTimer::of(&pairs).filter(|_| poll_timer_facts);
         let config =
             ConsumerConfig::from_pairs(pairs).map_err(|e| RunError::Subject(e.to_string()))?;
         let ctx = SubjectContext {
@@ -230,6 +235,7 @@ pub async fn run_with_plan(
             count_wakeups,
             legacy_version,
             data_config,
+            poll_timer,
         };
         let task = node.spawn(process.clone().run(start_at));
         let member_faults = spec.member_faults.clone();
@@ -340,6 +346,8 @@ struct Process {
     /// The subject's `auto.offset.reset` and `isolation.level`, recorded at each start where
     /// the data path is judged.
     data_config: Vec<crate::checks::DataEvent>,
+    /// The subject's poll timer, recorded at each start where `poll-timeout-leaves` judges it.
+    poll_timer: Option<crate::checks::PollTimer>,
 }
 
 impl Process {
@@ -354,12 +362,16 @@ impl Process {
             count_wakeups,
             legacy_version,
             data_config,
+            poll_timer,
         } = self;
         if start_at > Instant::now() {
             tokio::time::sleep_until(start_at).await;
         }
         for fact in &data_config {
             ctx.record(fact.note());
+        }
+        if let Some(timer) = poll_timer {
+            ctx.record(timer.note());
         }
         match subject {
             SubjectKind::Legacy => match LegacyConsumer::new(ctx.clone(), legacy_version) {

@@ -95,6 +95,9 @@ pub enum ViolationKind {
     CloseOvershoot,
     /// The member left the group while the application was inside `poll` (KAFKA-16243).
     LeaveInPoll,
+    /// The application stayed out of `poll` past `max.poll.interval.ms` and the member did
+    /// not leave the group (nor was it removed).
+    NoLeaveOnPollTimeout,
     /// After healing, the group's assignment kept changing past the bound.
     GroupNotStable,
     /// After healing, an acked record was not consumed within the bound.

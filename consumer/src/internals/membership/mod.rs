@@ -32,6 +32,7 @@ use crate::internals::requests::{PollResult, ResponseBody};
 use crate::internals::settings::ConsumerSettings;
 use crate::network::NetworkError;
 use crate::rt::Instant;
+use crate::sabotage::{self, Sabotage};
 use crate::types::TopicPartition;
 
 /// What a commit needs to know about the member (Java's `Generation` plus the state checks of
@@ -249,6 +250,9 @@ impl PollGate {
 
     /// Whether the step may start in this round; if not, asks for a poll (once).
     pub fn open(&mut self, ctx: &mut ManagerContext<'_>) -> bool {
+        if sabotage::active(Sabotage::ReconcileWithoutPoll) {
+            return true;
+        }
         if std::mem::take(&mut self.polled) {
             return true;
         }
@@ -321,7 +325,10 @@ impl ListenerCalls {
 /// rejoins when the matched set changed, a KIP-848 member sends the new names with its next
 /// heartbeat. A change asks for metadata of the newly matched topics.
 pub(crate) fn match_pattern_subscription(ctx: &mut ManagerContext<'_>) {
-    if !ctx.subscriptions.needs_all_topics_metadata() {
+    if !ctx.subscriptions.needs_all_topics_metadata()
+        || (sabotage::active(Sabotage::PatternNotRematched)
+            && !ctx.subscriptions.subscribed_topics().is_empty())
+    {
         return;
     }
     let topics: Vec<&str> = ctx
@@ -338,6 +345,9 @@ pub(crate) fn match_pattern_subscription(ctx: &mut ManagerContext<'_>) {
 /// Stops fetching `partitions` and drops their buffered and in-flight data, ahead of a
 /// revoked or lost callback.
 pub(crate) fn stop_fetching(ctx: &mut ManagerContext<'_>, partitions: &BTreeSet<TopicPartition>) {
+    if sabotage::active(Sabotage::FetchRevokedPartitions) {
+        return;
+    }
     ctx.subscriptions.mark_pending_revocation(partitions);
     for tp in partitions {
         ctx.buffer.drop_buffered(tp);

@@ -16,6 +16,7 @@ use crate::internals::membership::{set_assignment, stop_fetching};
 use crate::internals::requests::{PollResult, ResponseBody};
 use crate::network::NetworkError;
 use crate::protocol::ResponseError;
+use crate::sabotage::{self, Sabotage};
 
 impl ClassicMembershipManager {
     /// Sends a heartbeat when one is due, in CompletingRebalance and Stable (KAFKA-10134: also
@@ -52,6 +53,9 @@ impl ClassicMembershipManager {
         }
         result.wake_at(self.timers.session_deadline());
         if self.heartbeat_in_flight.is_some() {
+            return;
+        }
+        if sabotage::active(Sabotage::HeartbeatPausedDuringCallback) && self.awaiting_callback() {
             return;
         }
         if !self.timers.should_heartbeat(ctx.now) {
@@ -162,6 +166,9 @@ impl ClassicMembershipManager {
             result.wake_at(self.timers.poll_deadline());
             return false;
         }
+        if sabotage::active(Sabotage::PollTimeoutNoLeave) {
+            return false;
+        }
         tracing::warn!(
             max_poll_interval_ms = self.rebalance_timeout_ms,
             "consumer poll timeout has expired: the time between calls to poll() was longer \
@@ -262,6 +269,10 @@ impl ClassicMembershipManager {
         }
         let owned = ctx.subscriptions.assigned();
         if owned.is_empty() {
+            return self.send_leave(ctx, result);
+        }
+        if sabotage::active(Sabotage::LeaveWithoutCallback) {
+            set_assignment(ctx, &BTreeSet::new(), &BTreeSet::new());
             return self.send_leave(ctx, result);
         }
         let callback = if self.generation.is_valid()

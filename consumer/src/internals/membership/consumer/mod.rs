@@ -44,6 +44,7 @@ use crate::internals::settings::ConsumerSettings;
 use crate::network::NetworkError;
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
+use crate::sabotage::{self, Sabotage};
 use crate::types::TopicPartition;
 use state::MemberState;
 
@@ -444,6 +445,14 @@ impl ConsumerMembershipManager {
     /// partitions being revoked are still held too. Topics whose ids metadata cannot name yet
     /// are left out, as the reconciliation leaves them out (KAFKA-16198).
     pub(super) fn owned_for_heartbeat(&self, ctx: &ManagerContext<'_>) -> (LocalAssignment, bool) {
+        if sabotage::active(Sabotage::OwnedReportsAcknowledgedOnly) {
+            return (self.current.clone(), false);
+        }
+        if sabotage::active(Sabotage::ReleaseBeforeRevokeCallback) {
+            if let Some(r) = &self.reconciliation {
+                return (r.resolved.clone(), true);
+            }
+        }
         let (mut holding, revocation_done) = match &self.reconciliation {
             Some(r) => (
                 r.resolved.clone(),
@@ -724,7 +733,7 @@ impl ConsumerMembershipManager {
             return;
         }
         let owned = ctx.subscriptions.assigned();
-        if owned.is_empty() {
+        if owned.is_empty() || sabotage::active(Sabotage::LeaveWithoutCallback) {
             return self.send_leave(ctx, result);
         }
         let callback = if self.member_epoch > 0 {
@@ -810,7 +819,7 @@ impl ConsumerMembershipManager {
             return;
         };
         if !self.state.is_leaving() {
-            if ctx.now >= self.poll_deadline {
+            if ctx.now >= self.poll_deadline && !sabotage::active(Sabotage::PollTimeoutNoLeave) {
                 return self.leave_on_poll_timeout(ctx, result);
             }
             // Never a wake-up in the past: the loop would spin (a leaving member's poll timer
@@ -818,6 +827,9 @@ impl ConsumerMembershipManager {
             result.wake_at(self.poll_deadline);
         }
         if self.heartbeat_in_flight.is_some() {
+            return;
+        }
+        if sabotage::active(Sabotage::HeartbeatPausedDuringCallback) && self.callback_out() {
             return;
         }
         if self.state == MemberState::Joining {
@@ -852,6 +864,25 @@ impl ConsumerMembershipManager {
             token,
         ));
         self.on_heartbeat_generated(ctx);
+    }
+
+    /// Whether a rebalance callback the member waits for is out (for
+    /// [`Sabotage::HeartbeatPausedDuringCallback`]).
+    fn callback_out(&self) -> bool {
+        self.lost_callback.is_some()
+            || matches!(
+                self.leave,
+                Some(Leave {
+                    stage: LeaveStage::Callback { .. },
+                    ..
+                })
+            )
+            || self.reconciliation.as_ref().is_some_and(|r| {
+                matches!(
+                    r.step,
+                    ReconcileStep::Revoke { .. } | ReconcileStep::Assign { .. }
+                )
+            })
     }
 
     /// The ConsumerGroupHeartbeat version the coordinator's own connection negotiated; a
