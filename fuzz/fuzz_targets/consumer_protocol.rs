@@ -49,7 +49,10 @@ fuzz_target!(|data: &[u8]| {
                 let encoded = encode_subscription(&subscription, version)
                     .expect("a decoded subscription re-encodes");
                 let again = decode_subscription(&encoded).expect("re-encoded bytes decode");
-                assert_eq!(sorted_subscription(again), sorted_subscription(subscription));
+                assert_eq!(
+                    sorted_subscription(again),
+                    sorted_subscription(subscription)
+                );
             }
         }
         1 => {
@@ -64,7 +67,9 @@ fuzz_target!(|data: &[u8]| {
         _ => {
             let member = StickyAssignor::decode_user_data(&bytes);
             if let Some(generation) = member.generation {
-                if let Some(encoded) = StickyAssignor::encode_user_data(&member.partitions, generation) {
+                if let Some(encoded) =
+                    StickyAssignor::encode_user_data(&member.partitions, generation)
+                {
                     let again = StickyAssignor::decode_user_data(&encoded);
                     assert_eq!(sorted_member_data(again), sorted_member_data(member));
                 }

@@ -48,7 +48,11 @@ fuzz_target!(|data: &[u8]| {
         }
     });
     match result {
-        Ok(out) => assert!(out.len() <= cap_bytes, "{} bytes past the {cap_bytes}-byte cap", out.len()),
+        Ok(out) => assert!(
+            out.len() <= cap_bytes,
+            "{} bytes past the {cap_bytes}-byte cap",
+            out.len()
+        ),
         Err(DecompressFailure::TooLarge) => {}
         Err(DecompressFailure::Codec(message)) => assert!(!message.is_empty()),
     }

@@ -65,7 +65,10 @@ fuzz_target!(|data: &[u8]| {
                 Ok(batch) => {
                     assert!(batch.len() <= max_records);
                     for record in &batch {
-                        assert!(record.offset >= fetch_offset, "record before the fetch offset");
+                        assert!(
+                            record.offset >= fetch_offset,
+                            "record before the fetch offset"
+                        );
                         if let Some(last) = last_offset {
                             assert!(record.offset > last, "offsets not increasing");
                         }

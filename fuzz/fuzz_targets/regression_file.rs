@@ -12,13 +12,16 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    with_alloc_cap(64 * text.len() + (64 << 10), || match Regression::parse(text) {
-        Ok(regression) => {
-            let printed = regression.to_string();
-            let again = Regression::parse(&printed)
-                .unwrap_or_else(|e| panic!("printed regression {printed:?} does not parse: {e}"));
-            assert_eq!(again, regression, "printed as {printed:?}");
+    with_alloc_cap(64 * text.len() + (64 << 10), || {
+        match Regression::parse(text) {
+            Ok(regression) => {
+                let printed = regression.to_string();
+                let again = Regression::parse(&printed).unwrap_or_else(|e| {
+                    panic!("printed regression {printed:?} does not parse: {e}")
+                });
+                assert_eq!(again, regression, "printed as {printed:?}");
+            }
+            Err(error) => assert!(!error.to_string().is_empty()),
         }
-        Err(error) => assert!(!error.to_string().is_empty()),
     });
 });

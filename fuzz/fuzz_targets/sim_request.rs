@@ -86,10 +86,19 @@ fn check_canary(broker: &Broker) {
     let mut size = [0u8; 4];
     stream.read_exact(&mut size).expect("canary gets an answer");
     let size = i32::from_be_bytes(size);
-    assert!((6..1 << 20).contains(&size), "canary answer of {size} bytes");
+    assert!(
+        (6..1 << 20).contains(&size),
+        "canary answer of {size} bytes"
+    );
     let mut body = vec![0u8; size as usize];
-    stream.read_exact(&mut body).expect("canary reads its answer");
-    assert_eq!(&body[..4], &correlation_id.to_be_bytes(), "canary's correlation id");
+    stream
+        .read_exact(&mut body)
+        .expect("canary reads its answer");
+    assert_eq!(
+        &body[..4],
+        &correlation_id.to_be_bytes(),
+        "canary's correlation id"
+    );
     assert_eq!(&body[4..6], &[0, 0], "canary's ApiVersions error code");
 }
 
@@ -141,6 +150,9 @@ fuzz_target!(|data: &[u8]| {
     }
     for ((start, hw, end), (_, _, end_before)) in after.iter().zip(&before) {
         assert!(start <= hw && hw <= end, "log offsets {start} {hw} {end}");
-        assert!(end >= end_before, "log end moved back from {end_before} to {end}");
+        assert!(
+            end >= end_before,
+            "log end moved back from {end_before} to {end}"
+        );
     }
 });

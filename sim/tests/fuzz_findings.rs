@@ -10,7 +10,8 @@ use tokio::net::TcpStream;
 /// 100 executions: a 48-byte ListOffsets v1 request whose topics array declares 589,824
 /// elements. kafka-protocol 0.18's `Array::decode` calls `Vec::with_capacity(count)` before
 /// reading an element, so the broker reserved 2.95 GB for it.
-const FOUND: &[u8] = include_bytes!("../../fuzz/known-crashes/sim_request-list-offsets-array-count");
+const FOUND: &[u8] =
+    include_bytes!("../../fuzz/known-crashes/sim_request-list-offsets-array-count");
 
 /// Offset of the topics array count in [`FOUND`]: length prefix, header (api key, version,
 /// correlation id, client id "seed"), replica id.
@@ -28,7 +29,9 @@ async fn answer_of(frame: &[u8]) -> Vec<u8> {
     })
     .await
     .unwrap();
-    let mut stream = TcpStream::connect(&cluster.bootstrap_servers()[0]).await.unwrap();
+    let mut stream = TcpStream::connect(&cluster.bootstrap_servers()[0])
+        .await
+        .unwrap();
     stream.write_all(frame).await.unwrap();
     stream.shutdown().await.unwrap();
     let mut answer = Vec::new();
@@ -45,7 +48,13 @@ async fn answer_of(frame: &[u8]) -> Vec<u8> {
             bytes left (fuzz/README.md)"]
 async fn a_request_declaring_more_array_elements_than_bytes_only_closes_its_connection() {
     let mut frame = FOUND.to_vec();
-    assert_eq!(&frame[TOPICS_COUNT_AT..TOPICS_COUNT_AT + 4], &0x0009_0000i32.to_be_bytes());
+    assert_eq!(
+        &frame[TOPICS_COUNT_AT..TOPICS_COUNT_AT + 4],
+        &0x0009_0000i32.to_be_bytes()
+    );
     frame[TOPICS_COUNT_AT..TOPICS_COUNT_AT + 4].copy_from_slice(&i32::MAX.to_be_bytes());
-    assert!(answer_of(&frame).await.is_empty(), "a malformed request gets no response");
+    assert!(
+        answer_of(&frame).await.is_empty(),
+        "a malformed request gets no response"
+    );
 }
