@@ -151,3 +151,34 @@ pub fn write_varint(out: &mut Vec<u8>, value: i32) {
 pub fn write_varlong(out: &mut Vec<u8>, value: i64) {
     crate::records::varint::write_varlong(out, value);
 }
+
+/// The client side of one SASL exchange (PLAIN, SCRAM or OAUTHBEARER) with a fixed seed, so a
+/// SCRAM client nonce is the same on every run and a fuzzer can echo it.
+pub struct SaslExchange {
+    client: Box<dyn crate::network::sasl::SaslClient>,
+}
+
+impl SaslExchange {
+    /// The state machine the consumer would run for `config`.
+    pub fn new(
+        config: &crate::network::sasl::SaslConfig,
+    ) -> Result<Self, crate::network::sasl::SaslError> {
+        let mut rng = crate::rt::SeededRng::seed_from_u64(0);
+        Ok(Self {
+            client: crate::network::sasl::client_for(config, &mut rng)?,
+        })
+    }
+
+    /// The first message, sent in the first SaslAuthenticate.
+    pub fn initial_response(&mut self) -> Result<Vec<u8>, crate::network::sasl::SaslError> {
+        Ok(self.client.initial_response()?.to_vec())
+    }
+
+    /// The next message for the server's `challenge`, `None` once authenticated.
+    pub fn evaluate(
+        &mut self,
+        challenge: &[u8],
+    ) -> Result<Option<Vec<u8>>, crate::network::sasl::SaslError> {
+        Ok(self.client.evaluate(challenge)?.map(|m| m.to_vec()))
+    }
+}
