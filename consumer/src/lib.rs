@@ -40,6 +40,9 @@ pub mod close_options;
 pub mod config;
 pub mod consumer;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod internals;
 pub mod network;
 pub mod protocol;

@@ -22,6 +22,8 @@ pub mod sticky;
 mod abstract_sticky;
 pub use abstract_sticky::MemberData;
 #[cfg(test)]
+mod protocol_proptests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;

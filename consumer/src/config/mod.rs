@@ -29,6 +29,8 @@ mod validate;
 mod values;
 
 #[cfg(test)]
+mod properties_proptests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

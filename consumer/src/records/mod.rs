@@ -37,17 +37,19 @@
 //! ```
 
 mod batch;
-mod compression;
+pub(crate) mod compression;
 mod control;
 mod decompression_buffer;
 mod error;
 mod header;
-mod lz4_frame;
+pub(crate) mod lz4_frame;
 mod record;
-mod varint;
+pub(crate) mod varint;
 mod writer;
 mod xxhash32;
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod test_support;
 

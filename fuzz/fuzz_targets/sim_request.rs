@@ -1,0 +1,158 @@
+//! The simulated broker's request path as `sim serve` runs it: arbitrary bytes on a fresh TCP
+//! connection to a real-mode broker (framing, request header, every API it serves, SASL off).
+//!
+//! Properties: the broker answers with responses or closes the connection, within a time
+//! bound, and never panics (a panicking connection task would leave the canary unanswered or
+//! abort the process); live allocation stays under the 100 MiB request limit plus headroom (a
+//! lying length prefix may reserve at most that, as in Kafka's `NetworkReceive`); another
+//! connection opened beforehand still gets a correct answer afterwards; the log of the
+//! pre-created partition keeps `log start <= high watermark <= log end`, and its end never
+//! moves back.
+#![no_main]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use kafka_consumer_fuzz::with_alloc_cap;
+use libfuzzer_sys::fuzz_target;
+use sim::config::ClusterConfig;
+use sim::real::{LocalCluster, LocalClusterOptions};
+
+const ALLOC_CAP_BYTES: usize = 160 * 1024 * 1024;
+/// How long a connection may take to answer and close after the client's input ends.
+const ANSWER_BOUND: Duration = Duration::from_secs(5);
+const TOPIC: &str = "fuzz";
+
+struct Broker {
+    _runtime: tokio::runtime::Runtime,
+    cluster: LocalCluster,
+    address: SocketAddr,
+    canary: Mutex<(TcpStream, i32)>,
+}
+
+fn broker() -> &'static Broker {
+    static BROKER: OnceLock<Broker> = OnceLock::new();
+    BROKER.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let mut config = ClusterConfig::default();
+        config.topics.insert(TOPIC.to_owned(), 2);
+        let cluster = runtime
+            .block_on(LocalCluster::start(LocalClusterOptions {
+                brokers: 1,
+                base_port: 0,
+                config,
+                group_shards: None,
+            }))
+            .expect("the broker binds a loopback port");
+        let address: SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
+        let canary = TcpStream::connect(address).expect("canary connects");
+        canary.set_read_timeout(Some(ANSWER_BOUND)).unwrap();
+        Broker {
+            _runtime: runtime,
+            cluster,
+            address,
+            canary: Mutex::new((canary, 0)),
+        }
+    })
+}
+
+/// An ApiVersions v0 request (header v1, client id "canary").
+fn api_versions_request(correlation_id: i32) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&18i16.to_be_bytes());
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&correlation_id.to_be_bytes());
+    body.extend_from_slice(&6i16.to_be_bytes());
+    body.extend_from_slice(b"canary");
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// The canary connection still answers ApiVersions correctly.
+fn check_canary(broker: &Broker) {
+    let mut canary = broker.canary.lock().unwrap();
+    let (stream, correlation_id) = &mut *canary;
+    *correlation_id = correlation_id.wrapping_add(1);
+    stream
+        .write_all(&api_versions_request(*correlation_id))
+        .expect("canary writes");
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).expect("canary gets an answer");
+    let size = i32::from_be_bytes(size);
+    assert!(
+        (6..1 << 20).contains(&size),
+        "canary answer of {size} bytes"
+    );
+    let mut body = vec![0u8; size as usize];
+    stream
+        .read_exact(&mut body)
+        .expect("canary reads its answer");
+    assert_eq!(
+        &body[..4],
+        &correlation_id.to_be_bytes(),
+        "canary's correlation id"
+    );
+    assert_eq!(&body[4..6], &[0, 0], "canary's ApiVersions error code");
+}
+
+/// (log start, high watermark, log end) of each partition of the pre-created topic.
+fn log_offsets(broker: &Broker) -> Vec<(i64, i64, i64)> {
+    let state = broker.cluster.controller().read();
+    (0..2)
+        .filter_map(|p| state.partition(TOPIC, p))
+        .map(|p| {
+            (
+                p.log.log_start_offset(),
+                p.log.high_watermark(),
+                p.log.log_end_offset(),
+            )
+        })
+        .collect()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let broker = broker();
+    let before = log_offsets(broker);
+    with_alloc_cap(ALLOC_CAP_BYTES, || {
+        let mut stream = TcpStream::connect(broker.address).expect("connects");
+        stream.set_read_timeout(Some(ANSWER_BOUND)).unwrap();
+        // The broker may close mid-write (a bad frame): that is an answer, not a failure.
+        let _ = stream.write_all(data);
+        let _ = stream.shutdown(Shutdown::Write);
+        let started = Instant::now();
+        let mut answer = [0u8; 64 * 1024];
+        loop {
+            match stream.read(&mut answer) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+                Err(e) => panic!("no answer and no close within {ANSWER_BOUND:?}: {e}"),
+            }
+            assert!(started.elapsed() < 2 * ANSWER_BOUND, "answers without end");
+        }
+    });
+    check_canary(broker);
+    let after = log_offsets(broker);
+    if after.len() != before.len() {
+        // A well-formed DeleteTopics or CreatePartitions is an answer too: start over.
+        broker.cluster.controller().update(|state| {
+            let _ = state.delete_topic(TOPIC);
+            state.create_topic(TOPIC, 2, 1, None).expect("recreated");
+        });
+        return;
+    }
+    for ((start, hw, end), (_, _, end_before)) in after.iter().zip(&before) {
+        assert!(start <= hw && hw <= end, "log offsets {start} {hw} {end}");
+        assert!(
+            end >= end_before,
+            "log end moved back from {end_before} to {end}"
+        );
+    }
+});
