@@ -1024,14 +1024,16 @@ mod cli {
         }
     }
 
-    /// `sabotage --witnesses`: each recorded first catch must still fail its checker.
+    /// `sabotage --witnesses`: each recorded first catch must still fail its checker under
+    /// its sabotage, and pass without it (else the seed proves nothing about the sabotage).
     fn sabotage_witnesses(jobs: usize) -> Result<ExitCode, String> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Mutex;
 
         let witnesses = scenarios::sabotage::WITNESSES;
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(usize, Result<Outcome, String>)>> = Mutex::new(Vec::new());
+        type Both = (Result<Outcome, String>, Result<Outcome, String>);
+        let results: Mutex<Vec<(usize, Both)>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..jobs {
                 scope.spawn(|| loop {
@@ -1039,7 +1041,7 @@ mod cli {
                     let Some(w) = witnesses.get(at) else {
                         return;
                     };
-                    let outcome = match Sabotage::from_name(w.sabotage) {
+                    let sabotaged = match Sabotage::from_name(w.sabotage) {
                         Some(s) => run_sabotaged_in_child(
                             w.scenario,
                             w.seed,
@@ -1048,6 +1050,8 @@ mod cli {
                         ),
                         None => Err(format!("no sabotage `{}`", w.sabotage)),
                     };
+                    let plain = run_seed_in_child(w.scenario, w.seed, SubjectKind::Consumer);
+                    let outcome = (sabotaged, plain);
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -1060,7 +1064,12 @@ mod cli {
         let mut failed = 0;
         for (at, outcome) in results {
             let w = witnesses[at];
-            let verdict = match &outcome {
+            let (sabotaged, plain) = &outcome;
+            let verdict = match sabotaged {
+                Ok(Outcome::Fail(..)) if !matches!(plain, Ok(Outcome::Pass)) => {
+                    failed += 1;
+                    "MISSED: fails without the sabotage too".to_owned()
+                }
                 Ok(Outcome::Fail(_, checkers)) if checkers.iter().any(|c| c == w.checker) => {
                     "caught".to_owned()
                 }
