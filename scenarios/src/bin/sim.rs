@@ -994,15 +994,18 @@ mod cli {
                 }
             });
             match catch {
-                Some(c) => println!(
-                    "{:<36} {:<28} {:<30} {:>5} {:>6}  {}",
-                    sabotage.name(),
-                    sabotage.origin(),
-                    c.scenario,
-                    c.seed,
-                    c.runs,
-                    c.checkers.join(",")
-                ),
+                Some(c) => {
+                    println!(
+                        "{:<36} {:<28} {:<30} {:>5} {:>6}  {}",
+                        sabotage.name(),
+                        sabotage.origin(),
+                        c.scenario,
+                        c.seed,
+                        c.runs,
+                        c.checkers.join(",")
+                    );
+                    println!("    {}", c.first_violation);
+                }
                 None => {
                     println!(
                         "{:<36} {:<28} {:<30} {:>5} {:>6}  NOT CAUGHT",
@@ -1027,43 +1030,27 @@ mod cli {
     /// `sabotage --witnesses`: each recorded first catch must still fail its checker under
     /// its sabotage, and pass without it (else the seed proves nothing about the sabotage).
     fn sabotage_witnesses(jobs: usize) -> Result<ExitCode, String> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Mutex;
-
         let witnesses = scenarios::sabotage::WITNESSES;
-        let next = AtomicUsize::new(0);
-        type Both = (Result<Outcome, String>, Result<Outcome, String>);
-        let results: Mutex<Vec<(usize, Both)>> = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs {
-                scope.spawn(|| loop {
-                    let at = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(w) = witnesses.get(at) else {
-                        return;
-                    };
-                    let sabotaged = match Sabotage::from_name(w.sabotage) {
-                        Some(s) => run_sabotaged_in_child(
-                            w.scenario,
-                            w.seed,
-                            SubjectKind::Consumer,
-                            Some(s),
-                        ),
-                        None => Err(format!("no sabotage `{}`", w.sabotage)),
-                    };
-                    let plain = run_seed_in_child(w.scenario, w.seed, SubjectKind::Consumer);
-                    let outcome = (sabotaged, plain);
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((at, outcome));
-                });
-            }
-        });
-        let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-        results.sort_by_key(|(at, _)| *at);
+        let indices: Vec<u64> = (0..witnesses.len() as u64).collect();
+        let (results, _) = run_seeds(
+            &indices,
+            jobs,
+            |at| {
+                let w = &witnesses[at as usize];
+                let sabotaged = match Sabotage::from_name(w.sabotage) {
+                    Some(s) => {
+                        run_sabotaged_in_child(w.scenario, w.seed, SubjectKind::Consumer, Some(s))
+                    }
+                    None => Err(format!("no sabotage `{}`", w.sabotage)),
+                };
+                let plain = run_seed_in_child(w.scenario, w.seed, SubjectKind::Consumer);
+                (sabotaged, plain)
+            },
+            |_| false,
+        );
         let mut failed = 0;
         for (at, outcome) in results {
-            let w = witnesses[at];
+            let w = witnesses[at as usize];
             let (sabotaged, plain) = &outcome;
             let verdict = match sabotaged {
                 Ok(Outcome::Fail(..)) if !matches!(plain, Ok(Outcome::Pass)) => {
