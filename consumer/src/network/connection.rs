@@ -202,9 +202,26 @@ impl Connection {
         let version =
             self.pinned_version::<SaslAuthenticateRequest>(SaslAuthenticateRequest::VERSIONS)?;
         for _ in 0..MAX_SASL_ROUNDS {
-            let request = SaslAuthenticateRequest::default()
-                .with_auth_bytes(Bytes::copy_from_slice(&message));
-            let response = self.round_trip(&request, version).await?;
+            // The message moves into the request, and the request is encoded into a frame
+            // that is zeroized once written (`encode_secret_request`): no copy of a password
+            // or token outlives the exchange.
+            let request =
+                SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_owner(message));
+            let correlation_id = self.in_flight.allocate_correlation_id();
+            let frame = codec::encode_secret_request(
+                &request,
+                version,
+                correlation_id,
+                self.settings.client_id.as_ref(),
+            )
+            .map_err(|source| NetworkError::Encode {
+                broker: self.broker.clone(),
+                source,
+            })?;
+            drop(request);
+            let response = self
+                .round_trip_frame::<SaslAuthenticateRequest>(frame, version, correlation_id)
+                .await?;
             if let Some(code) = ResponseError::try_from_code(response.error_code) {
                 let message = response
                     .error_message
@@ -264,7 +281,6 @@ impl Connection {
         request: &R,
         version: i16,
     ) -> Result<R::Response, NetworkError> {
-        let timeout_ms = self.settings.request_timeout_ms;
         let correlation_id = self.in_flight.allocate_correlation_id();
         let frame = codec::encode_request(
             request,
@@ -276,6 +292,19 @@ impl Connection {
             broker: self.broker.clone(),
             source,
         })?;
+        self.round_trip_frame::<R>(frame, version, correlation_id)
+            .await
+    }
+
+    /// The second half of [`round_trip`](Self::round_trip): sends `frame` (`R` encoded at
+    /// `version` with `correlation_id`) and decodes the answer.
+    async fn round_trip_frame<R: Request>(
+        &mut self,
+        frame: Bytes,
+        version: i16,
+        correlation_id: i32,
+    ) -> Result<R::Response, NetworkError> {
+        let timeout_ms = self.settings.request_timeout_ms;
         let frame = self
             .exchange_checked(
                 frame,

@@ -10,7 +10,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
+use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use zeroize::Zeroizing;
 
 use super::frame::LENGTH_PREFIX_BYTES;
 use super::{Api, ProtocolError};
@@ -22,29 +24,79 @@ pub fn encode_request<R: Request>(
     correlation_id: i32,
     client_id: Option<&StrBytes>,
 ) -> Result<Bytes, ProtocolError> {
-    let api = Api(R::KEY);
-    let encode_error = |message: String| ProtocolError::Encode {
+    let mut frame = BytesMut::new();
+    encode_frame_into(&mut frame, request, version, correlation_id, client_id)?;
+    Ok(frame.freeze())
+}
+
+/// [`encode_request`] for a request that carries a secret (SaslAuthenticate's password or
+/// token): the frame is written into one allocation of exactly its size, so no reallocation
+/// leaves a copy behind, and that allocation is zeroized when the last `Bytes` handle to it
+/// drops.
+pub fn encode_secret_request<R: Request>(
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+) -> Result<Bytes, ProtocolError> {
+    let (header, api) = request_header::<R>(version, correlation_id, client_id);
+    let size_error = |message: String| ProtocolError::Encode {
         api,
         version,
         message,
     };
+    let header_bytes = header
+        .compute_size(R::header_version(version))
+        .map_err(|e| size_error(format!("header: {e:#}")))?;
+    let body_bytes = request
+        .compute_size(version)
+        .map_err(|e| size_error(format!("{e:#}")))?;
+    let frame_bytes = LENGTH_PREFIX_BYTES + header_bytes + body_bytes;
+    let mut frame = Zeroizing::new(Vec::with_capacity(frame_bytes));
+    encode_frame_into(&mut *frame, request, version, correlation_id, client_id)?;
+    debug_assert_eq!(frame.capacity(), frame_bytes, "the frame was reallocated");
+    Ok(Bytes::from_owner(frame))
+}
+
+/// The request header for `R` at `version`, and the API for error messages.
+fn request_header<R: Request>(
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+) -> (RequestHeader, Api) {
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(client_id.cloned());
-    let mut frame = BytesMut::new();
+    (header, Api(R::KEY))
+}
+
+/// Appends `length | header | body` to `frame` (empty on entry).
+fn encode_frame_into<R: Request, B: ByteBufMut + std::ops::DerefMut<Target = [u8]>>(
+    frame: &mut B,
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&StrBytes>,
+) -> Result<(), ProtocolError> {
+    let (header, api) = request_header::<R>(version, correlation_id, client_id);
+    let encode_error = |message: String| ProtocolError::Encode {
+        api,
+        version,
+        message,
+    };
     frame.put_i32(0); // patched below, once the size is known
     header
-        .encode(&mut frame, R::header_version(version))
+        .encode(frame, R::header_version(version))
         .map_err(|e| encode_error(format!("header: {e:#}")))?;
     request
-        .encode(&mut frame, version)
+        .encode(frame, version)
         .map_err(|e| encode_error(format!("{e:#}")))?;
     let size_bytes = i32::try_from(frame.len() - LENGTH_PREFIX_BYTES)
         .map_err(|_| encode_error(format!("{} bytes do not fit a frame", frame.len())))?;
     frame[..LENGTH_PREFIX_BYTES].copy_from_slice(&size_bytes.to_be_bytes());
-    Ok(frame.freeze())
+    Ok(())
 }
 
 /// The correlation id of a response frame (every response header version starts with it).
@@ -126,6 +178,23 @@ mod tests {
             .unwrap();
         response.encode(&mut buf, version).unwrap();
         buf.freeze()
+    }
+
+    /// The zeroizing encoder writes the same bytes as the ordinary one, into one allocation
+    /// of exactly the frame's size (a reallocation would leave a copy of the secret behind).
+    #[test]
+    fn secret_frames_are_the_same_bytes_in_one_exact_allocation() {
+        use kafka_protocol::messages::SaslAuthenticateRequest;
+        let client_id = StrBytes::from_static_str("app");
+        for version in 0..=2 {
+            for auth_bytes in [&b""[..], b"\0alice\0s3cret", &[7u8; 300][..]] {
+                let request = SaslAuthenticateRequest::default()
+                    .with_auth_bytes(Bytes::copy_from_slice(auth_bytes));
+                let plain = encode_request(&request, version, 5, Some(&client_id)).unwrap();
+                let secret = encode_secret_request(&request, version, 5, Some(&client_id)).unwrap();
+                assert_eq!(plain, secret, "v{version}, {} auth bytes", auth_bytes.len());
+            }
+        }
     }
 
     #[test]

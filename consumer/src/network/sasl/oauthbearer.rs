@@ -19,6 +19,10 @@ use crate::network::secret::Secret;
 
 /// RFC 7628's key-value separator.
 const SEPARATOR: u8 = 0x01;
+/// RFC 7628's GS2 header without an authorization identity.
+const GS2_HEADER: &[u8] = b"n,,";
+/// The `auth` key-value pair's start (RFC 7628 §3.1).
+const AUTH_PREFIX: &[u8] = b"auth=Bearer ";
 
 /// A bearer token and what the client needs to know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,10 +159,23 @@ impl SaslClient for OAuthBearerClient {
                 )));
             }
         }
-        let mut message = Zeroizing::new(Vec::new());
-        message.extend_from_slice(b"n,,");
+        // One allocation of exactly the message's size: growing the vector would leave
+        // copies of the token behind in freed memory.
+        let extensions_bytes: usize = token
+            .extensions
+            .iter()
+            .map(|(key, value)| 2 + key.len() + value.len())
+            .sum();
+        let message_bytes = GS2_HEADER.len()
+            + 1
+            + AUTH_PREFIX.len()
+            + token.value.expose().len()
+            + extensions_bytes
+            + 2;
+        let mut message = Zeroizing::new(Vec::with_capacity(message_bytes));
+        message.extend_from_slice(GS2_HEADER);
         message.push(SEPARATOR);
-        message.extend_from_slice(b"auth=Bearer ");
+        message.extend_from_slice(AUTH_PREFIX);
         message.extend_from_slice(token.value.expose().as_bytes());
         for (key, value) in &token.extensions {
             message.push(SEPARATOR);
@@ -166,6 +183,11 @@ impl SaslClient for OAuthBearerClient {
         }
         message.push(SEPARATOR);
         message.push(SEPARATOR);
+        debug_assert_eq!(
+            message.capacity(),
+            message_bytes,
+            "the message was reallocated"
+        );
         self.state = State::TokenSent;
         Ok(message)
     }
@@ -227,6 +249,11 @@ mod tests {
         let first = client.initial_response().unwrap();
         let expected = format!("n,,\u{1}auth=Bearer {expected_token}\u{1}traceId=123\u{1}\u{1}");
         assert_eq!(&first[..], expected.as_bytes());
+        assert_eq!(
+            first.capacity(),
+            first.len(),
+            "one exact allocation holds the token"
+        );
         let ack = client.evaluate(br#"{"status":"invalid_token"}"#).unwrap();
         assert_eq!(ack.as_deref().map(|v| &v[..]), Some(&[SEPARATOR][..]));
         assert_eq!(

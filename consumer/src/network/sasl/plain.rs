@@ -52,7 +52,9 @@ mod tests {
     #[test]
     fn one_message_then_done() {
         let mut client = PlainClient::new("alice", &Secret::new("s3cret"));
-        assert_eq!(&client.initial_response().unwrap()[..], b"\0alice\0s3cret");
+        let message = client.initial_response().unwrap();
+        assert_eq!(&message[..], b"\0alice\0s3cret");
+        assert_eq!(message.capacity(), message.len(), "one exact allocation");
         assert_eq!(client.evaluate(b"").unwrap(), None);
         assert!(client.evaluate(b"unexpected").is_err());
     }
