@@ -6,7 +6,7 @@
 //! `kafka-protocol` failure (an `anyhow` error) becomes a [`ProtocolError`] naming the API and
 //! version.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
@@ -157,6 +157,7 @@ fn exact_parse<R: Request>(frame: &Bytes, version: i16) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use bytes::BufMut;
     use kafka_protocol::messages::api_versions_response::ApiVersion;
     use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 
