@@ -39,13 +39,12 @@ async fn answer_of(frame: &[u8]) -> Vec<u8> {
     answer
 }
 
-/// The same request declaring `i32::MAX` topics: the reservation cannot be satisfied, and an
-/// allocation failure aborts the whole process (every connection, every test beside it) where
-/// the broker must close this one connection, as Kafka does for an array count larger than the
-/// bytes left (`Tried to allocate a collection of size …`).
+/// The same request declaring `i32::MAX` topics: before the patch of the vendored
+/// kafka-protocol (third_party/kafka-protocol/PATCHED.md) the reservation could not be
+/// satisfied and the allocation failure aborted the whole process (every connection, every test
+/// beside it). The broker must close this one connection, as Kafka does for an array count
+/// larger than the bytes left (`Tried to allocate a collection of size …`).
 #[tokio::test]
-#[ignore = "open finding: aborts the process until kafka-protocol bounds array counts by the \
-            bytes left (fuzz/README.md)"]
 async fn a_request_declaring_more_array_elements_than_bytes_only_closes_its_connection() {
     let mut frame = FOUND.to_vec();
     assert_eq!(
@@ -57,4 +56,32 @@ async fn a_request_declaring_more_array_elements_than_bytes_only_closes_its_conn
         answer_of(&frame).await.is_empty(),
         "a malformed request gets no response"
     );
+}
+
+/// The request as found: refused on its count, its connection closed, and no 2.95 GB
+/// reservation. The process's peak virtual size (`VmPeak`, which counts a reservation even
+/// when its pages are never touched) must not grow by anything near the 2.95 GB the unpatched
+/// decoder asked for.
+#[tokio::test]
+async fn the_found_list_offsets_request_only_closes_its_connection() {
+    let before_kib = vm_peak_kib();
+    assert!(
+        answer_of(FOUND).await.is_empty(),
+        "a malformed request gets no response"
+    );
+    let grown_kib = vm_peak_kib() - before_kib;
+    assert!(
+        grown_kib < 1024 * 1024,
+        "the peak virtual size grew by {grown_kib} KiB"
+    );
+}
+
+/// `VmPeak` of this process, in KiB (Linux).
+fn vm_peak_kib() -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmPeak:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmPeak in /proc/self/status")
 }

@@ -181,6 +181,42 @@ mod tests {
         buf.freeze()
     }
 
+    /// A length or element count larger than the bytes left in the frame is a decode error
+    /// naming it, refused before anything is allocated for it (the vendored kafka-protocol's
+    /// patch, third_party/kafka-protocol/PATCHED.md; Kafka's readers do the same). Before the
+    /// patch, the first frame below made the decoder reserve `i32::MAX` brokers (171 GB): the
+    /// allocation failed and the process aborted.
+    #[test]
+    fn lengths_and_counts_beyond_the_frame_are_refused_before_allocating() {
+        let refused = |frame: Vec<u8>, version: i16, expected: &str| {
+            let error =
+                decode_response::<MetadataRequest>(Bytes::from(frame), version).unwrap_err();
+            assert!(
+                error.to_string().contains(expected),
+                "v{version}: {error} does not contain {expected:?}"
+            );
+        };
+        let correlation_id = 9i32.to_be_bytes();
+        // v1 (header v0): the brokers array declares i32::MAX elements.
+        let mut frame = correlation_id.to_vec();
+        frame.extend_from_slice(&i32::MAX.to_be_bytes());
+        refused(
+            frame,
+            1,
+            "Array length 2147483647 is larger than the 0 bytes remaining",
+        );
+        // v12 (flexible, header v1): a compact brokers array of u32::MAX - 1 elements.
+        let mut frame = correlation_id.to_vec();
+        frame.push(0); // no tagged fields in the header
+        frame.extend_from_slice(&0i32.to_be_bytes()); // throttle_time_ms
+        frame.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        refused(
+            frame,
+            12,
+            "CompactArray length 4294967294 is larger than the 0 bytes remaining",
+        );
+    }
+
     /// The zeroizing encoder writes the same bytes as the ordinary one, into one allocation
     /// of exactly the frame's size (a reallocation would leave a copy of the secret behind).
     #[test]
