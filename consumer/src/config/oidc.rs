@@ -209,3 +209,162 @@ pub(crate) fn token_endpoint_provider(
     })?;
     Ok(Arc::new(provider))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConsumerConfig, Parsed};
+
+    const JAAS: &str = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                        required clientId=\"jaas-id\" clientSecret=\"hunter2\" scope=\"s\";";
+    const URL: &str = "https://idp.example/token";
+
+    fn parse(extra: &[(&str, &str)]) -> Result<Parsed, ConfigError> {
+        let mut builder = ConsumerConfig::builder()
+            .bootstrap_servers(["localhost:9092"])
+            .set("security.protocol", "SASL_SSL")
+            .set("sasl.mechanism", "OAUTHBEARER")
+            .set("sasl.jaas.config", JAAS)
+            .sasl_oauthbearer_allowed_urls([URL]);
+        for (key, value) in extra {
+            builder = builder.set(*key, *value);
+        }
+        builder.build_with_warnings()
+    }
+
+    fn invalid_key(extra: &[(&str, &str)]) -> &'static str {
+        match parse(extra) {
+            Err(ConfigError::InvalidValue { key, .. }) => key,
+            other => panic!("expected InvalidValue, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_handler_classes_are_refused() {
+        assert_eq!(
+            invalid_key(&[(HANDLER_KEY, "com.example.MyLoginCallbackHandler")]),
+            HANDLER_KEY
+        );
+        // Kafka's token-endpoint handler is OAUTHBEARER's only.
+        let error = ConsumerConfig::builder()
+            .bootstrap_servers(["localhost:9092"])
+            .set("security.protocol", "SASL_SSL")
+            .sasl_password(SaslMechanism::Plain, "u", "p")
+            .set(HANDLER_KEY, TOKEN_ENDPOINT_HANDLERS[0])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::InvalidValue {
+                    key: HANDLER_KEY,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        // The explicit default handler is the unsecured login.
+        assert!(parse(&[
+            (HANDLER_KEY, UNSECURED_HANDLER),
+            ("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=x;"),
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn an_endpoint_without_kafkas_handler_is_refused_naming_the_handler() {
+        assert_eq!(invalid_key(&[(URL_KEY, URL)]), HANDLER_KEY);
+    }
+
+    #[cfg(all(feature = "oidc", not(madsim)))]
+    #[test]
+    fn token_endpoint_settings_are_validated_naming_the_key() {
+        let handler = (HANDLER_KEY, TOKEN_ENDPOINT_HANDLERS[0]);
+        let url = (URL_KEY, URL);
+        assert!(matches!(
+            parse(&[handler]),
+            Err(ConfigError::Missing { key: URL_KEY })
+        ));
+        for (key, bad) in [
+            ("sasl.login.refresh.window.factor", "0.4"),
+            ("sasl.login.refresh.window.jitter", "0.3"),
+            ("sasl.login.refresh.min.period.seconds", "901"),
+            ("sasl.login.refresh.buffer.seconds", "-1"),
+            ("sasl.login.connect.timeout.ms", "-5"),
+            ("sasl.login.retry.backoff.ms", "soon"),
+            ("sasl.oauthbearer.header.urlencode", "maybe"),
+            ("sasl.oauthbearer.sub.claim.name", " "),
+            (URL_KEY, "ftp://idp.example/token"),
+        ] {
+            assert_eq!(invalid_key(&[handler, url, (key, bad)]), key, "{key}={bad}");
+        }
+        // Both handler names Kafka has used are accepted; 3.x's too.
+        for class in TOKEN_ENDPOINT_HANDLERS {
+            assert!(parse(&[(HANDLER_KEY, class), url]).is_ok(), "{class}");
+        }
+    }
+
+    #[cfg(all(feature = "oidc", not(madsim)))]
+    #[test]
+    fn credentials_come_from_the_kafka_keys_before_the_jaas_options() {
+        let handler = (HANDLER_KEY, TOKEN_ENDPOINT_HANDLERS[0]);
+        let url = (URL_KEY, URL);
+        let shown = |parsed: Parsed| format!("{:?}", parsed.config.security().sasl);
+        let from_jaas = shown(parse(&[handler, url]).unwrap());
+        assert!(from_jaas.contains("jaas-id"), "{from_jaas}");
+        let from_keys = shown(
+            parse(&[
+                handler,
+                url,
+                ("sasl.oauthbearer.client.credentials.client.id", "key-id"),
+            ])
+            .unwrap(),
+        );
+        assert!(from_keys.contains("key-id"), "{from_keys}");
+        assert!(!from_keys.contains("hunter2"), "{from_keys}");
+        // Neither gives a secret: refused naming the 4.1 key, the JAAS text never echoed.
+        let error = parse(&[
+            handler,
+            url,
+            ("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId=\"id\";"),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ConfigError::InvalidValue {
+                    key: "sasl.oauthbearer.client.credentials.client.secret",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let error = parse(&[
+            handler,
+            url,
+            (
+                "sasl.oauthbearer.client.credentials.client.secret",
+                "hunter3",
+            ),
+            ("sasl.oauthbearer.client.credentials.client.id", " "),
+            (
+                "sasl.jaas.config",
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            ),
+        ])
+        .unwrap_err();
+        assert!(!error.to_string().contains("hunter3"), "{error}");
+    }
+
+    /// Without the feature, or in simulation, the handler is refused naming its key.
+    #[cfg(not(all(feature = "oidc", not(madsim))))]
+    #[test]
+    fn the_token_endpoint_needs_the_feature_and_real_mode() {
+        let error =
+            parse(&[(HANDLER_KEY, TOKEN_ENDPOINT_HANDLERS[0]), (URL_KEY, URL)]).unwrap_err();
+        assert!(
+            matches!(&error, ConfigError::Unsupported { key, .. } if key == HANDLER_KEY),
+            "{error}"
+        );
+    }
+}

@@ -556,3 +556,122 @@ impl fmt::Debug for OidcTokenProvider {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unsecured_jwt(claims: &str) -> String {
+        jwt::tests::jwt(claims)
+    }
+
+    fn temp_file(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("oidc-provider-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn builder_validates_without_fetching() {
+        let url = "https://idp.example/token";
+        let error = OidcTokenProvider::builder(url)
+            .client_secret("hunter2")
+            .allowed_urls([url])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                OidcError::Config {
+                    key: "sasl.oauthbearer.client.credentials.client.id",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let provider = OidcTokenProvider::builder(url)
+            .client_id("id")
+            .client_secret("hunter2")
+            .allowed_urls([url])
+            .build()
+            .unwrap();
+        let shown = format!("{provider:?}");
+        assert!(
+            shown.contains("idp.example") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        // Nothing was fetched: the network task would get an error, not a stale token.
+        assert!(provider.token().unwrap_err().contains("no token"));
+        let error = OidcTokenProvider::builder(url)
+            .client_id("id")
+            .client_secret("s")
+            .refresh(RefreshConfig {
+                window_jitter: 0.5,
+                ..RefreshConfig::default()
+            })
+            .allowed_urls([url])
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                OidcError::Config {
+                    key: "sasl.login.refresh.window.jitter",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    /// A refresh that fails keeps the old token until it expires, then `token()` reports the
+    /// failure; a login failure is a typed error. Uses a `file:` endpoint, whose refreshes
+    /// read the file again.
+    #[test]
+    fn a_failed_refresh_keeps_the_token_until_it_expires() {
+        let path = temp_file("refresh.jwt");
+        let url = format!("file:{}", path.display());
+        let now_s = wall_clock_ms() / 1000;
+        std::fs::write(
+            &path,
+            unsecured_jwt(&format!(
+                r#"{{"sub":"svc","iat":{now_s},"exp":{}}}"#,
+                now_s + 6
+            )),
+        )
+        .unwrap();
+        let provider = OidcTokenProvider::builder(url.clone())
+            .allowed_urls([&url])
+            .refresh(RefreshConfig {
+                window_factor: 0.5,
+                window_jitter: 0.0,
+                min_period_seconds: 0,
+                buffer_seconds: 0,
+            })
+            .build()
+            .unwrap();
+        provider.login().unwrap();
+        let first = provider.token().unwrap();
+        assert_eq!(first.expires_at_ms, (now_s + 6) * 1000);
+        // The refresh, at half the lifetime (2 to 3 s from now), finds no valid token.
+        std::fs::write(&path, "not a jwt").unwrap();
+        std::thread::sleep(Duration::from_millis(3_500));
+        assert_eq!(provider.token().unwrap(), first, "the old token is kept");
+        std::thread::sleep(Duration::from_millis(
+            u64::try_from(first.expires_at_ms - wall_clock_ms()).unwrap_or(0) + 100,
+        ));
+        let error = provider.token().unwrap_err();
+        assert!(
+            error.contains("expired") && error.contains("Could not validate"),
+            "{error}"
+        );
+
+        // A login whose token is refused fails with the typed error.
+        let error = provider.fetch_initial_token().unwrap_err();
+        assert!(
+            matches!(&error, OidcError::Fetch { endpoint, .. } if *endpoint == url),
+            "{error}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+}

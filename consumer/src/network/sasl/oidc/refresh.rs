@@ -212,17 +212,17 @@ mod tests {
     }
 
     #[test]
-    fn a_refresh_time_in_the_past_becomes_ten_seconds_from_now() {
+    fn a_window_point_already_passed_refreshes_when_the_min_period_ends() {
         let config = RefreshConfig {
             window_factor: 0.5,
             window_jitter: 0.0,
-            min_period_seconds: 0,
+            min_period_seconds: 30,
             buffer_seconds: 0,
         };
-        // A token issued "in the future" (clock skew) whose window point lies before now is
-        // not refreshed in a busy loop.
+        // Issued 10 hours ago, valid for one more: half-life is long past, so the refresh
+        // waits only for the min period rather than running in a busy loop or never.
         let held = lifetime(Some(NOW - 10 * HOUR_MS), NOW + HOUR_MS);
-        assert_eq!(next_refresh_ms(&config, NOW, held, 0.0), NOW + 10_000);
+        assert_eq!(next_refresh_ms(&config, NOW, held, 0.0), NOW + 30_000);
     }
 
     #[test]
