@@ -348,9 +348,9 @@ async fn a_wrong_client_secret_fails_construction_at_once() {
     .build()
     .unwrap();
     let started = Instant::now();
-    let error = Consumer::new(config)
-        .err()
-        .expect("a 401 must fail construction");
+    let Err(error) = Consumer::new(config) else {
+        panic!("a 401 must fail construction");
+    };
     // A 4xx is not retried: one request, well inside the 10 s retry budget.
     assert!(
         started.elapsed() < Duration::from_secs(3),
