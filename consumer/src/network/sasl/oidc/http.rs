@@ -25,6 +25,12 @@ impl HttpClient {
         let config = ureq::Agent::config_builder()
             // Statuses are read by `exchange::read_response`, not turned into errors here.
             .http_status_as_error(false)
+            // No redirects: the allow-list names the one URL the client may contact, and a
+            // redirect would lead the credentials elsewhere. A 3xx is retried as unexpected.
+            .max_redirects(0)
+            // Direct connections, as Java's `HttpURLConnection` makes without proxy system
+            // properties; ureq would otherwise pick a proxy from the environment.
+            .proxy(None)
             .timeout_connect(timeouts.connect_ms.map(Duration::from_millis))
             .timeout_recv_response(timeouts.read_ms.map(Duration::from_millis))
             .timeout_recv_body(timeouts.read_ms.map(Duration::from_millis))
