@@ -4,8 +4,9 @@
 //! checks the grant, the Basic credentials and the scope of every request and issues
 //! `alg: none` JWTs for the harness user.
 //!
-//! - a group consumes exactly what was produced over SASL_PLAINTEXT and SASL_SSL, configured
-//!   once through the Kafka 4.1 keys and once through the JAAS options;
+//! - a group consumes exactly what was produced over SASL_PLAINTEXT (token endpoint on http,
+//!   Kafka 4.1 keys) and SASL_SSL (endpoint on https with the harness CA given as JAAS
+//!   options, as Java reads it);
 //! - a wrong client secret (the endpoint answers 401) fails `Consumer::new` with
 //!   `Error::Authentication` at once, quoting the endpoint's error and never the secret;
 //! - a URL outside the allow-list is refused by `build()` with Kafka's message;
@@ -94,23 +95,66 @@ struct TokenEndpoint {
 }
 
 impl TokenEndpoint {
+    /// Plain HTTP on 127.0.0.1.
     fn start(subject: &str, lifetime_s: i64) -> Self {
+        Self::start_with(subject, lifetime_s, None)
+    }
+
+    /// HTTPS on `localhost` with the broker's certificate (issued by the harness CA).
+    fn start_tls(subject: &str, lifetime_s: i64, s: &Secured) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let pem = std::fs::read(
+            std::path::Path::new(&s.env["KAFKA_CA_PEM"]).with_file_name("broker.pem"),
+        )
+        .unwrap();
+        let chain = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(&pem).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        Self::start_with(subject, lifetime_s, Some(Arc::new(config)))
+    }
+
+    fn start_with(subject: &str, lifetime_s: i64, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/oauth2/token", listener.local_addr().unwrap());
+        let port = listener.local_addr().unwrap().port();
+        let url = match tls {
+            Some(_) => format!("https://localhost:{port}/oauth2/token"),
+            None => format!("http://127.0.0.1:{port}/oauth2/token"),
+        };
         let issued = Arc::new(AtomicUsize::new(0));
         let violations = Arc::new(Mutex::new(Vec::new()));
         let (issued_in, violations_in, subject) =
             (issued.clone(), violations.clone(), subject.to_owned());
+        // Counted before the answer is written, so a client that got its answer always
+        // sees the count.
+        let record = move |outcome: Result<(), String>| match outcome {
+            Ok(()) => {
+                issued_in.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(violation) => violations_in.lock().unwrap().push(violation),
+        };
         #[allow(clippy::disallowed_methods)] // a real HTTP server beside the real broker
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let answer = serve(&stream, &subject, lifetime_s);
-                match answer {
-                    Ok(()) => {
-                        issued_in.fetch_add(1, Ordering::SeqCst);
+                match &tls {
+                    None => serve(&mut &stream, &subject, lifetime_s, &record),
+                    Some(config) => {
+                        let connection = rustls::ServerConnection::new(config.clone()).unwrap();
+                        let mut tls_stream = rustls::StreamOwned::new(connection, stream);
+                        serve(&mut tls_stream, &subject, lifetime_s, &record);
+                        tls_stream.conn.send_close_notify();
+                        let _ = tls_stream.flush();
                     }
-                    Err(violation) => violations_in.lock().unwrap().push(violation),
                 }
             }
         });
@@ -132,41 +176,64 @@ impl TokenEndpoint {
 }
 
 /// Reads one request; answers 200 with a token if it is a correct client-credentials request,
-/// 401 `invalid_client` for wrong credentials (not a violation: tests send them on purpose),
-/// 400 otherwise.
-fn serve(stream: &std::net::TcpStream, subject: &str, lifetime_s: i64) -> Result<(), String> {
-    let mut reader = BufReader::new(stream);
-    let mut request_line = String::new();
-    reader
-        .read_line(&mut request_line)
-        .map_err(|e| e.to_string())?;
-    let mut headers = BTreeMap::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).map_err(|e| e.to_string())?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
+/// 401 `invalid_client` for wrong credentials (recorded as a violation, which the wrong-secret
+/// test expects), 400 otherwise. `record` gets the verdict before the answer is written.
+fn serve<S: Read + Write>(
+    stream: &mut S,
+    subject: &str,
+    lifetime_s: i64,
+    record: &dyn Fn(Result<(), String>),
+) {
+    let request = (|| {
+        let mut reader = BufReader::new(&mut *stream);
+        let mut request_line = String::new();
+        reader.read_line(&mut request_line)?;
+        let mut headers = BTreeMap::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line)?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+            }
         }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
-        }
-    }
-    let length: usize = headers
-        .get("content-length")
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).map_err(|e| e.to_string())?;
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let mut writer = stream;
-    let mut respond = |status: &str, json: String| {
-        let _ = write!(
-            writer,
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
-            json.len()
-        );
+        let length: usize = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        Ok::<_, std::io::Error>((
+            request_line,
+            headers,
+            String::from_utf8_lossy(&body).into_owned(),
+        ))
+    })();
+    let (request_line, headers, body) = match request {
+        Ok(request) => request,
+        Err(error) => return record(Err(format!("unreadable request: {error}"))),
     };
+    let (status, json, outcome) = answer(&request_line, &headers, &body, subject, lifetime_s);
+    record(outcome);
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+        json.len()
+    );
+    let _ = stream.flush();
+}
+
+/// The status line, JSON body and verdict for one request.
+fn answer(
+    request_line: &str,
+    headers: &BTreeMap<String, String>,
+    body: &str,
+    subject: &str,
+    lifetime_s: i64,
+) -> (&'static str, String, Result<(), String>) {
     let expected_auth = format!(
         "Basic {}",
         STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"))
@@ -183,16 +250,19 @@ fn serve(stream: &std::net::TcpStream, subject: &str, lifetime_s: i64) -> Result
         problems.push(format!("body {body:?}"));
     }
     if !problems.is_empty() {
-        respond("400 Bad Request", r#"{"error":"invalid_request"}"#.into());
-        return Err(problems.join("; "));
+        return (
+            "400 Bad Request",
+            r#"{"error":"invalid_request"}"#.into(),
+            Err(problems.join("; ")),
+        );
     }
     if headers.get("authorization") != Some(&expected_auth) {
-        respond(
+        return (
             "401 Unauthorized",
             r#"{"error":"invalid_client","error_description":"client authentication failed"}"#
                 .into(),
+            Err("wrong credentials (answered 401)".into()),
         );
-        return Err("wrong credentials (answered 401)".into());
     }
     let now_s = std::time::UNIX_EPOCH.elapsed().unwrap().as_secs() as i64;
     let claims = format!(
@@ -204,11 +274,11 @@ fn serve(stream: &std::net::TcpStream, subject: &str, lifetime_s: i64) -> Result
         URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#),
         URL_SAFE_NO_PAD.encode(claims)
     );
-    respond(
+    (
         "200 OK",
         format!(r#"{{"access_token":"{token}","token_type":"Bearer","expires_in":{lifetime_s}}}"#),
-    );
-    Ok(())
+        Ok(()),
+    )
 }
 
 /// How the client credentials are configured.
@@ -251,12 +321,23 @@ fn oidc_config(
             .set("sasl.oauthbearer.client.credentials.client.id", CLIENT_ID)
             .set("sasl.oauthbearer.client.credentials.client.secret", secret)
             .set("sasl.oauthbearer.scope", SCOPE),
-        Style::Jaas => builder.set(
-            "sasl.jaas.config",
-            format!(
-                "{module} clientId=\"{CLIENT_ID}\" clientSecret=\"{secret}\" scope=\"{SCOPE}\";"
-            ),
-        ),
+        Style::Jaas => {
+            // An https endpoint's CA comes from JAAS options, as in Java.
+            let trust = if endpoint_url.starts_with("https:") {
+                format!(
+                    " ssl.truststore.type=\"PEM\" ssl.truststore.location=\"{}\"",
+                    s.env["KAFKA_CA_PEM"]
+                )
+            } else {
+                String::new()
+            };
+            builder.set(
+                "sasl.jaas.config",
+                format!(
+                    "{module} clientId=\"{CLIENT_ID}\" clientSecret=\"{secret}\" scope=\"{SCOPE}\"{trust};"
+                ),
+            )
+        }
     }
 }
 
@@ -297,18 +378,21 @@ fn lines(range: std::ops::Range<usize>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_consume_exactly_over_oauthbearer_from_the_token_endpoint() {
     let Some(s) = secured() else { return };
-    let endpoint = TokenEndpoint::start(&s.env["KAFKA_SASL_USER"], 3600);
+    let user = &s.env["KAFKA_SASL_USER"];
+    let http = TokenEndpoint::start(user, 3600);
+    let https = TokenEndpoint::start_tls(user, 3600, &s);
     let mut admin = client(s.plaintext.clone());
     let topic = unique("oidc-consume");
     create_topic(&mut admin, &topic, 3).await;
     produce_with_java(&s.plaintext, &topic, "none", &lines(0..200));
-    for (listener, bootstrap, style) in [
+    for (listener, bootstrap, style, endpoint) in [
         (
             SecurityProtocol::SaslPlaintext,
             &s.sasl_plaintext,
             Style::Keys,
+            &http,
         ),
-        (SecurityProtocol::SaslSsl, &s.sasl_ssl, Style::Jaas),
+        (SecurityProtocol::SaslSsl, &s.sasl_ssl, Style::Jaas, &https),
     ] {
         let label = format!("{listener} {style:?}");
         let before = endpoint.issued();
@@ -329,8 +413,8 @@ async fn groups_consume_exactly_over_oauthbearer_from_the_token_endpoint() {
         let mut seen = BTreeSet::new();
         consume(&mut consumer, &mut seen, 200, &label).await;
         consumer.close(Duration::from_secs(20)).await.unwrap();
+        endpoint.assert_no_violations();
     }
-    endpoint.assert_no_violations();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -471,4 +555,31 @@ async fn short_lived_tokens_are_refreshed_for_reauthentication_with_nothing_lost
     let issued = endpoint.issued();
     assert!(issued >= 5, "only {issued} tokens fetched");
     endpoint.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_endpoint_is_verified_against_the_configured_ca() {
+    let Some(s) = secured() else { return };
+    let endpoint = TokenEndpoint::start_tls(&s.env["KAFKA_SASL_USER"], 3600, &s);
+    // Kafka 4.1 keys, no JAAS trust store: the harness CA is not among the Mozilla roots.
+    let config = oidc_config(
+        &s,
+        &s.sasl_plaintext,
+        SecurityProtocol::SaslPlaintext,
+        &endpoint.url,
+        CLIENT_SECRET,
+        Style::Keys,
+    )
+    .set("sasl.login.retry.backoff.ms", "50")
+    .set("sasl.login.retry.backoff.max.ms", "300")
+    .build()
+    .unwrap();
+    let Err(error) = Consumer::new(config) else {
+        panic!("an untrusted token endpoint must fail construction");
+    };
+    let Error::Authentication { message, .. } = &error else {
+        panic!("expected Error::Authentication, got {error:?}");
+    };
+    assert!(message.to_lowercase().contains("certificate"), "{message}");
+    assert_eq!(endpoint.issued(), 0);
 }

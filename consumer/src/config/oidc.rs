@@ -109,6 +109,50 @@ pub(crate) fn token_endpoint_provider(
     })
 }
 
+/// The CA certificates for an https token endpoint: Java reads the `ssl.*` client settings
+/// for it from the JAAS options (`JaasOptionsUtils.createSSLSocketFactory`), not from the
+/// consumer's own `ssl.*` keys. PEM only, as for the broker connection.
+#[cfg(all(feature = "oidc", not(madsim)))]
+fn jaas_trust_store(entry: &JaasEntry) -> Result<Option<String>, ConfigError> {
+    let option = |name: &str| {
+        entry
+            .options
+            .get(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let jaas = spec("sasl.jaas.config");
+    let location = option("ssl.truststore.location");
+    let certificates = option("ssl.truststore.certificates");
+    if location.is_none() && certificates.is_none() {
+        return Ok(None);
+    }
+    if !option("ssl.truststore.type").is_some_and(|t| t.eq_ignore_ascii_case("PEM")) {
+        return Err(invalid(
+            jaas,
+            "",
+            "the JAAS option ssl.truststore.type=PEM with ssl.truststore.location or \
+             ssl.truststore.certificates (JKS and PKCS12 stores are not supported)",
+        ));
+    }
+    match (location, certificates) {
+        (Some(_), Some(_)) => Err(invalid(
+            jaas,
+            "",
+            "either the JAAS option ssl.truststore.location or ssl.truststore.certificates, \
+             not both",
+        )),
+        (Some(path), None) => std::fs::read_to_string(&path).map(Some).map_err(|error| {
+            invalid(
+                jaas,
+                "",
+                format!("a readable PEM file in the JAAS option ssl.truststore.location ({path}: {error})"),
+            )
+        }),
+        (None, certificates) => Ok(certificates),
+    }
+}
+
 /// The token-endpoint provider for the `OAuthBearerLoginModule` entry: validated (URL,
 /// allow-list, credentials, ranges), nothing fetched yet.
 #[cfg(all(feature = "oidc", not(madsim)))]
@@ -193,7 +237,19 @@ pub(crate) fn token_endpoint_provider(
     if let Some(urls) = allowed_urls {
         builder = builder.allowed_urls(urls);
     }
+    if let Some(pem) = jaas_trust_store(entry)? {
+        builder = builder.ssl_truststore_pem(pem);
+    }
     let provider = builder.build().map_err(|error| match error {
+        // The trust store came from JAAS options: name the key that held them.
+        OidcError::Config {
+            key: "ssl.truststore.certificates",
+            message,
+        } => invalid(
+            spec("sasl.jaas.config"),
+            "",
+            format!("a PEM trust store in the JAAS ssl.truststore.* options ({message})"),
+        ),
         OidcError::Config { key, message } => {
             let raw = if key == URL_KEY {
                 url.clone()
@@ -354,6 +410,35 @@ mod tests {
         ])
         .unwrap_err();
         assert!(!error.to_string().contains("hunter3"), "{error}");
+    }
+
+    #[cfg(all(feature = "oidc", not(madsim)))]
+    #[test]
+    fn the_endpoint_trust_store_comes_from_jaas_options_and_must_be_pem() {
+        let handler = (HANDLER_KEY, TOKEN_ENDPOINT_HANDLERS[0]);
+        let url = (URL_KEY, URL);
+        let module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                      required clientId=\"id\" clientSecret=\"hunter2\"";
+        for options in [
+            "ssl.truststore.location=\"/etc/ca.jks\"",
+            "ssl.truststore.type=\"JKS\" ssl.truststore.location=\"/etc/ca.jks\"",
+            "ssl.truststore.type=\"PEM\" ssl.truststore.location=\"/nonexistent/ca.pem\"",
+            "ssl.truststore.type=\"PEM\" ssl.truststore.certificates=\"not pem\"",
+        ] {
+            let jaas = format!("{module} {options};");
+            let error = parse(&[handler, url, ("sasl.jaas.config", &jaas)]).unwrap_err();
+            assert!(
+                matches!(
+                    &error,
+                    ConfigError::InvalidValue {
+                        key: "sasl.jaas.config",
+                        ..
+                    }
+                ),
+                "{options}: {error}"
+            );
+            assert!(!error.to_string().contains("hunter2"), "{error}");
+        }
     }
 
     /// Without the feature, or in simulation, the handler is refused naming its key.

@@ -21,8 +21,21 @@ pub(crate) struct HttpClient {
 }
 
 impl HttpClient {
-    pub(crate) fn new(timeouts: Timeouts) -> Self {
+    /// `trusted`: DER CA certificates to trust instead of the Mozilla roots.
+    pub(crate) fn new(timeouts: Timeouts, trusted: Option<&[Vec<u8>]>) -> Self {
+        let roots = match trusted {
+            Some(certificates) => {
+                let certificates: Vec<ureq::tls::Certificate<'static>> = certificates
+                    .iter()
+                    .map(|der| ureq::tls::Certificate::from_der(der).to_owned())
+                    .collect();
+                ureq::tls::RootCerts::new_with_certs(&certificates)
+            }
+            None => ureq::tls::RootCerts::WebPki,
+        };
+        let tls = ureq::tls::TlsConfig::builder().root_certs(roots).build();
         let config = ureq::Agent::config_builder()
+            .tls_config(tls)
             // Statuses are read by `exchange::read_response`, not turned into errors here.
             .http_status_as_error(false)
             // No redirects: the allow-list names the one URL the client may contact, and a

@@ -84,6 +84,7 @@ pub struct OidcTokenProviderBuilder {
     refresh: RefreshConfig,
     allowed_urls: Option<AllowedUrls>,
     extensions: BTreeMap<String, String>,
+    trusted_pem: Option<String>,
 }
 
 impl fmt::Debug for OidcTokenProviderBuilder {
@@ -173,6 +174,13 @@ impl OidcTokenProviderBuilder {
         self
     }
 
+    /// Trusts only these PEM CA certificates for an `https` endpoint (Java: the
+    /// `ssl.truststore.*` JAAS options); without them the Mozilla roots are trusted.
+    pub fn ssl_truststore_pem(mut self, certificates: impl Into<String>) -> Self {
+        self.trusted_pem = Some(certificates.into());
+        self
+    }
+
     /// Checks the settings and the URL against the allow-list; fetches nothing yet.
     pub fn build(self) -> Result<OidcTokenProvider, OidcError> {
         let config = |key, message: String| OidcError::Config { key, message };
@@ -233,6 +241,16 @@ impl OidcTokenProviderBuilder {
             .unwrap_or("sasl.login.refresh.window.factor");
             config(key, message)
         })?;
+        let trusted = match &self.trusted_pem {
+            None => None,
+            Some(pem) => Some(
+                crate::network::tls::parse_certificates("ssl.truststore.certificates", pem)
+                    .map_err(|error| config("ssl.truststore.certificates", error.to_string()))?
+                    .into_iter()
+                    .map(|der| der.as_ref().to_vec())
+                    .collect::<Vec<_>>(),
+            ),
+        };
         Ok(OidcTokenProvider {
             shared: Arc::new(Shared {
                 url: self.url.trim().to_owned(),
@@ -244,7 +262,7 @@ impl OidcTokenProviderBuilder {
                 retry_backoff_max_ms: self.retry_backoff_max_ms,
                 refresh: self.refresh,
                 extensions: self.extensions,
-                client: HttpClient::new(self.timeouts),
+                client: HttpClient::new(self.timeouts, trusted.as_deref()),
                 state: Mutex::new(State::default()),
                 wake: Condvar::new(),
             }),
@@ -331,6 +349,7 @@ impl OidcTokenProvider {
             refresh: RefreshConfig::default(),
             allowed_urls: None,
             extensions: BTreeMap::new(),
+            trusted_pem: None,
         }
     }
 
