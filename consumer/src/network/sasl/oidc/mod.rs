@@ -273,7 +273,10 @@ impl OidcTokenProviderBuilder {
 /// OAUTHBEARER tokens from an OAuth token endpoint (client credentials) or a token file, with
 /// Kafka's validation, retries and refresh schedule. See the [module docs](self).
 ///
-/// ```no_run
+/// (Not compiled as a doctest: `cargo stest` builds doctests against the simulation library,
+/// where this type is absent; `builder_validates_without_fetching` covers the same calls.)
+///
+/// ```ignore
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
 /// use kafka_consumer::network::sasl::OidcTokenProvider;
@@ -611,6 +614,7 @@ mod tests {
         let provider = OidcTokenProvider::builder(url)
             .client_id("id")
             .client_secret("hunter2")
+            .scope("kafka")
             .allowed_urls([url])
             .build()
             .unwrap();
@@ -621,6 +625,16 @@ mod tests {
         );
         // Nothing was fetched: the network task would get an error, not a stale token.
         assert!(provider.token().unwrap_err().contains("no token"));
+        // The typed path into a consumer configuration fetches nothing either.
+        let provider: Arc<dyn TokenProvider> = Arc::new(provider);
+        let config = crate::ConsumerConfig::builder()
+            .bootstrap_servers(["broker:9093"])
+            .security_protocol(crate::network::SecurityProtocol::SaslSsl)
+            .sasl_oauthbearer(provider.clone())
+            .build()
+            .unwrap();
+        assert!(format!("{:?}", config.security().sasl).contains("OidcTokenProvider"));
+        assert!(provider.token().is_err());
         let error = OidcTokenProvider::builder(url)
             .client_id("id")
             .client_secret("s")
