@@ -171,6 +171,28 @@ pub(crate) fn token_endpoint_provider(
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
+    // Kafka 4.1 (`ClientCredentialsJwtRetriever.ConfigOrJaas`): the key wins over the JAAS
+    // option, which is deprecated; both cases are logged as Java logs them.
+    for (key, jaas_option) in [
+        ("sasl.oauthbearer.client.credentials.client.id", "clientId"),
+        (
+            "sasl.oauthbearer.client.credentials.client.secret",
+            "clientSecret",
+        ),
+        ("sasl.oauthbearer.scope", "scope"),
+    ] {
+        if entry.options.contains_key(jaas_option) {
+            if r.is_set_non_blank(key) {
+                tracing::warn!(key, jaas_option, "both the configuration and the deprecated JAAS option are set; the JAAS option is ignored");
+            } else {
+                tracing::warn!(
+                    key,
+                    jaas_option,
+                    "the JAAS option is deprecated; set the configuration instead"
+                );
+            }
+        }
+    }
     let url = non_blank(r, URL_KEY)?.ok_or(ConfigError::Missing { key: URL_KEY })?;
     let mut builder = OidcTokenProvider::builder(url.clone());
     if let Some(id) = non_blank(r, "sasl.oauthbearer.client.credentials.client.id")?
