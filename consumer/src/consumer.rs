@@ -280,6 +280,20 @@ impl Consumer {
                 "group.id must not be empty".to_owned(),
             ));
         }
+        // Java logs in when it builds the client's channels: a token provider fetches its
+        // first token now, so bad credentials fail construction rather than every connection.
+        if let Some(crate::network::sasl::SaslConfig {
+            mechanism,
+            credentials: crate::network::sasl::SaslCredentials::Token(provider),
+        }) = &settings.security.sasl
+        {
+            provider.login().map_err(|message| Error::Authentication {
+                broker: "the token provider".to_owned(),
+                mechanism: format!("SASL/{mechanism}"),
+                code: None,
+                message,
+            })?;
+        }
         let (app_tx, app_rx) = mpsc::unbounded_channel();
         let (bg_tx, bg_rx) = mpsc::unbounded_channel();
         let buffer = Arc::new(FetchBuffer::default());

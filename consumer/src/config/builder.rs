@@ -18,6 +18,7 @@ use crate::network::SecurityProtocol;
 pub struct ConsumerConfigBuilder {
     pairs: Vec<(String, String)>,
     token_provider: Option<Arc<dyn TokenProvider>>,
+    oauthbearer_allowed_urls: Option<Vec<String>>,
 }
 
 impl Drop for ConsumerConfigBuilder {
@@ -104,6 +105,19 @@ impl ConsumerConfigBuilder {
     pub fn sasl_oauthbearer(mut self, provider: Arc<dyn TokenProvider>) -> Self {
         self.token_provider = Some(provider);
         self.set("sasl.mechanism", SaslMechanism::OAuthBearer.as_str())
+    }
+
+    /// The token endpoint URLs `sasl.oauthbearer.token.endpoint.url` may name (Kafka's
+    /// `org.apache.kafka.sasl.oauthbearer.allowed.urls` system property, which defaults to
+    /// none); replaces the `KAFKA_SASL_OAUTHBEARER_ALLOWED_URLS` environment variable.
+    pub fn sasl_oauthbearer_allowed_urls<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.oauthbearer_allowed_urls =
+            Some(urls.into_iter().map(|u| u.as_ref().to_owned()).collect());
+        self
     }
 
     /// Trusts only these PEM CA certificates (`ssl.truststore.type=PEM`,
@@ -219,7 +233,12 @@ impl ConsumerConfigBuilder {
     /// Checks and builds, also returning the warnings.
     pub fn build_with_warnings(mut self) -> Result<Parsed, ConfigError> {
         let pairs = std::mem::take(&mut self.pairs);
-        ConsumerConfig::parse_with_provider(pairs, self.token_provider.take())
+        let allowed_urls = self.oauthbearer_allowed_urls.take();
+        ConsumerConfig::parse_with_provider(
+            pairs,
+            self.token_provider.take(),
+            allowed_urls.as_deref(),
+        )
     }
 }
 

@@ -206,9 +206,41 @@ pub(crate) const KEYS: &[KeySpec] = &[
         "First delay before retrying a failed request."),
     key("sasl.jaas.config", Kind::Str, Null, Field,
         "The login module entry holding the SASL credentials (Kafka's Plain, Scram or OAuthBearer login module)."),
+    key("sasl.login.callback.handler.class", Kind::Class, Null, Field,
+        "OAUTHBEARER: Kafka's OAuthBearerLoginCallbackHandler fetches tokens from sasl.oauthbearer.token.endpoint.url (feature `oidc`)."),
+    key("sasl.login.connect.timeout.ms", Kind::Typed { expected: "a whole number of milliseconds, at least 0" }, Null, Field,
+        "OAUTHBEARER token endpoint: connect timeout (unset: none)."),
+    key("sasl.login.read.timeout.ms", Kind::Typed { expected: "a whole number of milliseconds, at least 0" }, Null, Field,
+        "OAUTHBEARER token endpoint: read timeout (unset: none)."),
+    key("sasl.login.refresh.buffer.seconds", Kind::Typed { expected: "a whole number of seconds from 0 to 3600" }, Value("300"), Field,
+        "Refresh the login token at least this long before it expires."),
+    key("sasl.login.refresh.min.period.seconds", Kind::Typed { expected: "a whole number of seconds from 0 to 900" }, Value("60"), Field,
+        "Wait at least this long between login token refreshes."),
+    key("sasl.login.refresh.window.factor", Kind::Typed { expected: "a number from 0.5 to 1.0" }, Value("0.8"), Field,
+        "Refresh the login token at this fraction of its lifetime."),
+    key("sasl.login.refresh.window.jitter", Kind::Typed { expected: "a number from 0.0 to 0.25" }, Value("0.05"), Field,
+        "Random fraction of the lifetime added to the refresh time."),
+    key("sasl.login.retry.backoff.max.ms", Kind::Typed { expected: "a whole number of milliseconds, at least 0" }, Value("10000"), Field,
+        "OAUTHBEARER token endpoint: total time one fetch may spend retrying."),
+    key("sasl.login.retry.backoff.ms", Kind::Typed { expected: "a whole number of milliseconds, at least 0" }, Value("100"), Field,
+        "OAUTHBEARER token endpoint: first wait before a retry, doubling after."),
     key("sasl.mechanism",
         Kind::Typed { expected: "one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER" },
         Value("GSSAPI"), Field, "The SASL mechanism for SASL_PLAINTEXT and SASL_SSL."),
+    key("sasl.oauthbearer.client.credentials.client.id", Kind::Str, Null, Field,
+        "OAUTHBEARER client-credentials grant: the client id (else the JAAS option clientId)."),
+    key("sasl.oauthbearer.client.credentials.client.secret", Kind::Str, Null, Field,
+        "OAUTHBEARER client-credentials grant: the client secret (else the JAAS option clientSecret)."),
+    key("sasl.oauthbearer.header.urlencode", Kind::Bool, Value("false"), Field,
+        "URL-encode the client id and secret in the token request's Basic credentials."),
+    key("sasl.oauthbearer.scope", Kind::Str, Null, Field,
+        "OAUTHBEARER: the scope to request (else the JAAS option scope)."),
+    key("sasl.oauthbearer.scope.claim.name", Kind::Str, Value("scope"), Field,
+        "The token claim holding its scope."),
+    key("sasl.oauthbearer.sub.claim.name", Kind::Str, Value("sub"), Field,
+        "The token claim holding its subject (the principal)."),
+    key("sasl.oauthbearer.token.endpoint.url", Kind::Str, Null, Field,
+        "OAUTHBEARER: the OAuth token endpoint (https, http) or a file: URL holding a token; must be allowed by KAFKA_SASL_OAUTHBEARER_ALLOWED_URLS."),
     key("security.protocol",
         Kind::OneOf { options: &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], ignore_case: true },
         Value("PLAINTEXT"), Field,
@@ -271,8 +303,8 @@ pub(crate) const UNSUPPORTED_PREFIXES: &[(&str, &str)] = &[
     ),
     (
         "sasl.",
-        "this SASL setting is not supported (Kerberos, Java callback handlers, the OIDC \
-               token endpoint and re-login tuning are not)",
+        "this SASL setting is not supported (Kerberos, Java callback handlers, JWKS \
+               validation and the jwt-bearer grant are not)",
     ),
 ];
 
@@ -289,6 +321,10 @@ pub(crate) fn is_secret(name: &str) -> bool {
         "token",
     ];
     let name = name.to_ascii_lowercase();
+    // A URL is an address, not a credential (`sasl.oauthbearer.token.endpoint.url`).
+    if name.ends_with(".url") {
+        return false;
+    }
     MARKERS.iter().any(|marker| name.contains(marker))
 }
 

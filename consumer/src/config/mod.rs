@@ -22,6 +22,7 @@ mod builder;
 mod error;
 mod jaas;
 mod keys;
+mod oidc;
 mod parse;
 mod properties;
 mod security;
@@ -120,13 +121,15 @@ impl ConsumerConfig {
         K: AsRef<str>,
         V: Into<String>,
     {
-        Self::parse_with_provider(pairs, None)
+        Self::parse_with_provider(pairs, None, None)
     }
 
-    /// [`ConsumerConfig::parse`] with an OAUTHBEARER token provider from the builder.
+    /// [`ConsumerConfig::parse`] with an OAUTHBEARER token provider and an allow-list of token
+    /// endpoint URLs (replacing `KAFKA_SASL_OAUTHBEARER_ALLOWED_URLS`) from the builder.
     pub(crate) fn parse_with_provider<I, K, V>(
         pairs: I,
         provider: Option<Arc<dyn TokenProvider>>,
+        allowed_urls: Option<&[String]>,
     ) -> Result<Parsed, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -145,7 +148,7 @@ impl ConsumerConfig {
         let resolver = Resolver::new(supplied);
         let mut config = Self::from_resolver(&resolver)?;
         let mut warnings = validate::check_unstored_keys(&resolver)?;
-        config.security = security::resolve(&resolver, provider, &mut warnings)?;
+        config.security = security::resolve(&resolver, provider, allowed_urls, &mut warnings)?;
         for spec in KEYS {
             let security_key = spec.name.starts_with("ssl.") || spec.name.starts_with("sasl.");
             if !security_key || spec.role != Role::Field || !resolver.is_supplied(spec.name) {

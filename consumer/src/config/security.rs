@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::error::{ConfigError, ConfigWarning};
 use super::jaas::{self, LoginModule};
 use super::keys;
+use super::oidc::{self, LoginHandler};
 use super::parse::{invalid, Resolver};
 use crate::network::sasl::{
     SaslConfig, SaslCredentials, SaslMechanism, TokenProvider, UnsecuredJwtProvider,
@@ -30,6 +31,7 @@ fn spec(key: &'static str) -> &'static keys::KeySpec {
 pub(crate) fn resolve(
     r: &Resolver,
     provider: Option<Arc<dyn TokenProvider>>,
+    allowed_urls: Option<&[String]>,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<SecurityConfig, ConfigError> {
     let protocol = r
@@ -42,7 +44,7 @@ pub(crate) fn resolve(
         TlsConfig::default()
     };
     let sasl = if protocol.uses_sasl() {
-        Some(sasl_config(r, provider)?)
+        Some(sasl_config(r, provider, allowed_urls)?)
     } else {
         None
     };
@@ -227,6 +229,7 @@ fn pem_blocks(text: &str, label: &str) -> String {
 fn sasl_config(
     r: &Resolver,
     provider: Option<Arc<dyn TokenProvider>>,
+    allowed_urls: Option<&[String]>,
 ) -> Result<SaslConfig, ConfigError> {
     let mechanism_spec = spec("sasl.mechanism");
     let name = r.string("sasl.mechanism")?.unwrap_or_default();
@@ -241,6 +244,7 @@ fn sasl_config(
         }
         None => return Err(invalid(mechanism_spec, &name, expected(mechanism_spec))),
     };
+    let login_handler = oidc::login_handler(r, mechanism)?;
     if let Some(provider) = provider {
         if mechanism != SaslMechanism::OAuthBearer {
             return Err(invalid(
@@ -265,6 +269,11 @@ fn sasl_config(
     let entry = jaas::parse(&text).map_err(|why| invalid(jaas_spec, "", why))?;
     let option = |name: &str| entry.options.get(name).map(|v| v.as_str().to_owned());
     let credentials = match (mechanism, entry.module) {
+        (SaslMechanism::OAuthBearer, LoginModule::OAuthBearer)
+            if login_handler == LoginHandler::TokenEndpoint =>
+        {
+            SaslCredentials::Token(oidc::token_endpoint_provider(r, &entry, allowed_urls)?)
+        }
         (SaslMechanism::OAuthBearer, LoginModule::OAuthBearer) => {
             let mut provider = UnsecuredJwtProvider::new("");
             if let Some(claim) = option("unsecuredLoginPrincipalClaimName") {

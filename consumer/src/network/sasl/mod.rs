@@ -7,6 +7,9 @@
 //! RFC 7677 test vector). `Connection::authenticate` is the thin I/O shell.
 
 mod oauthbearer;
+/// Absent under `--cfg madsim`: real HTTP on an OS thread cannot run in the simulation.
+#[cfg(all(feature = "oidc", not(madsim)))]
+mod oidc;
 mod plain;
 mod scram;
 
@@ -17,6 +20,11 @@ use zeroize::Zeroizing;
 
 pub(crate) use oauthbearer::OAuthBearerClient;
 pub use oauthbearer::{OAuthBearerToken, TokenProvider, UnsecuredJwtProvider};
+#[cfg(all(feature = "oidc", not(madsim)))]
+pub use oidc::{
+    OidcError, OidcTokenProvider, OidcTokenProviderBuilder, RefreshConfig, ALLOWED_URLS_ENV,
+    ALLOWED_URLS_PROPERTY, LOGIN_CALLBACK_HANDLER_CLASSES,
+};
 pub(crate) use plain::PlainClient;
 pub(crate) use scram::{ScramClient, ScramHash};
 

@@ -35,12 +35,21 @@ pub struct OAuthBearerToken {
     pub extensions: BTreeMap<String, String>,
 }
 
-/// Supplies OAUTHBEARER tokens; called for every new connection, so it should cache a token
-/// until shortly before it expires. An OIDC client-credentials provider is not included; the
-/// application can implement this trait over its identity provider.
+/// Supplies OAUTHBEARER tokens; called for every new connection and KIP-368
+/// re-authentication, on the consumer's network task, so it must not block: it should return
+/// a cached token and refresh it elsewhere. The `oidc` cargo feature adds
+/// [`OidcTokenProvider`](super::OidcTokenProvider) (OAuth client credentials); the application
+/// can implement this trait over any other identity provider.
 pub trait TokenProvider: Send + Sync + fmt::Debug {
     /// A currently valid token, or why there is none.
     fn token(&self) -> Result<OAuthBearerToken, String>;
+
+    /// Called once when a consumer using this provider is constructed, before any connection
+    /// (Java's login at client construction): a provider that fetches tokens does its first
+    /// fetch here, and an error fails the constructor. May block. The default does nothing.
+    fn login(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Kafka's unsecured JWT login (`OAuthBearerUnsecuredLoginCallbackHandler`): an `alg: none`
