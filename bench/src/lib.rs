@@ -208,25 +208,24 @@ impl ClientArgs {
                 other => return Err(format!("unknown argument {other}")),
             }
         }
-        args.sasl_ssl = match (security, ca_location, username, password) {
-            (Security::Plaintext, None, None, None) => None,
-            (Security::Plaintext, ..) => {
-                return Err("--ca-location and --sasl-* need --security sasl_ssl".to_owned())
-            }
-            (Security::SaslSsl, Some(ca_location), Some(username), Some(password)) => {
-                Some(SaslSsl {
-                    ca_location,
-                    username,
-                    password,
-                })
-            }
-            (Security::SaslSsl, ..) => {
-                return Err(
+        args.sasl_ssl =
+            match (security, ca_location, username, password) {
+                (Security::Plaintext, None, None, None) => None,
+                (Security::Plaintext, ..) => {
+                    return Err("--ca-location and --sasl-* need --security sasl_ssl".to_owned())
+                }
+                (Security::SaslSsl, Some(ca_location), Some(username), Some(password)) => {
+                    Some(SaslSsl {
+                        ca_location,
+                        username,
+                        password,
+                    })
+                }
+                (Security::SaslSsl, ..) => return Err(
                     "--security sasl_ssl needs --ca-location, --sasl-username and --sasl-password"
                         .to_owned(),
-                )
-            }
-        };
+                ),
+            };
         if args.bootstrap.is_empty() || args.topic.is_empty() || args.partitions <= 0 {
             return Err("--bootstrap, --topic and --partitions are required".to_owned());
         }
@@ -384,11 +383,18 @@ mod tests {
     }
 
     fn argv(extra: &[&str]) -> Vec<String> {
-        ["--bootstrap", "localhost:19194", "--topic", "t", "--partitions", "12"]
-            .iter()
-            .chain(extra)
-            .map(|s| (*s).to_owned())
-            .collect()
+        [
+            "--bootstrap",
+            "localhost:19194",
+            "--topic",
+            "t",
+            "--partitions",
+            "12",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| (*s).to_owned())
+        .collect()
     }
 
     #[test]
@@ -414,7 +420,11 @@ mod tests {
         let args = ClientArgs::parse_from(argv(&full)).expect("complete");
         let sasl_ssl = args.sasl_ssl.expect("sasl_ssl");
         let java = sasl_ssl.java_properties();
-        let get = |k: &str| java.iter().find(|(key, _)| *key == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| {
+            java.iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(get("security.protocol"), Some("SASL_SSL"));
         assert_eq!(get("sasl.mechanism"), Some("SCRAM-SHA-512"));
         assert_eq!(get("ssl.truststore.location"), Some("/x/ca.pem"));

@@ -335,7 +335,12 @@ pub fn report(set: ResultsSet) -> Result<(), String> {
     match set {
         ResultsSet::Peers => {
             let block = peers_block(&results, &meta);
-            write_block(BEGIN, END, "## Against the peers, on the real broker", &block)?;
+            write_block(
+                BEGIN,
+                END,
+                "## Against the peers, on the real broker",
+                &block,
+            )?;
             std::fs::write(bench_dir().join("peers.svg"), svg::chart(&results))
                 .map_err(|e| e.to_string())?;
             eprintln!("kafka-bench: wrote BENCHMARKS.md and bench/peers.svg");

@@ -459,6 +459,26 @@ fn run_one(
     Ok(row)
 }
 
+/// The row of a client that cannot run the workload at all: not measured, with the reason.
+fn skipped(workload: &Workload, client: &Client, rep: usize, reason: &str) -> Row {
+    Row {
+        workload: workload.label(),
+        client: client.name.to_owned(),
+        rep,
+        ok: false,
+        records: 0,
+        bytes: 0,
+        fetch_s: 0.0,
+        join_s: 0.0,
+        first_ms: 0.0,
+        max_gap_ms: 0.0,
+        cpu_s: 0.0,
+        rss_kb: 0,
+        error: format!("skipped: {reason}"),
+        ports: String::new(),
+    }
+}
+
 /// Why a secured run does not count: its sockets were never seen, or were seen connected to
 /// another port than its listener's (a fallback, or a broker advertising another listener).
 fn foreign_ports(bootstrap: &str, ports: &BTreeSet<u16>) -> Option<String> {
@@ -579,32 +599,44 @@ pub fn run(options: &Options) -> Result<(), String> {
     for base in &bases {
         for rep in 0..options.reps {
             for &workload in base {
-            let n = options.clients.len();
-            for i in 0..n {
-                let client = &options.clients[(i + rep) % n];
-                if !client.runs_in(workload.mode) {
-                    continue;
-                }
-                serial += 1;
-                if failed.contains(&(workload.label(), client.name)) {
-                    continue;
-                }
-                let row = run_one(
-                    &launcher,
-                    options,
-                    sasl_ssl.as_ref(),
-                    workload,
-                    client,
-                    rep,
-                    serial,
-                )?;
-                eprintln!(
-                    "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
-                    row.workload,
-                    row.client,
-                    rep + 1,
-                    if row.ok {
-                        format!(
+                let n = options.clients.len();
+                for i in 0..n {
+                    let client = &options.clients[(i + rep) % n];
+                    if !client.runs_in(workload.mode) {
+                        continue;
+                    }
+                    serial += 1;
+                    if failed.contains(&(workload.label(), client.name)) {
+                        continue;
+                    }
+                    if let (Security::SaslSsl, Some(reason)) =
+                        (workload.security, client.no_sasl_ssl)
+                    {
+                        eprintln!(
+                            "kafka-bench: {} {}: skipped over SASL_SSL: {reason}",
+                            workload.label(),
+                            client.name
+                        );
+                        lines.push(skipped(workload, client, rep, reason).tsv());
+                        failed.insert((workload.label(), client.name));
+                        continue;
+                    }
+                    let row = run_one(
+                        &launcher,
+                        options,
+                        sasl_ssl.as_ref(),
+                        workload,
+                        client,
+                        rep,
+                        serial,
+                    )?;
+                    eprintln!(
+                        "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
+                        row.workload,
+                        row.client,
+                        rep + 1,
+                        if row.ok {
+                            format!(
                             "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms, ports {}",
                             row.records,
                             row.fetch_s,
@@ -615,17 +647,18 @@ pub fn run(options: &Options) -> Result<(), String> {
                             row.max_gap_ms,
                             row.ports
                         )
-                    } else {
-                        format!("FAILED: {}", row.error)
+                        } else {
+                            format!("FAILED: {}", row.error)
+                        }
+                    );
+                    if !row.ok {
+                        failed.insert((workload.label(), client.name));
                     }
-                );
-                if !row.ok {
-                    failed.insert((workload.label(), client.name));
+                    lines.push(row.tsv());
+                    // Written after every run: an interrupted run keeps what it measured.
+                    std::fs::write(&tsv_path, lines.join("\n") + "\n")
+                        .map_err(|e| e.to_string())?;
                 }
-                lines.push(row.tsv());
-                // Written after every run: an interrupted run keeps what it measured.
-                std::fs::write(&tsv_path, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
-            }
             }
         }
     }

@@ -66,10 +66,12 @@ mod tests {
 
     #[test]
     fn a_table_line_gives_the_remote_port_and_the_inode() {
-        let line = "   5: 0100007F:97A8 0100007F:4A96 01 00000000:00000000 00:00000000 00000000     \
+        let line =
+            "   5: 0100007F:97A8 0100007F:4A96 01 00000000:00000000 00:00000000 00000000     \
                     0        0 1315833 2 00000000b374970d 20 0 0 10 -1";
         assert_eq!(remote_port_and_inode(line), Some((19094, 1315833)));
-        let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   \
+        let header =
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   \
                       uid  timeout inode";
         assert_eq!(remote_port_and_inode(header), None);
     }

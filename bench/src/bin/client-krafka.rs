@@ -25,10 +25,7 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
                 .with_tls(TlsConfig::new().with_ca_cert(&sasl_ssl.ca_location)),
         );
     }
-    let kafka = kafka
-        .connect()
-        .await
-        .map_err(|e| e.to_string())?;
+    let kafka = kafka.connect().await.map_err(|e| e.to_string())?;
     let builder = match args.mode {
         Mode::Assign => kafka.consumer_without_group(),
         Mode::Subscribe => kafka
