@@ -542,13 +542,13 @@ fn peers_block(results: &Results, meta: &BTreeMap<String, String>) -> String {
                 out,
                 "As the group workload, but each member's application takes at most {REBALANCE_RATE_PER_S} records a second (it waits between polls) and the two that stay read for {REBALANCE_WINDOW_MS} ms after their first record, so no member runs out of records: the longest gap between two deliveries to the application in the members that stayed is the rebalance's pause (the rate alone spaces deliveries by a poll's worth of records, e.g. 25 ms for 500). Lower is better.\n"
             );
-            rebalance_table(&mut out, &results);
+            rebalance_table(&mut out, results);
         } else {
-            table(&mut out, &results, mode);
+            table(&mut out, results, mode);
         }
     }
     let _ = writeln!(out, "#### Ratios\n");
-    ratios(&mut out, &results);
+    ratios(&mut out, results);
     let _ = writeln!(out, "{END}");
     out
 }
