@@ -399,7 +399,7 @@ fn tls_block(results: &Results, meta: &BTreeMap<String, String>) -> String {
     meta_lines(&mut out, meta);
     let _ = writeln!(
         out,
-        "- Per run: ≥ {} ms of fetching after the first record (or the whole topic); {} repetitions per client, in each round the plaintext runs then the SASL_SSL runs, clients alternating (the order rotates each round); topics of {} × 100 B and {} × 1 KiB records, 12 partitions\n- Listeners: PLAINTEXT `{}`; SASL_SSL `{}` (TLS verified against the harness's CA, host name included; SASL {})\n",
+        "- Per run: ≥ {} ms of fetching after the first record (or the whole topic); {} repetitions per client, in each round the plaintext runs then the SASL_SSL runs, clients alternating (the order rotates each round); topics of {} × 100 B and {} × 1 KiB records, 12 partitions (a run reads only those its `--sizes` and `--codecs` name)\n- Listeners: PLAINTEXT `{}`; SASL_SSL `{}` (TLS verified against the harness's CA, host name included; SASL {})\n",
         m("window_ms"),
         m("reps"),
         m("records_100"),
