@@ -6,6 +6,10 @@
 //   java -cp <kafka classpath>:<dir of this class> BenchConsumer --bootstrap H:P --topic T
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
 //        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
+//        [--security plaintext|sasl_ssl --ca-location PEM --sasl-username U --sasl-password P]
+//
+// Under sasl_ssl it sets the same properties as ours (SaslSsl::java_properties in
+// bench/src/lib.rs): SASL_SSL, SCRAM-SHA-512, a PEM truststore, host name verification.
 
 import java.time.Duration;
 import java.time.Instant;
@@ -27,6 +31,7 @@ public final class BenchConsumer {
 
     public static void main(String[] argv) {
         String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
+        String security = "plaintext", caLocation = null, saslUsername = null, saslPassword = null;
         int partitions = 0;
         long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
         for (int i = 0; i + 1 < argv.length; i += 2) {
@@ -42,6 +47,10 @@ public final class BenchConsumer {
                 case "--expected": expected = Long.parseLong(v); break;
                 case "--leave-after-ms": leaveAfterMs = Long.parseLong(v); break;
                 case "--rate-per-s": ratePerS = Math.max(1, Long.parseLong(v)); break;
+                case "--security": security = v; break;
+                case "--ca-location": caLocation = v; break;
+                case "--sasl-username": saslUsername = v; break;
+                case "--sasl-password": saslPassword = v; break;
                 default: fail("unknown argument " + argv[i]);
             }
         }
@@ -58,6 +67,22 @@ public final class BenchConsumer {
         props.put("group.protocol", protocol);
         if (mode.equals("subscribe")) {
             props.put("group.id", group);
+        }
+        if (security.equals("sasl_ssl")) {
+            if (caLocation == null || saslUsername == null || saslPassword == null) {
+                fail("--security sasl_ssl needs --ca-location, --sasl-username and --sasl-password");
+            }
+            props.put("security.protocol", "SASL_SSL");
+            props.put("sasl.mechanism", "SCRAM-SHA-512");
+            props.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required"
+                + " username=\"" + saslUsername + "\" password=\"" + saslPassword + "\";");
+            props.put("ssl.truststore.type", "PEM");
+            props.put("ssl.truststore.location", caLocation);
+            props.put("ssl.endpoint.identification.algorithm", "https");
+        } else if (!security.equals("plaintext")) {
+            fail("unknown security " + security + " (expected plaintext or sasl_ssl)");
+        } else if (caLocation != null || saslUsername != null || saslPassword != null) {
+            fail("--ca-location and --sasl-* need --security sasl_ssl");
         }
         KafkaConsumer<byte[], byte[]> consumer =
             new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());

@@ -34,10 +34,91 @@ impl Protocol {
     }
 }
 
+/// The SASL mechanism of the SASL_SSL workloads: SCRAM-SHA-512, the stronger of the two SCRAM
+/// variants (both are enabled on the harness broker; the handshake happens once per connection,
+/// so the choice hardly shows in throughput).
+pub const SASL_MECHANISM: &str = "SCRAM-SHA-512";
+
+/// Which listener the clients use and how they authenticate on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Security {
+    /// The broker's PLAINTEXT listener, no authentication (the default).
+    Plaintext,
+    /// The SASL_SSL listener: TLS verified against the harness's CA (host name included), then
+    /// SASL [`SASL_MECHANISM`].
+    SaslSsl,
+}
+
+impl Security {
+    /// Kafka's `security.protocol` spelling in lower case, as on the command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Security::Plaintext => "plaintext",
+            Security::SaslSsl => "sasl_ssl",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "plaintext" => Ok(Security::Plaintext),
+            "sasl_ssl" => Ok(Security::SaslSsl),
+            other => Err(format!(
+                "unknown security {other} (expected plaintext or sasl_ssl)"
+            )),
+        }
+    }
+}
+
+/// What a client needs for the SASL_SSL listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslSsl {
+    /// PEM file of the CA that signed the broker's certificate.
+    pub ca_location: String,
+    pub username: String,
+    pub password: String,
+}
+
+impl SaslSsl {
+    /// The Java client's properties for this listener, which ours and confluent-kafka read
+    /// under the same names (the Java program sets the same ones): no fallback is possible,
+    /// since `security.protocol` is explicit and the bootstrap is the SASL_SSL port.
+    pub fn java_properties(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("security.protocol", "SASL_SSL".to_owned()),
+            ("sasl.mechanism", SASL_MECHANISM.to_owned()),
+            (
+                "sasl.jaas.config",
+                format!(
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                     username=\"{}\" password=\"{}\";",
+                    self.username, self.password
+                ),
+            ),
+            ("ssl.truststore.type", "PEM".to_owned()),
+            ("ssl.truststore.location", self.ca_location.clone()),
+            ("ssl.endpoint.identification.algorithm", "https".to_owned()),
+        ]
+    }
+
+    /// librdkafka's properties for this listener.
+    pub fn librdkafka_properties(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("security.protocol", "SASL_SSL".to_owned()),
+            ("sasl.mechanisms", SASL_MECHANISM.to_owned()),
+            ("sasl.username", self.username.clone()),
+            ("sasl.password", self.password.clone()),
+            ("ssl.ca.location", self.ca_location.clone()),
+            ("ssl.endpoint.identification.algorithm", "https".to_owned()),
+        ]
+    }
+}
+
 /// A client process's command line.
 #[derive(Debug, Clone)]
 pub struct ClientArgs {
     pub bootstrap: String,
+    /// `None`: PLAINTEXT (`--security plaintext`, the default).
+    pub sasl_ssl: Option<SaslSsl>,
     pub topic: String,
     pub partitions: i32,
     pub mode: Mode,
@@ -61,10 +142,19 @@ pub struct ClientArgs {
 impl ClientArgs {
     /// Parses `--bootstrap H:P --topic T --partitions N --mode assign|subscribe --group G
     /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]
-    /// [--max-buffered-records N] [--rate-per-s N]`.
+    /// [--max-buffered-records N] [--rate-per-s N] [--security plaintext|sasl_ssl
+    /// --ca-location PEM --sasl-username U --sasl-password P]`.
     pub fn parse() -> Result<Self, String> {
+        Self::parse_from(std::env::args().skip(1))
+    }
+
+    /// [`ClientArgs::parse`] over the given arguments (without the program name).
+    pub fn parse_from(argv: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        let mut security = Security::Plaintext;
+        let (mut ca_location, mut username, mut password) = (None, None, None);
         let mut args = ClientArgs {
             bootstrap: String::new(),
+            sasl_ssl: None,
             topic: String::new(),
             partitions: 0,
             mode: Mode::Assign,
@@ -76,7 +166,7 @@ impl ClientArgs {
             max_buffered_records: None,
             rate_per_s: None,
         };
-        let mut it = std::env::args().skip(1);
+        let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
             let value = it.next().ok_or(format!("{flag} needs a value"))?;
             let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
@@ -111,9 +201,31 @@ impl ClientArgs {
                         Some(value.parse().map_err(|e| format!("{flag}: {e}"))?)
                 }
                 "--rate-per-s" => args.rate_per_s = Some(number(&value)?.max(1)),
+                "--security" => security = Security::parse(&value)?,
+                "--ca-location" => ca_location = Some(value),
+                "--sasl-username" => username = Some(value),
+                "--sasl-password" => password = Some(value),
                 other => return Err(format!("unknown argument {other}")),
             }
         }
+        args.sasl_ssl =
+            match (security, ca_location, username, password) {
+                (Security::Plaintext, None, None, None) => None,
+                (Security::Plaintext, ..) => {
+                    return Err("--ca-location and --sasl-* need --security sasl_ssl".to_owned())
+                }
+                (Security::SaslSsl, Some(ca_location), Some(username), Some(password)) => {
+                    Some(SaslSsl {
+                        ca_location,
+                        username,
+                        password,
+                    })
+                }
+                (Security::SaslSsl, ..) => return Err(
+                    "--security sasl_ssl needs --ca-location, --sasl-username and --sasl-password"
+                        .to_owned(),
+                ),
+            };
         if args.bootstrap.is_empty() || args.topic.is_empty() || args.partitions <= 0 {
             return Err("--bootstrap, --topic and --partitions are required".to_owned());
         }
@@ -256,6 +368,7 @@ mod tests {
     fn args(rate_per_s: Option<u64>) -> ClientArgs {
         ClientArgs {
             bootstrap: "b:9092".to_owned(),
+            sasl_ssl: None,
             topic: "t".to_owned(),
             partitions: 1,
             mode: Mode::Subscribe,
@@ -267,6 +380,65 @@ mod tests {
             max_buffered_records: None,
             rate_per_s,
         }
+    }
+
+    fn argv(extra: &[&str]) -> Vec<String> {
+        [
+            "--bootstrap",
+            "localhost:19194",
+            "--topic",
+            "t",
+            "--partitions",
+            "12",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| (*s).to_owned())
+        .collect()
+    }
+
+    #[test]
+    fn plaintext_is_the_default_and_takes_no_credentials() {
+        let args = ClientArgs::parse_from(argv(&[])).expect("plaintext");
+        assert_eq!(args.sasl_ssl, None);
+        let error = ClientArgs::parse_from(argv(&["--ca-location", "ca.pem"])).unwrap_err();
+        assert!(error.contains("--security sasl_ssl"), "{error}");
+    }
+
+    #[test]
+    fn sasl_ssl_needs_the_ca_and_the_credentials() {
+        let full = [
+            "--security",
+            "sasl_ssl",
+            "--ca-location",
+            "/x/ca.pem",
+            "--sasl-username",
+            "alice",
+            "--sasl-password",
+            "pw",
+        ];
+        let args = ClientArgs::parse_from(argv(&full)).expect("complete");
+        let sasl_ssl = args.sasl_ssl.expect("sasl_ssl");
+        let java = sasl_ssl.java_properties();
+        let get = |k: &str| {
+            java.iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("security.protocol"), Some("SASL_SSL"));
+        assert_eq!(get("sasl.mechanism"), Some("SCRAM-SHA-512"));
+        assert_eq!(get("ssl.truststore.location"), Some("/x/ca.pem"));
+        assert_eq!(
+            get("sasl.jaas.config"),
+            Some(
+                "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"alice\" password=\"pw\";"
+            )
+        );
+        let error = ClientArgs::parse_from(argv(&full[..6])).unwrap_err();
+        assert!(error.contains("--sasl-password"), "{error}");
+        let error = ClientArgs::parse_from(argv(&["--security", "ssl"])).unwrap_err();
+        assert!(error.contains("unknown security ssl"), "{error}");
     }
 
     #[test]

@@ -5,20 +5,26 @@
 //! ```text
 //! kafka-bench all|fill|run|report [--sizes 100,1024] [--codecs none,lz4,zstd]
 //!     [--codecs-groups none] [--modes assign,subscribe,group,rebalance] [--clients ours,rdkafka,...] [--reps 3]
-//!     [--window-ms 5000] [--records-100 N] [--records-1024 N]
+//!     [--window-ms 5000] [--records-100 N] [--records-1024 N] [--security plaintext,sasl_ssl]
 //! ```
 //!
-//! The broker comes from `KAFKA_BOOTSTRAP` (see `bench/run`, which starts it).
+//! The broker comes from `KAFKA_BOOTSTRAP` (see `bench/run`, which starts it); with
+//! `--security sasl_ssl`, its SASL_SSL listener from `KAFKA_BOOTSTRAP_SASL_SSL` and the CA and
+//! SCRAM credentials from the file `KAFKA_SECURITY_FILE` names (both printed by
+//! `testing/kafka/run up`). A run with any other security than plaintext is the TLS
+//! comparison: its rows go to `bench/results/tls.tsv` and its tables to the "Over SASL_SSL"
+//! block of `BENCHMARKS.md`, leaving the plaintext matrix (`peers.tsv`) alone.
 
 mod fill;
 mod report;
 mod runner;
+mod sockets;
 mod svg;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kafka_bench::Protocol;
+use kafka_bench::{Protocol, SaslSsl, Security};
 
 /// Partitions of every benchmark topic.
 pub const PARTITIONS: i32 = 12;
@@ -94,23 +100,34 @@ impl WorkloadMode {
     }
 }
 
-/// One cell of the matrix: record size, codec, mode.
+/// One cell of the matrix: record size, codec, mode, listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Workload {
     pub size: usize,
     pub codec: Codec,
     pub mode: WorkloadMode,
+    pub security: Security,
 }
 
 impl Workload {
-    /// `100B/none/assign`.
+    /// `100B/none/assign`, and `1KiB/none/assign/sasl_ssl` over SASL_SSL (plaintext labels stay
+    /// as they were, so earlier TSVs still read the same).
     pub fn label(&self) -> String {
-        format!(
+        let mut label = format!(
             "{}/{}/{}",
             size_label(self.size),
             self.codec.name(),
             self.mode.name()
-        )
+        );
+        if self.security != Security::Plaintext {
+            label = format!("{label}/{}", self.security.name());
+        }
+        label
+    }
+
+    /// The same cell but for the listener: runs of one base are interleaved round by round.
+    pub fn base(&self) -> (usize, Codec, WorkloadMode) {
+        (self.size, self.codec, self.mode)
     }
 }
 
@@ -143,6 +160,9 @@ pub struct Client {
     /// the subscribe and group workloads (in assign mode no group protocol is involved, so it
     /// would measure the same thing twice).
     pub groups_only: bool,
+    /// Why the client cannot run over SASL_SSL with [`kafka_bench::SASL_MECHANISM`], if it
+    /// cannot: it is then skipped there, with this reason in the output and the table.
+    pub no_sasl_ssl: Option<&'static str>,
 }
 
 impl Client {
@@ -165,6 +185,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Classic,
         extra: &[],
         groups_only: false,
+        no_sasl_ssl: None,
     },
     // Ours again with KIP-848 (`group.protocol=consumer`), beside confluent-kafka and
     // java-consumer, which subscribe with it too.
@@ -174,6 +195,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Consumer,
         extra: &[],
         groups_only: true,
+        no_sasl_ssl: None,
     },
     Client {
         name: "rdkafka",
@@ -181,6 +203,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Classic,
         extra: &[],
         groups_only: false,
+        no_sasl_ssl: None,
     },
     Client {
         name: "confluent-kafka",
@@ -188,6 +211,12 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Consumer,
         extra: &[],
         groups_only: false,
+        // Its TLS works, but `ConsumerConfig::new` refuses SCRAM: "Invalid value SCRAM-SHA-512
+        // for configuration sasl.mechanism: only PLAIN is supported by this client".
+        no_sasl_ssl: Some(
+            "confluent-kafka 1.0.0 supports only SASL/PLAIN (its ConsumerConfig refuses \
+             SCRAM-SHA-512: 'only PLAIN is supported by this client')",
+        ),
     },
     Client {
         name: "krafka",
@@ -195,6 +224,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Classic,
         extra: &[],
         groups_only: false,
+        no_sasl_ssl: None,
     },
     // krafka's default max_buffered_records=500 caps what it fetches ahead at 500 records;
     // without the cap it fetches like the others.
@@ -204,6 +234,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Classic,
         extra: &["--max-buffered-records", "0"],
         groups_only: false,
+        no_sasl_ssl: None,
     },
     Client {
         name: "java-classic",
@@ -211,6 +242,7 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Classic,
         extra: &[],
         groups_only: false,
+        no_sasl_ssl: None,
     },
     Client {
         name: "java-consumer",
@@ -218,8 +250,54 @@ pub const CLIENTS: [Client; 8] = [
         protocol: Protocol::Consumer,
         extra: &[],
         groups_only: false,
+        no_sasl_ssl: None,
     },
 ];
+
+/// The broker's SASL_SSL listener and what a client needs for it.
+#[derive(Debug, Clone)]
+pub struct SaslSslListener {
+    /// `localhost:<port>`: the broker's certificate names only `localhost`.
+    pub bootstrap: String,
+    pub client: SaslSsl,
+}
+
+impl SaslSslListener {
+    /// From `KAFKA_BOOTSTRAP_SASL_SSL` and the `KAFKA_SECURITY_FILE` (`KEY=VALUE` lines with
+    /// `KAFKA_CA_PEM`, `KAFKA_SASL_USER` and `KAFKA_SASL_PASSWORD`), as `testing/kafka/run up`
+    /// prints and writes them.
+    pub fn resolve(bootstrap: &str, security_file: &str) -> Result<Self, String> {
+        if bootstrap.is_empty() || security_file.is_empty() {
+            return Err(
+                "--security sasl_ssl needs KAFKA_BOOTSTRAP_SASL_SSL and KAFKA_SECURITY_FILE \
+                        (printed by testing/kafka/run up; bench/run exports them)"
+                    .to_owned(),
+            );
+        }
+        let text = std::fs::read_to_string(security_file)
+            .map_err(|e| format!("KAFKA_SECURITY_FILE {security_file}: {e}"))?;
+        Self::parse(bootstrap, security_file, &text)
+    }
+
+    fn parse(bootstrap: &str, security_file: &str, text: &str) -> Result<Self, String> {
+        let get = |key: &str| {
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .find(|(k, _)| k.trim() == key)
+                .map(|(_, v)| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .ok_or(format!("{security_file} has no {key}"))
+        };
+        Ok(SaslSslListener {
+            bootstrap: bootstrap.to_owned(),
+            client: SaslSsl {
+                ca_location: get("KAFKA_CA_PEM")?,
+                username: get("KAFKA_SASL_USER")?,
+                password: get("KAFKA_SASL_PASSWORD")?,
+            },
+        })
+    }
+}
 
 /// The driver's options.
 #[derive(Debug, Clone)]
@@ -236,6 +314,10 @@ pub struct Options {
     pub records_100: u64,
     pub records_1024: u64,
     pub bootstrap: String,
+    /// Every workload runs once per listener (default: plaintext only).
+    pub securities: Vec<Security>,
+    pub bootstrap_sasl_ssl: String,
+    pub security_file: String,
 }
 
 impl Options {
@@ -247,16 +329,23 @@ impl Options {
         }
     }
 
+    /// Every workload, the listeners of one base next to each other.
     pub fn workloads(&self) -> Vec<Workload> {
         let mut all = Vec::new();
+        let mut push = |size, codec, mode| {
+            for &security in &self.securities {
+                all.push(Workload {
+                    size,
+                    codec,
+                    mode,
+                    security,
+                });
+            }
+        };
         for &mode in &self.modes {
             if mode == WorkloadMode::Rebalance {
                 if let Some(&size) = self.sizes.iter().min() {
-                    all.push(Workload {
-                        size,
-                        codec: Codec::None,
-                        mode,
-                    });
+                    push(size, Codec::None, mode);
                 }
                 continue;
             }
@@ -266,11 +355,29 @@ impl Options {
             };
             for &size in &self.sizes {
                 for &codec in codecs {
-                    all.push(Workload { size, codec, mode });
+                    push(size, codec, mode);
                 }
             }
         }
         all
+    }
+
+    /// The SASL_SSL listener, when a workload needs it.
+    pub fn sasl_ssl_listener(&self) -> Result<Option<SaslSslListener>, String> {
+        if !self.securities.contains(&Security::SaslSsl) {
+            return Ok(None);
+        }
+        SaslSslListener::resolve(&self.bootstrap_sasl_ssl, &self.security_file).map(Some)
+    }
+
+    /// Which results a run writes: `peers` for the plaintext matrix, `tls` for a run with
+    /// another listener (so the TLS comparison never overwrites the plaintext matrix).
+    pub fn results_set(&self) -> report::ResultsSet {
+        if self.securities.iter().all(|&s| s == Security::Plaintext) {
+            report::ResultsSet::Peers
+        } else {
+            report::ResultsSet::Tls
+        }
     }
 }
 
@@ -299,6 +406,9 @@ fn parse_options() -> Result<Options, String> {
         records_100: 20_000_000,
         records_1024: 7_000_000,
         bootstrap: std::env::var("KAFKA_BOOTSTRAP").unwrap_or_default(),
+        securities: vec![Security::Plaintext],
+        bootstrap_sasl_ssl: std::env::var("KAFKA_BOOTSTRAP_SASL_SSL").unwrap_or_default(),
+        security_file: std::env::var("KAFKA_SECURITY_FILE").unwrap_or_default(),
     };
     let mut it = argv.iter().skip(2);
     while let Some(flag) = it.next() {
@@ -323,6 +433,9 @@ fn parse_options() -> Result<Options, String> {
             "--records-100" => options.records_100 = number(value)?,
             "--records-1024" => options.records_1024 = number(value)?,
             "--bootstrap" => options.bootstrap = value.clone(),
+            "--security" => options.securities = list(value, Security::parse)?,
+            "--bootstrap-sasl-ssl" => options.bootstrap_sasl_ssl = value.clone(),
+            "--security-file" => options.security_file = value.clone(),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -380,10 +493,10 @@ fn main() {
     let outcome = match verb.as_str() {
         "fill" => fill::fill(&options),
         "run" => runner::run(&options),
-        "report" => report::report(),
+        "report" => report::report_all(),
         "all" => fill::fill(&options)
             .and_then(|()| runner::run(&options))
-            .and_then(|()| report::report()),
+            .and_then(|()| report::report(options.results_set())),
         _ => Err("usage: kafka-bench all|fill|run|report [options] (see bench/src/main.rs)".into()),
     };
     if let Err(error) = outcome {
@@ -396,4 +509,25 @@ fn main() {
 pub fn newer(path: &Path, than: &Path) -> bool {
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     matches!((modified(path), modified(than)), (Some(a), Some(b)) if a >= b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sasl_ssl_listener_comes_from_the_harness_security_file() {
+        let text = "KAFKA_CA_PEM=/s/ca.pem\nKAFKA_TLS_HOST=localhost\nKAFKA_SASL_USER=alice\n\
+                    KAFKA_SASL_PASSWORD=alice-secret\n";
+        let listener = SaslSslListener::parse("localhost:19194", "f", text).expect("complete");
+        assert_eq!(listener.bootstrap, "localhost:19194");
+        assert_eq!(listener.client.ca_location, "/s/ca.pem");
+        assert_eq!(listener.client.username, "alice");
+        assert_eq!(listener.client.password, "alice-secret");
+        let error =
+            SaslSslListener::parse("localhost:19194", "f", "KAFKA_CA_PEM=/s/ca.pem\n").unwrap_err();
+        assert_eq!(error, "f has no KAFKA_SASL_USER");
+        let error = SaslSslListener::resolve("", "f").unwrap_err();
+        assert!(error.contains("KAFKA_BOOTSTRAP_SASL_SSL"), "{error}");
+    }
 }

@@ -1,7 +1,10 @@
 //! Runs the matrix: every workload, `reps` rounds, every client once per round (the order
 //! rotates from round to round), each client as its own child process(es). CPU time and peak RSS
 //! come from `wait4` on each child; throughput and latencies from the child's `BENCH` line.
-//! Raw rows go to `bench/results/peers.tsv`, run metadata to `bench/results/peers.meta`.
+//! Raw rows go to `bench/results/<set>.tsv`, run metadata to `bench/results/<set>.meta`
+//! (`peers` for the plaintext matrix, `tls` for a run with the SASL_SSL listener). The remote
+//! ports each child talked to are sampled while it runs ([`crate::sockets`]); a SASL_SSL run
+//! that touched any other port than the SASL_SSL listener's fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -9,10 +12,13 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use kafka_bench::Security;
+
 use crate::fill::topic_name;
+use crate::sockets::{port_of, remote_ports};
 use crate::{
     bench_dir, kafka_classpath, newer, output, repo_dir, results_dir, Client, Launch, Options,
-    Workload, WorkloadMode, PARTITIONS,
+    SaslSslListener, Workload, WorkloadMode, PARTITIONS,
 };
 
 /// In the group workload, the third member leaves this long after its first record.
@@ -38,7 +44,13 @@ struct ChildOutcome {
     cpu_s: f64,
     max_rss_kb: i64,
     killed: bool,
+    /// Remote TCP ports seen on the child's sockets while it ran.
+    remote_ports: BTreeSet<u16>,
 }
+
+/// How often the driver looks at the children's sockets: often enough to see every broker
+/// connection of a run of seconds, rarely enough to cost nothing measurable.
+const SOCKET_SAMPLE_EVERY: Duration = Duration::from_millis(200);
 
 /// One row of `peers.tsv`.
 #[derive(Debug, Clone)]
@@ -62,14 +74,17 @@ pub struct Row {
     /// Peak RSS, the largest member's.
     pub rss_kb: i64,
     pub error: String,
+    /// Remote ports the members' sockets were seen connected to, comma-separated (empty in
+    /// TSVs written before the column existed).
+    pub ports: String,
 }
 
-pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\trecords\tbytes\tfetch_s\tjoin_s\tfirst_ms\tmax_gap_ms\tcpu_s\trss_kb\terror";
+pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\trecords\tbytes\tfetch_s\tjoin_s\tfirst_ms\tmax_gap_ms\tcpu_s\trss_kb\terror\tports";
 
 impl Row {
     fn tsv(&self) -> String {
         format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.3}\t{:.3}\t{:.4}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.3}\t{:.3}\t{:.4}\t{}\t{}\t{}",
             self.workload,
             self.client,
             self.rep,
@@ -82,7 +97,8 @@ impl Row {
             self.max_gap_ms,
             self.cpu_s,
             self.rss_kb,
-            self.error
+            self.error,
+            self.ports
         )
     }
 
@@ -105,6 +121,7 @@ impl Row {
             cpu_s: f[10].parse().ok()?,
             rss_kb: f[11].parse().ok()?,
             error: f[12].to_owned(),
+            ports: f.get(13).map_or(String::new(), |p| (*p).to_owned()),
         })
     }
 }
@@ -137,10 +154,23 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
         drop(child);
         running.push((pid, out, err));
     }
+    // Sockets are sampled for every child that is not reaped yet (so its pid is still ours).
+    let pids: Vec<libc::pid_t> = running.iter().map(|(pid, ..)| *pid).collect();
+    let mut ports: Vec<BTreeSet<u16>> = vec![BTreeSet::new(); pids.len()];
+    let mut reaped_pids: BTreeSet<libc::pid_t> = BTreeSet::new();
+    let mut sampled = Instant::now();
     let mut outcomes = Vec::new();
     for (pid, out, err) in running {
         let mut outcome = ChildOutcome::default();
         loop {
+            if sampled.elapsed() >= SOCKET_SAMPLE_EVERY {
+                sampled = Instant::now();
+                for (i, &p) in pids.iter().enumerate() {
+                    if !reaped_pids.contains(&p) {
+                        ports[i].extend(remote_ports(p));
+                    }
+                }
+            }
             let mut status: libc::c_int = 0;
             // SAFETY: an all-zero rusage is a valid value of this plain C struct.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -155,6 +185,7 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
                 } else {
                     -1
                 };
+                reaped_pids.insert(pid);
                 break;
             }
             if reaped < 0 {
@@ -170,6 +201,9 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
         outcome.stdout = out.join().unwrap_or_default();
         outcome.stderr = err.join().unwrap_or_default();
         outcomes.push(outcome);
+    }
+    for (outcome, ports) in outcomes.iter_mut().zip(ports) {
+        outcome.remote_ports = ports;
     }
     Ok(outcomes)
 }
@@ -268,6 +302,7 @@ impl Launcher {
 fn run_one(
     launcher: &Launcher,
     options: &Options,
+    sasl_ssl: Option<&SaslSslListener>,
     workload: &Workload,
     client: &Client,
     rep: usize,
@@ -281,10 +316,15 @@ fn run_one(
         workload.label().replace('/', "-"),
         std::process::id()
     );
+    let listener = match workload.security {
+        Security::Plaintext => None,
+        Security::SaslSsl => Some(sasl_ssl.ok_or("no SASL_SSL listener resolved")?),
+    };
+    let bootstrap = listener.map_or(&options.bootstrap, |l| &l.bootstrap);
     let base = |leave: Option<u64>| -> Vec<String> {
         let mut args = vec![
             "--bootstrap".to_owned(),
-            options.bootstrap.clone(),
+            bootstrap.clone(),
             "--topic".to_owned(),
             topic.clone(),
             "--partitions".to_owned(),
@@ -311,6 +351,22 @@ fn run_one(
             records.to_string(),
         ];
         args.extend(client.extra.iter().map(|s| (*s).to_owned()));
+        if let Some(listener) = listener {
+            let c = &listener.client;
+            args.extend(
+                [
+                    "--security",
+                    workload.security.name(),
+                    "--ca-location",
+                    &c.ca_location,
+                    "--sasl-username",
+                    &c.username,
+                    "--sasl-password",
+                    &c.password,
+                ]
+                .map(str::to_owned),
+            );
+        }
         if workload.mode == WorkloadMode::Rebalance {
             args.extend(["--rate-per-s".to_owned(), REBALANCE_RATE_PER_S.to_string()]);
         }
@@ -347,7 +403,17 @@ fn run_one(
         cpu_s: 0.0,
         rss_kb: 0,
         error: String::new(),
+        ports: String::new(),
     };
+    let ports: BTreeSet<u16> = outcomes
+        .iter()
+        .flat_map(|o| o.remote_ports.iter().copied())
+        .collect();
+    row.ports = ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let (mut start, mut first, mut last) = (u128::MAX, u128::MAX, 0u128);
     for (member, outcome) in outcomes.iter().enumerate() {
         row.cpu_s += outcome.cpu_s;
@@ -381,10 +447,58 @@ fn run_one(
         }
     }
     if row.ok {
+        if let Some(error) = listener.and_then(|l| foreign_ports(&l.bootstrap, &ports)) {
+            row.ok = false;
+            row.error = error;
+        }
+    }
+    if row.ok {
         row.fetch_s = last.saturating_sub(first) as f64 / 1e9;
         row.join_s = last.saturating_sub(start) as f64 / 1e9;
     }
     Ok(row)
+}
+
+/// The row of a client that cannot run the workload at all: not measured, with the reason.
+fn skipped(workload: &Workload, client: &Client, rep: usize, reason: &str) -> Row {
+    Row {
+        workload: workload.label(),
+        client: client.name.to_owned(),
+        rep,
+        ok: false,
+        records: 0,
+        bytes: 0,
+        fetch_s: 0.0,
+        join_s: 0.0,
+        first_ms: 0.0,
+        max_gap_ms: 0.0,
+        cpu_s: 0.0,
+        rss_kb: 0,
+        error: format!("skipped: {reason}"),
+        ports: String::new(),
+    }
+}
+
+/// Why a secured run does not count: its sockets were never seen, or were seen connected to
+/// another port than its listener's (a fallback, or a broker advertising another listener).
+fn foreign_ports(bootstrap: &str, ports: &BTreeSet<u16>) -> Option<String> {
+    let expected = port_of(bootstrap)?;
+    if ports.is_empty() {
+        return Some(format!(
+            "no TCP connection of the client was seen (expected only port {expected})"
+        ));
+    }
+    let others: Vec<String> = ports
+        .iter()
+        .filter(|&&p| p != expected)
+        .map(u16::to_string)
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "connected to port(s) {} besides the listener's {expected}",
+            others.join(",")
+        )
+    })
 }
 
 fn load_average() -> String {
@@ -418,6 +532,8 @@ pub fn run(options: &Options) -> Result<(), String> {
     if options.bootstrap.is_empty() {
         return Err("KAFKA_BOOTSTRAP is not set (start the broker with bench/run)".to_owned());
     }
+    let sasl_ssl = options.sasl_ssl_listener()?;
+    let set = options.results_set();
     let launcher = Launcher::new()?;
     std::fs::create_dir_all(results_dir()).map_err(|e| e.to_string())?;
     let commit = first_line(
@@ -441,13 +557,27 @@ pub fn run(options: &Options) -> Result<(), String> {
         format!("window_ms={}", options.window_ms),
         format!("records_100={}", options.records_100),
         format!("records_1024={}", options.records_1024),
+        format!(
+            "security={}",
+            options
+                .securities
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        format!("bootstrap={}", options.bootstrap),
+        format!(
+            "bootstrap_sasl_ssl={}",
+            sasl_ssl.as_ref().map_or("", |l| l.bootstrap.as_str())
+        ),
     ];
-    let meta_path = results_dir().join("peers.meta");
+    let meta_path = results_dir().join(format!("{}.meta", set.name()));
     let write_meta = |meta: &[String]| {
         std::fs::write(&meta_path, meta.join("\n") + "\n").map_err(|e| e.to_string())
     };
     write_meta(&[meta.clone(), vec!["finished=(interrupted)".to_owned()]].concat())?;
-    let tsv_path = results_dir().join("peers.tsv");
+    let tsv_path = results_dir().join(format!("{}.tsv", set.name()));
     let mut lines = vec![TSV_HEADER.to_owned()];
     let mut serial = 0;
     // A client that failed a workload is not retried on it (the error is in the table).
@@ -457,45 +587,78 @@ pub fn run(options: &Options) -> Result<(), String> {
         .iter()
         .map(|w| options.reps * options.clients.iter().filter(|c| c.runs_in(w.mode)).count())
         .sum();
+    // The listeners of one workload alternate round by round (plaintext, then sasl_ssl, in
+    // every round), so a drift in the machine's load hits both sides of their ratio alike.
+    let mut bases: Vec<Vec<&Workload>> = Vec::new();
     for workload in &workloads {
+        match bases.last_mut() {
+            Some(base) if base[0].base() == workload.base() => base.push(workload),
+            _ => bases.push(vec![workload]),
+        }
+    }
+    for base in &bases {
         for rep in 0..options.reps {
-            let n = options.clients.len();
-            for i in 0..n {
-                let client = &options.clients[(i + rep) % n];
-                if !client.runs_in(workload.mode) {
-                    continue;
-                }
-                serial += 1;
-                if failed.contains(&(workload.label(), client.name)) {
-                    continue;
-                }
-                let row = run_one(&launcher, options, workload, client, rep, serial)?;
-                eprintln!(
-                    "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
-                    row.workload,
-                    row.client,
-                    rep + 1,
-                    if row.ok {
-                        format!(
-                            "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms",
+            for &workload in base {
+                let n = options.clients.len();
+                for i in 0..n {
+                    let client = &options.clients[(i + rep) % n];
+                    if !client.runs_in(workload.mode) {
+                        continue;
+                    }
+                    serial += 1;
+                    if failed.contains(&(workload.label(), client.name)) {
+                        continue;
+                    }
+                    if let (Security::SaslSsl, Some(reason)) =
+                        (workload.security, client.no_sasl_ssl)
+                    {
+                        eprintln!(
+                            "kafka-bench: {} {}: skipped over SASL_SSL: {reason}",
+                            workload.label(),
+                            client.name
+                        );
+                        lines.push(skipped(workload, client, rep, reason).tsv());
+                        failed.insert((workload.label(), client.name));
+                        continue;
+                    }
+                    let row = run_one(
+                        &launcher,
+                        options,
+                        sasl_ssl.as_ref(),
+                        workload,
+                        client,
+                        rep,
+                        serial,
+                    )?;
+                    eprintln!(
+                        "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
+                        row.workload,
+                        row.client,
+                        rep + 1,
+                        if row.ok {
+                            format!(
+                            "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms, ports {}",
                             row.records,
                             row.fetch_s,
                             row.records as f64 / row.fetch_s.max(1e-9),
                             row.cpu_s,
                             row.rss_kb / 1024,
                             row.first_ms,
-                            row.max_gap_ms
+                            row.max_gap_ms,
+                            row.ports
                         )
-                    } else {
-                        format!("FAILED: {}", row.error)
+                        } else {
+                            format!("FAILED: {}", row.error)
+                        }
+                    );
+                    if !row.ok {
+                        failed.insert((workload.label(), client.name));
                     }
-                );
-                if !row.ok {
-                    failed.insert((workload.label(), client.name));
+                    lines.push(row.tsv());
+                    // Written after every run: an interrupted run keeps what it measured.
+                    std::fs::write(&tsv_path, lines.join("\n") + "\n")
+                        .map_err(|e| e.to_string())?;
                 }
-                lines.push(row.tsv());
-                // Written after every run: an interrupted run keeps what it measured.
-                std::fs::write(&tsv_path, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
             }
         }
     }

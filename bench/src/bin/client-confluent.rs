@@ -25,6 +25,9 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
     props.insert("auto.offset.reset".to_owned(), "earliest".to_owned());
     props.insert("enable.auto.commit".to_owned(), "false".to_owned());
     props.insert("group.protocol".to_owned(), args.protocol.name().to_owned());
+    for (key, value) in args.sasl_ssl.iter().flat_map(|s| s.java_properties()) {
+        props.insert(key.to_owned(), value);
+    }
     if args.mode == Mode::Subscribe {
         props.insert("group.id".to_owned(), args.group.clone());
     }

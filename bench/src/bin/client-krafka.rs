@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats};
+use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats, SASL_MECHANISM};
+use krafka::auth::{AuthConfig, TlsConfig};
 use krafka::consumer::{AutoOffsetReset, GroupProtocol};
 use krafka::Kafka;
 
@@ -14,11 +15,17 @@ fn main() {
 }
 
 async fn run(args: ClientArgs) -> Result<Stats, String> {
-    let kafka = Kafka::builder(args.bootstrap.clone())
-        .client_id("bench-krafka")
-        .connect()
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut kafka = Kafka::builder(args.bootstrap.clone()).client_id("bench-krafka");
+    if let Some(sasl_ssl) = &args.sasl_ssl {
+        // krafka takes SASL and TLS as code, not properties: SCRAM-SHA-512 over TLS with the
+        // harness's CA (rustls, which verifies the host name).
+        debug_assert_eq!(SASL_MECHANISM, "SCRAM-SHA-512");
+        kafka = kafka.security(
+            AuthConfig::sasl_scram_sha512(&sasl_ssl.username, &sasl_ssl.password)
+                .with_tls(TlsConfig::new().with_ca_cert(&sasl_ssl.ca_location)),
+        );
+    }
+    let kafka = kafka.connect().await.map_err(|e| e.to_string())?;
     let builder = match args.mode {
         Mode::Assign => kafka.consumer_without_group(),
         Mode::Subscribe => kafka

@@ -27,6 +27,9 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
         .client_id("bench-ours")
         .auto_offset_reset(AutoOffsetReset::Earliest)
         .set("enable.auto.commit", "false");
+    for (key, value) in args.sasl_ssl.iter().flat_map(|s| s.java_properties()) {
+        builder = builder.set(key, value);
+    }
     if args.mode == Mode::Subscribe {
         builder = builder
             .group_id(&args.group)

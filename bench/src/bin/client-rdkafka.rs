@@ -23,6 +23,9 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
         // librdkafka's assign() fails with "Local: Unknown group" without a group.id; assigning
         // joins no group, so assign mode gets one too.
         .set("group.id", &args.group);
+    for (key, value) in args.sasl_ssl.iter().flat_map(|s| s.librdkafka_properties()) {
+        config.set(key, value);
+    }
     if args.mode == Mode::Subscribe {
         config.set("group.protocol", args.protocol.name());
     }
