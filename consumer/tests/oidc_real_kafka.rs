@@ -34,7 +34,8 @@ use kafka_consumer::config::{ConfigError, ConsumerConfigBuilder, GroupProtocol};
 use kafka_consumer::network::SecurityProtocol;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error};
 use support::group::unique;
-use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
+use support::real_broker::{client, create_topic, produce_with_java};
+use support::secured::{secured, Secured};
 use tokio::time::{Duration, Instant};
 
 const CLIENT_ID: &str = "orders-service";
@@ -42,49 +43,6 @@ const CLIENT_SECRET: &str = "s3cret:with&symbols";
 const SCOPE: &str = "kafka read";
 const HANDLER: &str =
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler";
-
-struct Secured {
-    plaintext: String,
-    sasl_ssl: String,
-    sasl_plaintext: String,
-    env: BTreeMap<String, String>,
-}
-
-fn secured() -> Option<Secured> {
-    let plaintext = bootstrap()?;
-    let vars = [
-        "KAFKA_BOOTSTRAP_SASL_SSL",
-        "KAFKA_BOOTSTRAP_SASL_PLAINTEXT",
-        "KAFKA_SECURITY_FILE",
-    ];
-    let values: Vec<String> = vars
-        .iter()
-        .filter_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-        .collect();
-    if values.len() < vars.len() {
-        assert!(
-            std::env::var("REQUIRE_KAFKA").as_deref() != Ok("1"),
-            "REQUIRE_KAFKA=1 but {vars:?} are not all set: export the lines `testing/kafka/run up` prints"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {vars:?} not set; OIDC tests did not run"
-        );
-        return None;
-    }
-    let env = std::fs::read_to_string(&values[2])
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    Some(Secured {
-        plaintext,
-        sasl_ssl: values[0].clone(),
-        sasl_plaintext: values[1].clone(),
-        env,
-    })
-}
 
 /// A token endpoint issuing unsecured JWTs for `subject`, valid `lifetime_s` seconds.
 struct TokenEndpoint {
@@ -377,7 +335,9 @@ fn lines(range: std::ops::Range<usize>) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_consume_exactly_over_oauthbearer_from_the_token_endpoint() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("OIDC tests") else {
+        return;
+    };
     let user = &s.env["KAFKA_SASL_USER"];
     let http = TokenEndpoint::start(user, 3600);
     let https = TokenEndpoint::start_tls(user, 3600, &s);
@@ -419,7 +379,9 @@ async fn groups_consume_exactly_over_oauthbearer_from_the_token_endpoint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_client_secret_fails_construction_at_once() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("OIDC tests") else {
+        return;
+    };
     let endpoint = TokenEndpoint::start(&s.env["KAFKA_SASL_USER"], 3600);
     let config = oidc_config(
         &s,
@@ -505,7 +467,9 @@ fn a_url_outside_the_allow_list_is_refused_at_build() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_lived_tokens_are_refreshed_for_reauthentication_with_nothing_lost() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("OIDC tests") else {
+        return;
+    };
     // 8-second tokens, refreshed at half their life; the listener's sessions last 3 s, so
     // every few seconds the broker demands re-authentication, which must use a fresh token.
     let lifetime_s = 8;
@@ -559,7 +523,9 @@ async fn short_lived_tokens_are_refreshed_for_reauthentication_with_nothing_lost
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_endpoint_is_verified_against_the_configured_ca() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("OIDC tests") else {
+        return;
+    };
     let endpoint = TokenEndpoint::start_tls(&s.env["KAFKA_SASL_USER"], 3600, &s);
     // Kafka 4.1 keys, no JAAS trust store: the harness CA is not among the Mozilla roots.
     let config = oidc_config(

@@ -17,8 +17,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
+use std::collections::BTreeSet;
 
 use kafka_consumer::config::GroupProtocol;
 use kafka_consumer::network::metadata::metadata_request_for_topics;
@@ -28,72 +27,14 @@ use kafka_consumer::protocol::ResponseError;
 use kafka_consumer::types::OffsetAndMetadata;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error, TopicPartition};
 use support::group::unique;
-use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
+use support::real_broker::{client, create_topic, produce_with_java};
+use support::secured::{secured, Secured};
 use tokio::time::{Duration, Instant};
 
 const RECORDS: usize = 200;
 const PARTITIONS: i32 = 3;
 /// How long a refused connection may take to show up as an error.
 const FAIL_WITHIN: Duration = Duration::from_secs(10);
-
-/// The harness's secured listeners and test credentials.
-struct Secured {
-    plaintext: String,
-    sasl_ssl: String,
-    ssl: String,
-    sasl_plaintext: String,
-    env: BTreeMap<String, String>,
-}
-
-impl Secured {
-    fn get(&self, key: &str) -> &str {
-        self.env
-            .get(key)
-            .unwrap_or_else(|| panic!("{key} missing from KAFKA_SECURITY_FILE"))
-    }
-
-    fn read(&self, key: &str) -> String {
-        std::fs::read_to_string(self.get(key)).unwrap()
-    }
-}
-
-fn secured() -> Option<Secured> {
-    let plaintext = bootstrap()?;
-    let vars = [
-        "KAFKA_BOOTSTRAP_SASL_SSL",
-        "KAFKA_BOOTSTRAP_SSL",
-        "KAFKA_BOOTSTRAP_SASL_PLAINTEXT",
-        "KAFKA_SECURITY_FILE",
-    ];
-    let values: Vec<String> = vars
-        .iter()
-        .filter_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
-        .collect();
-    if values.len() < vars.len() {
-        assert!(
-            std::env::var("REQUIRE_KAFKA").as_deref() != Ok("1"),
-            "REQUIRE_KAFKA=1 but {vars:?} are not all set: export the lines `testing/kafka/run up` prints"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: {vars:?} not set; secured-listener tests did not run"
-        );
-        return None;
-    }
-    let env = std::fs::read_to_string(&values[3])
-        .unwrap()
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    Some(Secured {
-        plaintext,
-        sasl_ssl: values[0].clone(),
-        ssl: values[1].clone(),
-        sasl_plaintext: values[2].clone(),
-        env,
-    })
-}
 
 /// How a case connects.
 #[derive(Clone, Copy, Debug)]
@@ -199,7 +140,9 @@ async fn consume_exactly(config: ConsumerConfig, topic: String, label: String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_listener_and_mechanism_consumes_exactly_what_was_produced() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("secured-listener tests") else {
+        return;
+    };
     let mut admin = client(s.plaintext.clone());
     let topic = unique("secure-all");
     create_topic(&mut admin, &topic, PARTITIONS).await;
@@ -270,7 +213,9 @@ async fn first_error(config: ConsumerConfig, topic: &str) -> (Error, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("secured-listener tests") else {
+        return;
+    };
     let mut admin = client(s.plaintext.clone());
     let topic = unique("secure-refused");
     create_topic(&mut admin, &topic, 1).await;
@@ -391,7 +336,9 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
 /// error instead of running into its timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_behind_a_refused_password_fails_with_the_typed_error() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("secured-listener tests") else {
+        return;
+    };
     let mut admin = client(s.plaintext.clone());
     let topic = unique("secure-commit");
     create_topic(&mut admin, &topic, 1).await;
@@ -431,7 +378,9 @@ async fn a_commit_behind_a_refused_password_fails_with_the_typed_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_denied_by_acl_gets_an_authorization_error() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("secured-listener tests") else {
+        return;
+    };
     let mut admin = client(s.plaintext.clone());
     let prefix = s.get("KAFKA_DENIED_PREFIX");
     let topic = unique(&format!("{prefix}-topic"));
@@ -478,7 +427,9 @@ async fn a_user_denied_by_acl_gets_an_authorization_error() {
 /// would close an expired session, failing the request in flight).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiring_tokens_are_refreshed_by_reauthentication() {
-    let Some(s) = secured() else { return };
+    let Some(s) = secured("secured-listener tests") else {
+        return;
+    };
     let config = secured_config(
         &s,
         &s.sasl_plaintext,

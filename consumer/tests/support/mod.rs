@@ -8,3 +8,5 @@ pub mod group;
 pub mod real_broker;
 #[cfg(not(madsim))]
 pub mod real_cluster;
+#[cfg(not(madsim))]
+pub mod secured;
