@@ -46,6 +46,14 @@ pub(crate) type BrokerStream = Box<dyn BrokerIo>;
 type WriteFuture =
     Pin<Box<dyn Future<Output = (WriteHalf<BrokerStream>, std::io::Result<()>)> + Send>>;
 
+/// Whether a request carries a secret, and so needs the zeroizing encoder.
+#[derive(Clone, Copy)]
+enum Carries {
+    Nothing,
+    /// A password or token (SaslAuthenticate): `codec::encode_secret_request`.
+    Secret,
+}
+
 /// A SASL exchange longer than this is a broken or hostile server (SCRAM needs 2 rounds).
 const MAX_SASL_ROUNDS: usize = 8;
 
@@ -124,17 +132,8 @@ impl Connection {
         let mut version = ApiVersionsRequest::VERSIONS.max;
         loop {
             tracing::debug!(broker = %self.broker, version, "ApiVersions");
-            let correlation_id = self.in_flight.allocate_correlation_id();
-            let request = codec::encode_request(
-                &api_versions_request(),
-                version,
-                correlation_id,
-                self.settings.client_id.as_ref(),
-            )
-            .map_err(|source| NetworkError::Encode {
-                broker: self.broker.clone(),
-                source,
-            })?;
+            let (request, correlation_id) =
+                self.encode_alone(&api_versions_request(), version, Carries::Nothing)?;
             let remaining = deadline.saturating_duration_since(Instant::now());
             let frame = self
                 .exchange_checked(
@@ -207,17 +206,7 @@ impl Connection {
             // or token outlives the exchange.
             let request =
                 SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_owner(message));
-            let correlation_id = self.in_flight.allocate_correlation_id();
-            let frame = codec::encode_secret_request(
-                &request,
-                version,
-                correlation_id,
-                self.settings.client_id.as_ref(),
-            )
-            .map_err(|source| NetworkError::Encode {
-                broker: self.broker.clone(),
-                source,
-            })?;
+            let (frame, correlation_id) = self.encode_alone(&request, version, Carries::Secret)?;
             drop(request);
             let response = self
                 .round_trip_frame::<SaslAuthenticateRequest>(frame, version, correlation_id)
@@ -281,19 +270,32 @@ impl Connection {
         request: &R,
         version: i16,
     ) -> Result<R::Response, NetworkError> {
+        let (frame, correlation_id) = self.encode_alone(request, version, Carries::Nothing)?;
+        self.round_trip_frame::<R>(frame, version, correlation_id)
+            .await
+    }
+
+    /// `request` as a frame under a fresh correlation id, for the exchanges that run with
+    /// nothing else in flight (ApiVersions, SASL, [`round_trip`](Self::round_trip)).
+    fn encode_alone<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+        carries: Carries,
+    ) -> Result<(Bytes, i32), NetworkError> {
         let correlation_id = self.in_flight.allocate_correlation_id();
-        let frame = codec::encode_request(
-            request,
-            version,
-            correlation_id,
-            self.settings.client_id.as_ref(),
-        )
-        .map_err(|source| NetworkError::Encode {
+        let client_id = self.settings.client_id.as_ref();
+        let encoded = match carries {
+            Carries::Nothing => codec::encode_request(request, version, correlation_id, client_id),
+            Carries::Secret => {
+                codec::encode_secret_request(request, version, correlation_id, client_id)
+            }
+        };
+        let frame = encoded.map_err(|source| NetworkError::Encode {
             broker: self.broker.clone(),
             source,
         })?;
-        self.round_trip_frame::<R>(frame, version, correlation_id)
-            .await
+        Ok((frame, correlation_id))
     }
 
     /// The second half of [`round_trip`](Self::round_trip): sends `frame` (`R` encoded at
