@@ -580,6 +580,20 @@ pub mod text {
             .map_err(|_| err(text, &format!("`{word}` is not a number")))
     }
 
+    /// A probability: a number from 0 to 1. NaN and infinities parse as `f64` but are not
+    /// probabilities (NaN would also break the plan's text round trip: it equals nothing).
+    fn probability(text: &str, word: &str) -> Result<f64, ParseFaultError> {
+        let p: f64 = num(text, word)?;
+        if (0.0..=1.0).contains(&p) {
+            Ok(p)
+        } else {
+            Err(err(
+                text,
+                &format!("`{word}` is not a probability from 0 to 1"),
+            ))
+        }
+    }
+
     fn opt_num<T: FromStr>(
         text: &str,
         word: &str,
@@ -614,7 +628,7 @@ pub mod text {
             match s.split_once(':') {
                 None if s == "until-cleared" => Ok(Trigger::UntilCleared),
                 Some(("next", n)) => Ok(Trigger::Next(num(s, n)?)),
-                Some(("p", p)) => Ok(Trigger::Probability(num(s, p)?)),
+                Some(("p", p)) => Ok(Trigger::Probability(probability(s, p)?)),
                 _ => Err(err(s, "expected next:N, p:F or until-cleared")),
             }
         }
@@ -917,6 +931,13 @@ pub mod text {
             );
             let e = parse_plan("5 latency 3").unwrap_err();
             assert!(e.0.contains("MIN..MAX"), "{e}");
+            // Found by the fault_plan fuzz target: `p:NaN` parsed, and the plan then differed
+            // from itself after its text round trip.
+            for p in ["NaN", "inf", "-0.5", "1.5"] {
+                let e = format!("p:{p}").parse::<Trigger>().unwrap_err();
+                assert!(e.0.contains("not a probability"), "{e}");
+            }
+            assert_eq!("p:1".parse::<Trigger>(), Ok(Trigger::Probability(1.0)));
             let e = "kill-broker 1 2".parse::<Fault>().unwrap_err();
             assert!(e.0.contains("unexpected `2`"), "{e}");
             assert!("teleport 1".parse::<Fault>().is_err());

@@ -13,6 +13,7 @@
 //! unchecked count of two billion would attempt a huge allocation from a few bytes of input.)
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::consumer_protocol_assignment::{
@@ -26,6 +27,20 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::error::{ConsumerProtocolError, ConsumerProtocolMessage};
 use super::{Assignment, Subscription, TopicPartition};
+
+/// One topic's partitions, sharing one allocation of its name: a decoded name is not copied
+/// per partition, so the decoded form stays within a small multiple of the bytes it came from
+/// (a long name and many partitions would otherwise cost name × partitions bytes; found by the
+/// `consumer_protocol` fuzz target in the sticky user data, which decodes the same way).
+fn partitions_of<'a>(
+    topic: &str,
+    partitions: &'a [i32],
+) -> impl Iterator<Item = TopicPartition> + 'a {
+    let topic: Arc<str> = Arc::from(topic);
+    partitions
+        .iter()
+        .map(move |&p| TopicPartition::new(Arc::clone(&topic), p))
+}
 
 /// The newest ConsumerProtocol version (subscription and assignment share it): v3 added the rack.
 pub const CONSUMER_PROTOCOL_VERSION: i16 = 3;
@@ -82,11 +97,7 @@ pub fn decode_subscription(bytes: &Bytes) -> Result<Subscription, ConsumerProtoc
         owned_partitions: data
             .owned_partitions
             .iter()
-            .flat_map(|tp| {
-                tp.partitions
-                    .iter()
-                    .map(|&p| TopicPartition::new(tp.topic.to_string(), p))
-            })
+            .flat_map(|tp| partitions_of(tp.topic.as_str(), &tp.partitions))
             .collect(),
         generation_id: (data.generation_id >= 0).then_some(data.generation_id),
         rack_id: data
@@ -133,11 +144,7 @@ pub fn decode_assignment(bytes: &Bytes) -> Result<Assignment, ConsumerProtocolEr
         partitions: data
             .assigned_partitions
             .iter()
-            .flat_map(|tp| {
-                tp.partitions
-                    .iter()
-                    .map(|&p| TopicPartition::new(tp.topic.to_string(), p))
-            })
+            .flat_map(|tp| partitions_of(tp.topic.as_str(), &tp.partitions))
             .collect(),
         user_data: data.user_data,
     })

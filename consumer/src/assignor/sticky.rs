@@ -12,6 +12,7 @@
 //! history rather than failing the rebalance.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -128,12 +129,13 @@ impl UserDataReader<'_> {
         for _ in 0..topics {
             let b = self.take(2)?;
             let len = usize::try_from(i16::from_be_bytes([b[0], b[1]])).ok()?;
-            // Java decodes with replacement characters rather than failing.
-            let topic = String::from_utf8_lossy(self.take(len)?).into_owned();
+            // Java decodes with replacement characters rather than failing. One allocation of
+            // the name for all its partitions (`protocol::partitions_of`).
+            let topic: Arc<str> = Arc::from(String::from_utf8_lossy(self.take(len)?));
             let count = self.count(4)?;
             partitions.reserve(count);
             for _ in 0..count {
-                partitions.push(TopicPartition::new(topic.clone(), self.i32()?));
+                partitions.push(TopicPartition::new(Arc::clone(&topic), self.i32()?));
             }
         }
         Some(partitions)

@@ -2,6 +2,7 @@
 //! property tests, and the ConsumerProtocol codec.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -557,6 +558,21 @@ mod sticky {
         }
     }
 
+    /// A topic's name is allocated once for all its decoded partitions, not per partition:
+    /// a long name and many partitions in a hostile member's user data must not cost name ×
+    /// partitions bytes (the `consumer_protocol` fuzz target hit its allocation cap so).
+    #[test]
+    fn sticky_user_data_shares_one_name_per_topic() {
+        let name = "t".repeat(1000);
+        let partitions: Vec<TopicPartition> = (0..500).map(|p| tp(&name, p)).collect();
+        let bytes = StickyAssignor::encode_user_data(&partitions, 1).unwrap();
+        let decoded = StickyAssignor::decode_user_data(&bytes).partitions;
+        assert_eq!(decoded.len(), 500);
+        assert!(decoded
+            .iter()
+            .all(|p| Arc::ptr_eq(&p.topic, &decoded[0].topic)));
+    }
+
     #[test]
     fn sticky_user_data_round_trips_and_falls_back() {
         let partitions = vec![tp("t1", 0), tp("t1", 3), tp("t2", 1)];
@@ -870,6 +886,33 @@ mod properties {
 mod protocol {
     use super::*;
     use crate::assignor::protocol::*;
+
+    /// ConsumerProtocol assignments and owned partitions share one allocation of each topic's
+    /// name (see `sticky_user_data_shares_one_name_per_topic`).
+    #[test]
+    fn decoded_partitions_share_one_name_per_topic() {
+        let name = "t".repeat(1000);
+        let partitions: Vec<TopicPartition> = (0..500).map(|p| tp(&name, p)).collect();
+        let assignment = Assignment {
+            partitions: partitions.clone(),
+            user_data: None,
+        };
+        let decoded = decode_assignment(&encode_assignment(&assignment, 3).unwrap()).unwrap();
+        let subscription = Subscription {
+            topics: vec![name.clone()],
+            owned_partitions: partitions,
+            ..Subscription::default()
+        };
+        let owned = decode_subscription(&encode_subscription(&subscription, 3).unwrap())
+            .unwrap()
+            .owned_partitions;
+        for decoded in [decoded.partitions, owned] {
+            assert_eq!(decoded.len(), 500);
+            assert!(decoded
+                .iter()
+                .all(|p| Arc::ptr_eq(&p.topic, &decoded[0].topic)));
+        }
+    }
 
     fn full_subscription() -> Subscription {
         Subscription {
