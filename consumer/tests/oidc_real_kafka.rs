@@ -35,7 +35,7 @@ use kafka_consumer::network::SecurityProtocol;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error};
 use support::group::unique;
 use support::real_broker::{client, create_topic, produce_with_java};
-use support::secured::{secured, Secured};
+use support::secured::{consume, secured, Secured};
 use tokio::time::{Duration, Instant};
 
 const CLIENT_ID: &str = "orders-service";
@@ -295,36 +295,6 @@ fn oidc_config(
                     "{module} clientId=\"{CLIENT_ID}\" clientSecret=\"{secret}\" scope=\"{SCOPE}\"{trust};"
                 ),
             )
-        }
-    }
-}
-
-/// Polls until `expected` records were seen, failing on an error or a duplicate; polls on for
-/// `keep_polling` afterwards to cover re-authentications, still failing on an error.
-async fn consume(
-    consumer: &mut Consumer,
-    seen: &mut BTreeSet<usize>,
-    expected: usize,
-    label: &str,
-) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while seen.len() < expected {
-        assert!(
-            Instant::now() < deadline,
-            "{label}: only {} of {expected} records",
-            seen.len()
-        );
-        let records = consumer
-            .poll(Duration::from_millis(500))
-            .await
-            .unwrap_or_else(|error| panic!("{label}: poll failed: {error}"));
-        for record in records.iter() {
-            let key = String::from_utf8(record.key.clone().unwrap().to_vec()).unwrap();
-            let value = String::from_utf8(record.value.clone().unwrap().to_vec()).unwrap();
-            let i: usize = key.strip_prefix("key-").unwrap().parse().unwrap();
-            assert_eq!(value, format!("value-{i}"), "{label}");
-            assert!(i < expected, "{label}: unexpected {key}");
-            assert!(seen.insert(i), "{label}: {key} delivered twice");
         }
     }
 }

@@ -28,7 +28,7 @@ use kafka_consumer::types::OffsetAndMetadata;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error, TopicPartition};
 use support::group::unique;
 use support::real_broker::{client, create_topic, produce_with_java};
-use support::secured::{secured, Secured};
+use support::secured::{consume, secured, Secured};
 use tokio::time::{Duration, Instant};
 
 const RECORDS: usize = 200;
@@ -115,26 +115,7 @@ async fn consume_exactly(config: ConsumerConfig, topic: String, label: String) {
     let mut consumer = Consumer::new(config).unwrap();
     consumer.subscribe([topic]).await.unwrap();
     let mut seen = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while seen.len() < RECORDS {
-        assert!(
-            Instant::now() < deadline,
-            "{label}: only {} of {RECORDS} records",
-            seen.len()
-        );
-        let records = consumer
-            .poll(Duration::from_millis(500))
-            .await
-            .unwrap_or_else(|error| panic!("{label}: poll failed: {error}"));
-        for record in records.iter() {
-            let key = String::from_utf8(record.key.clone().unwrap().to_vec()).unwrap();
-            let value = String::from_utf8(record.value.clone().unwrap().to_vec()).unwrap();
-            let i: usize = key.strip_prefix("key-").unwrap().parse().unwrap();
-            assert_eq!(value, format!("value-{i}"), "{label}");
-            assert!(i < RECORDS, "{label}: unexpected {key}");
-            assert!(seen.insert(i), "{label}: {key} delivered twice");
-        }
-    }
+    consume(&mut consumer, &mut seen, RECORDS, &label).await;
     consumer.close(Duration::from_secs(20)).await.unwrap();
 }
 

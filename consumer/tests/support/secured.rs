@@ -2,8 +2,11 @@
 //! (`KAFKA_BOOTSTRAP_SASL_SSL=…`, `KAFKA_BOOTSTRAP_SSL=…`, `KAFKA_BOOTSTRAP_SASL_PLAINTEXT=…`,
 //! `KAFKA_SECURITY_FILE=…`), and the certificate paths and credentials of that file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+
+use kafka_consumer::Consumer;
+use tokio::time::{Duration, Instant};
 
 use super::real_broker::bootstrap;
 
@@ -69,4 +72,34 @@ pub fn secured(what: &str) -> Option<Secured> {
         sasl_plaintext: values[2].clone(),
         env,
     })
+}
+
+/// Polls until records `key-0`..`key-{expected}` (valued `value-N`, as the tests produce them)
+/// were all seen, failing on an error, a duplicate, a record that was not produced, or 90 s.
+pub async fn consume(
+    consumer: &mut Consumer,
+    seen: &mut BTreeSet<usize>,
+    expected: usize,
+    label: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen.len() < expected {
+        assert!(
+            Instant::now() < deadline,
+            "{label}: only {} of {expected} records",
+            seen.len()
+        );
+        let records = consumer
+            .poll(Duration::from_millis(500))
+            .await
+            .unwrap_or_else(|error| panic!("{label}: poll failed: {error}"));
+        for record in records.iter() {
+            let key = String::from_utf8(record.key.clone().unwrap().to_vec()).unwrap();
+            let value = String::from_utf8(record.value.clone().unwrap().to_vec()).unwrap();
+            let i: usize = key.strip_prefix("key-").unwrap().parse().unwrap();
+            assert_eq!(value, format!("value-{i}"), "{label}");
+            assert!(i < expected, "{label}: unexpected {key}");
+            assert!(seen.insert(i), "{label}: {key} delivered twice");
+        }
+    }
 }
