@@ -201,6 +201,79 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     seed.extend_from_slice(subscription.user_data.as_ref().unwrap());
     out.push(("consumer_protocol", "sticky-user-data-v1".into(), seed));
     out.extend(request_seeds());
+    out.extend(lie_seeds());
+    out
+}
+
+/// Scripts for `consumer_responses`: each mode honest, then one lie per API the consumer
+/// uses (the layout is in `fuzz/fuzz_targets/consumer_responses.rs`).
+fn lie_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    const ASSIGN: u8 = 0;
+    const CLASSIC: u8 = 1;
+    const CONSUMER: u8 = 2;
+    const READ_COMMITTED_AUTO_COMMIT_LZ4: u8 = 4 | 8 | 16;
+    const XOR: u8 = 0;
+    const OVERWRITE: u8 = 1;
+    const TRUNCATE: u8 = 2;
+    // The target's `APIS`, in its order, with the mode that sends each.
+    const APIS: [(&str, u8); 13] = [
+        ("api-versions", ASSIGN),
+        ("metadata", ASSIGN),
+        ("find-coordinator", CLASSIC),
+        ("fetch", ASSIGN),
+        ("list-offsets", ASSIGN),
+        ("offset-for-leader-epoch", ASSIGN),
+        ("offset-fetch", CLASSIC),
+        ("offset-commit", CLASSIC),
+        ("join-group", CLASSIC),
+        ("sync-group", CLASSIC),
+        ("heartbeat", CLASSIC),
+        ("leave-group", CLASSIC),
+        ("consumer-group-heartbeat", CONSUMER),
+    ];
+    let lie = |mode: u8, api: usize, nth: u8, op: u8, position: u16, payload: &[u8]| {
+        let mut seed = vec![mode, api as u8, nth, op];
+        seed.extend_from_slice(&position.to_le_bytes());
+        seed.push(payload.len() as u8);
+        seed.extend_from_slice(payload);
+        seed
+    };
+    let mut out = Vec::new();
+    for (mode, name) in [
+        (ASSIGN, "assign"),
+        (CLASSIC, "classic"),
+        (CONSUMER, "consumer"),
+    ] {
+        out.push(("consumer_responses", format!("{name}-honest"), vec![mode]));
+        out.push((
+            "consumer_responses",
+            format!("{name}-read-committed-lz4"),
+            vec![mode | READ_COMMITTED_AUTO_COMMIT_LZ4],
+        ));
+    }
+    for (api, (name, mode)) in APIS.iter().enumerate() {
+        let mode = *mode | 8;
+        out.push((
+            "consumer_responses",
+            format!("{name}-xor"),
+            lie(mode, api, 0, XOR, 9, &[1]),
+        ));
+        out.push((
+            "consumer_responses",
+            format!("{name}-truncate"),
+            lie(mode, api, 0, TRUNCATE, 7, &[]),
+        ));
+        out.push((
+            "consumer_responses",
+            format!("{name}-overwrite"),
+            lie(mode, api, 0, OVERWRITE, 12, &[0xff; 4]),
+        ));
+        out.push((
+            "consumer_responses",
+            format!("{name}-second-xor"),
+            lie(mode, api, 1, XOR, 3, &[0x10]),
+        ));
+    }
     out
 }
 

@@ -139,6 +139,18 @@ impl<'a> Control<'a> {
         i64::from_le_bytes(self.array())
     }
 
+    /// Whether every byte has been read.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The next `n` bytes, fewer at the end of input.
+    pub fn take(&mut self, n: usize) -> &'a [u8] {
+        let (taken, rest) = self.bytes.split_at(n.min(self.bytes.len()));
+        self.bytes = rest;
+        taken
+    }
+
     /// Everything not read yet.
     pub fn rest(self) -> &'a [u8] {
         self.bytes

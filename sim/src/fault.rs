@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
+
 use kafka_consumer::rt::SeededRng;
 
 use crate::buggify::Buggify;
@@ -242,6 +244,27 @@ pub(crate) struct Decision {
     pub malform: bool,
 }
 
+/// A response the broker is about to send, offered to a [`ResponseRewriter`].
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseToRewrite<'a> {
+    /// The answering broker's node id.
+    pub broker: i32,
+    /// The request's API key.
+    pub api_key: i16,
+    /// The version the request was sent at (the body is encoded at it).
+    pub version: i16,
+    /// The encoded response body, without the length prefix and the response header.
+    pub body: &'a [u8],
+}
+
+/// A broker that lies in arbitrary ways: given each response body the brokers encode, returns
+/// the body to send instead (`None`: send it unchanged). The response header (and so the
+/// correlation id) is kept, so the client reads the replacement as the answer to its request.
+///
+/// The response rules above inject the lies Kafka can tell (error codes, delays, lost
+/// responses); this is for fuzzing a client's response handling with every other one.
+pub type ResponseRewriter = Arc<dyn Fn(ResponseToRewrite<'_>) -> Option<Bytes> + Send + Sync>;
+
 /// The response-level fault state of a cluster, shared by its brokers and whoever injects.
 #[derive(Debug, Clone)]
 pub struct FaultControls {
@@ -256,6 +279,17 @@ struct State {
     buggify: Buggify,
     /// Per broker: SASL sessions authenticated under an older generation are expired.
     sasl_generations: BTreeMap<i32, u64>,
+    rewriter: Option<Rewriter>,
+}
+
+/// [`ResponseRewriter`] with a `Debug` form, so [`State`] keeps its derive.
+#[derive(Clone)]
+struct Rewriter(ResponseRewriter);
+
+impl std::fmt::Debug for Rewriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseRewriter")
+    }
 }
 
 impl FaultControls {
@@ -268,6 +302,7 @@ impl FaultControls {
                 resets: BTreeMap::new(),
                 buggify: Buggify::disabled(),
                 sasl_generations: BTreeMap::new(),
+                rewriter: None,
             })),
         }
     }
@@ -332,6 +367,18 @@ impl FaultControls {
             .entry(broker)
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
+    }
+
+    /// Installs (`Some`) or removes (`None`) the cluster's [`ResponseRewriter`].
+    pub fn set_response_rewriter(&self, rewriter: Option<ResponseRewriter>) {
+        self.lock().rewriter = rewriter.map(Rewriter);
+    }
+
+    /// The body to send for `response`: the rewriter's replacement, or `None` to send it as
+    /// encoded. The rewriter runs outside the lock, so it may use these controls itself.
+    pub(crate) fn rewrite(&self, response: ResponseToRewrite<'_>) -> Option<Bytes> {
+        let rewriter = self.lock().rewriter.clone()?;
+        (rewriter.0)(response)
     }
 
     /// Applies the matching rules to one request of `api_key` on `broker`, consuming counts.

@@ -477,3 +477,56 @@ async fn unsupported_api_versions_version_and_unknown_api() {
         "closed without a response"
     );
 }
+
+/// A response rewriter replaces the body of the responses it picks and leaves the header, so
+/// the client reads the lie as the answer to its request; without one the broker is honest
+/// again.
+#[tokio::test]
+async fn response_rewriter_replaces_bodies_it_picks() {
+    let cluster = cluster(1, false).await;
+    let mut client = client(cluster.bootstrap_servers());
+    let honest = send(
+        &mut client,
+        -1,
+        MetadataRequest::default().with_topics(None),
+    )
+    .await;
+    // The same response with another cluster id: a lie that still decodes.
+    let lie = honest
+        .clone()
+        .with_cluster_id(Some(StrBytes::from_static_str("liar")));
+    let rewriter: sim::fault::ResponseRewriter = Arc::new(move |response| {
+        (response.api_key == ApiKey::Metadata as i16).then(|| {
+            let mut body = bytes::BytesMut::new();
+            kafka_protocol::protocol::Encodable::encode(&lie, &mut body, response.version).unwrap();
+            body.freeze()
+        })
+    });
+    cluster.faults().set_response_rewriter(Some(rewriter));
+    let lied = send(
+        &mut client,
+        -1,
+        MetadataRequest::default().with_topics(None),
+    )
+    .await;
+    assert_eq!(lied.cluster_id.as_deref(), Some("liar"));
+    // Other APIs are left alone.
+    let versions = send(
+        &mut client,
+        -1,
+        ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("test"))
+            .with_client_software_version(StrBytes::from_static_str("1")),
+    )
+    .await;
+    assert_eq!(versions.error_code, 0);
+    assert!(!versions.api_keys.is_empty());
+    cluster.faults().set_response_rewriter(None);
+    let again = send(
+        &mut client,
+        -1,
+        MetadataRequest::default().with_topics(None),
+    )
+    .await;
+    assert_eq!(again.cluster_id, honest.cluster_id);
+}

@@ -8,7 +8,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::api;
 use super::Broker;
-use crate::fault::Decision;
+use crate::fault::{Decision, ResponseToRewrite};
 
 /// Who is on the other end of a connection.
 pub(crate) struct ClientInfo {
@@ -176,9 +176,17 @@ pub(super) async fn handle(
         }
         _ => None,
     };
-    let Some(response) = response else {
+    let Some(mut response) = response else {
         return Outcome::Close;
     };
+    if let Some(lie) = broker.faults.rewrite(ResponseToRewrite {
+        broker: broker.node_id,
+        api_key,
+        version,
+        body: &response,
+    }) {
+        response = lie;
+    }
     let mut frame = frame_response(
         correlation_id,
         api.response_header_version(version),
