@@ -15,6 +15,14 @@ fn main() {}
 #[cfg(not(madsim))]
 #[tokio::main]
 async fn main() {
+    // Warnings (an unreachable broker, a refused login) show unless RUST_LOG says otherwise.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     if let Err(error) = real::run().await {
         eprintln!("consume: {error}");
         std::process::exit(1);

@@ -16,6 +16,14 @@ fn main() {}
 
 #[cfg(not(madsim))]
 fn main() {
+    // Warnings (an unreachable broker, a refused login) show unless RUST_LOG says otherwise.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     if let Err(error) = real::run() {
         eprintln!("many_consumers: {error}");
         std::process::exit(1);

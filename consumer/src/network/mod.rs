@@ -4,6 +4,7 @@
 pub mod backoff;
 mod client;
 mod config;
+mod connect_failures;
 mod connection;
 mod error;
 pub mod in_flight;

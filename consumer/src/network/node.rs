@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, Notify};
 use tracing::Instrument;
 
 use super::backoff::ExponentialBackoff;
+use super::connect_failures::ConnectFailures;
 use super::connection::{BrokerStream, Connection, ConnectionSettings};
 use super::request::Command;
 use super::sasl::SaslConfig;
@@ -92,6 +93,7 @@ impl NodeTask {
 
     async fn run(mut self) {
         let mut failed_attempts = 0u32;
+        let mut failures = ConnectFailures::default();
         let mut reconnect_at: Option<Instant> = None;
         loop {
             // A request, or a bare connect asked for by the client.
@@ -111,6 +113,14 @@ impl NodeTask {
             let failure = match self.connect().await {
                 Ok(connection) => {
                     failed_attempts = 0;
+                    let failed_before = failures.on_success();
+                    if failed_before > 0 {
+                        tracing::info!(
+                            failed_attempts = failed_before,
+                            "connected to {} after {failed_before} failed attempts",
+                            self.broker
+                        );
+                    }
                     let versions = connection.versions().clone();
                     write_status(&self.status, |s| {
                         s.versions = Some(versions);
@@ -128,7 +138,7 @@ impl NodeTask {
                     }
                 }
                 Err(error) => {
-                    tracing::info!(%error, "connection attempt failed");
+                    self.log_failure(&error, failures.on_failure(Instant::now()));
                     if let Some(first) = first {
                         first.request.fail(error.clone());
                     }
@@ -151,6 +161,26 @@ impl NodeTask {
                     return;
                 }
             }
+        }
+    }
+
+    /// Reports a failed connection attempt: at WARN (ERROR when it will not get better by
+    /// retrying, as an authentication failure) when `warn` says so ([`ConnectFailures`]), with
+    /// the broker's address and the cause; at DEBUG otherwise.
+    fn log_failure(&self, error: &NetworkError, warn: Option<u32>) {
+        let broker = &self.broker;
+        match warn {
+            None => tracing::debug!(%error, "connection attempt failed"),
+            Some(failed_attempts) if !error.is_retriable() => tracing::error!(
+                %error,
+                failed_attempts,
+                "Connection to {broker} failed"
+            ),
+            Some(failed_attempts) => tracing::warn!(
+                %error,
+                failed_attempts,
+                "Connection to {broker} could not be established. Node may not be available."
+            ),
         }
     }
 
