@@ -49,7 +49,8 @@ mod cli {
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N] [--json FILE] [--junit FILE]
   cargo sim merge FILE... [--junit FILE]    (JSON lines of explore runs, e.g. one per shard)
   cargo sim overshoot SCENARIO|--all --seeds N [--start S] [--jobs J] [--shard I/N]
-  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression)
+  cargo sim replay REGRESSION    (a file of regressions/saved/, with or without .regression,
+                                 or a scenario's name: every regression saved of it)
   cargo sim sabotage --list | --witnesses [--jobs J] | NAME...|--all --seeds N [--start S] [--jobs J] [--scenarios A,B]";
 
     /// `--name value` options and bare flags after the positional arguments.
@@ -212,46 +213,70 @@ mod cli {
     }
 
     /// Finds a saved regression by path, file name or stem.
-    fn regression_file(name: &str) -> Result<(String, String), String> {
+    /// The saved regressions `name` stands for: a file (of `regressions/saved/`, with or
+    /// without `.regression`), or else a scenario's name, for every regression saved of it.
+    fn regression_files(name: &str) -> Result<Vec<(String, String)>, String> {
         let dir = scenarios::regression::saved_dir();
         let candidates = [
             std::path::PathBuf::from(name),
             dir.join(name),
             dir.join(format!("{name}.regression")),
         ];
-        let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
-            let mut known: Vec<String> = std::fs::read_dir(&dir)
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| n.ends_with(".regression"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            known.sort();
-            format!(
-                "no regression `{name}`; saved: {}",
-                known
-                    .iter()
-                    .map(|n| n.trim_end_matches(".regression"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-        Ok((path.display().to_string(), text))
+        if let Some(path) = candidates.iter().find(|p| p.is_file()) {
+            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            return Ok(vec![(path.display().to_string(), text)]);
+        }
+        let mut saved: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "regression"))
+            .collect();
+        saved.sort();
+        let mut of_scenario = Vec::new();
+        for path in &saved {
+            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            let is_of_scenario =
+                scenarios::regression::Regression::parse(&text).is_ok_and(|r| r.scenario == name);
+            if is_of_scenario {
+                of_scenario.push((path.display().to_string(), text));
+            }
+        }
+        if !of_scenario.is_empty() {
+            return Ok(of_scenario);
+        }
+        let known: Vec<String> = saved
+            .iter()
+            .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .collect();
+        let what = if scenarios::find(name).is_some() {
+            format!("scenario `{name}` has no saved regression")
+        } else {
+            format!("no regression or scenario `{name}`")
+        };
+        Err(format!("{what}; saved: {}", known.join(", ")))
     }
 
-    /// `replay REGRESSION`: reruns a saved seed, compares plan and verdict, and shows where the
-    /// run went wrong (the failing member's own events before the first violation).
+    /// `replay REGRESSION|SCENARIO`: replays one saved regression, or every one saved of a
+    /// scenario; fails unless each reproduces.
     fn replay(options: &Options<'_>) -> Result<ExitCode, String> {
         let name = options
             .positional
             .get(1)
-            .ok_or("which regression? (a file of regressions/saved/)")?;
-        let (path, text) = regression_file(name)?;
+            .ok_or("which regression? (a file of regressions/saved/, or a scenario's name)")?;
+        let mut code = ExitCode::SUCCESS;
+        for (path, text) in regression_files(name)? {
+            if replay_one(&path, &text)? != ExitCode::SUCCESS {
+                code = ExitCode::FAILURE;
+            }
+        }
+        Ok(code)
+    }
+
+    /// Reruns a saved seed, compares plan and verdict, and shows where the
+    /// run went wrong (the failing member's own events before the first violation).
+    fn replay_one(path: &str, text: &str) -> Result<ExitCode, String> {
         let r =
-            scenarios::regression::Regression::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+            scenarios::regression::Regression::parse(text).map_err(|e| format!("{path}: {e}"))?;
         let info = scenarios::find(&r.scenario)
             .ok_or_else(|| format!("{path}: no scenario `{}`", r.scenario))?;
         let subject: SubjectKind = r.subject.parse()?;
@@ -334,10 +359,10 @@ mod cli {
                 Err(e) => println!("consumer verdict: n/a ({e})"),
             }
         }
-        println!(
-            "repro: cargo sim replay {}",
-            name.trim_end_matches(".regression")
-        );
+        let stem = std::path::Path::new(path)
+            .file_stem()
+            .map_or_else(|| path.to_owned(), |s| s.to_string_lossy().into_owned());
+        println!("repro: cargo sim replay {stem}");
         Ok(if reproduced {
             ExitCode::SUCCESS
         } else {
