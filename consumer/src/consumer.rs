@@ -4,6 +4,9 @@
 
 mod held_records;
 
+#[cfg(all(test, not(madsim)))]
+mod background_panic_tests;
+
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -18,7 +21,8 @@ use crate::close_options::{CloseOptions, GroupMembershipOperation};
 use crate::config::ConsumerConfig;
 use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
-use crate::internals::completion::{self, Completion, CompletionReceiver};
+use crate::internals::background_failure::BackgroundFailure;
+use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::events::{
     ApplicationEvent, BackgroundEvent, RebalanceCallback, SeekTarget, SubscriptionRequest,
 };
@@ -197,6 +201,9 @@ pub struct Consumer {
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
     /// kept until a `poll` sends it, wherever the request was read.
     poll_requested: bool,
+    /// Why the background task stopped, if it panicked: calls that find it gone report that
+    /// ([`Error::Internal`]) rather than [`Error::Closed`].
+    failure: BackgroundFailure,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -307,6 +314,7 @@ impl Consumer {
             },
             session_lapsed: false,
         });
+        let failure = BackgroundFailure::default();
         let lease = network_thread::start(
             settings.clone(),
             Channels {
@@ -315,6 +323,7 @@ impl Consumer {
                 buffer: Arc::clone(&buffer),
                 metrics: Arc::clone(&metrics),
                 group: group_tx,
+                failure: failure.clone(),
             },
             runtime,
         )?;
@@ -336,6 +345,7 @@ impl Consumer {
             async_commits: VecDeque::new(),
             closed: false,
             poll_requested: false,
+            failure,
             _not_sync: PhantomData,
         };
         Ok((consumer, lease))
@@ -357,7 +367,9 @@ impl Consumer {
     }
 
     fn send(&self, event: ApplicationEvent) -> Result<()> {
-        self.app_events.send(event).map_err(|_| Error::Closed)
+        self.app_events
+            .send(event)
+            .map_err(|_| self.failure.stopped_error())
     }
 
     fn default_timeout(&self) -> Duration {
@@ -377,7 +389,7 @@ impl Consumer {
         self.wakeup.check()?;
         let wakeup = self.wakeup.clone();
         tokio::select! {
-            result = completion::wait(&mut receiver) => result,
+            result = self.failure.wait(&mut receiver) => result,
             () = wakeup.woken() => Err(Error::Wakeup),
         }
     }
@@ -524,11 +536,13 @@ impl Consumer {
                 // told it lost its partitions.
                 biased;
                 event = self.background_events.recv() => event,
-                result = completion::wait(&mut receiver) => return finish(result, first_error),
+                result = self.failure.wait(&mut receiver) => return finish(result, first_error),
             };
             let Some(event) = event else {
                 let done = receiver.borrow().clone();
-                return done.map_or(Err(Error::Closed), |result| finish(result, first_error));
+                return done.map_or(Err(self.failure.stopped_error()), |result| {
+                    finish(result, first_error)
+                });
             };
             if let Err(error) = self.handle_background_event(event).await {
                 first_error.get_or_insert(error);
@@ -553,7 +567,7 @@ impl Consumer {
     /// Waits for every earlier async commit and runs their callbacks (KAFKA-10337, KAFKA-16103).
     async fn await_async_commits(&mut self, deadline: Instant) -> Result<()> {
         for commit in &mut self.async_commits {
-            let wait = completion::wait(&mut commit.receiver);
+            let wait = self.failure.wait(&mut commit.receiver);
             if tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), wait)
                 .await
                 .is_err()
@@ -639,7 +653,7 @@ impl Consumer {
             Mode::Assigned
         };
         self.set_assignment_view(partitions);
-        completion::wait(&mut receiver.clone()).await
+        self.failure.wait(&mut receiver.clone()).await
     }
 
     /// Subscribes to `topics`: the group (`group.id`) assigns their partitions, joining on the
@@ -744,7 +758,7 @@ impl Consumer {
             subscription,
             completion,
         })?;
-        completion::wait(&mut receiver.clone()).await
+        self.failure.wait(&mut receiver.clone()).await
     }
 
     /// Leaves the group (revoking the partitions through the listener first) or drops the
@@ -896,7 +910,7 @@ impl Consumer {
             match woke {
                 Woke::Data => {}
                 Woke::Event(Some(event)) => self.handle_background_event(event).await?,
-                Woke::Event(None) => return Err(Error::Closed),
+                Woke::Event(None) => return Err(self.failure.stopped_error()),
                 Woke::Deadline if Instant::now() < deadline => {
                     keepalive_at = Instant::now() + keepalive;
                     self.send(ApplicationEvent::Poll {
@@ -920,7 +934,7 @@ impl Consumer {
             offsets_to_commit: self.consumed_positions(),
             ack: Some(completion),
         })?;
-        match completion::wait(&mut receiver.clone()).await {
+        match self.failure.wait(&mut receiver.clone()).await {
             Err(Error::Timeout { .. }) => {
                 tracing::warn!("the background task did not answer an acknowledged poll");
                 Ok(())
@@ -942,17 +956,20 @@ impl Consumer {
     }
 
     /// The records as a [`Stream`](futures_core::Stream): each item is what
-    /// [`recv`](Self::recv) returns; it ends once the consumer is closed. Dropping the stream
-    /// between items loses nothing.
+    /// [`recv`](Self::recv) returns; it ends once the consumer is closed, or after the error
+    /// that says its background task has stopped ([`Error::Closed`], or [`Error::Internal`]
+    /// for a panic): nothing can come after that. Dropping the stream between items loses
+    /// nothing.
     pub fn stream(
         &mut self,
     ) -> impl futures_core::Stream<Item = Result<ConsumerRecord>> + Send + '_ {
-        futures_util::stream::unfold(self, |consumer| async move {
-            if consumer.closed {
+        futures_util::stream::unfold((self, false), |(consumer, ended)| async move {
+            if consumer.closed || ended {
                 return None;
             }
             let item = consumer.recv().await;
-            Some((item, consumer))
+            let ended = matches!(item, Err(Error::Closed)) || consumer.failure.has_failed();
+            Some((item, (consumer, ended)))
         })
     }
 
@@ -1025,9 +1042,10 @@ impl Consumer {
         offsets: Option<Offsets>,
     ) -> impl Future<Output = Result<()>> + Send + 'static {
         let started = self.start_async_commit(offsets, None);
+        let failure = self.failure.clone();
         async move {
             let mut receiver = started?;
-            completion::wait(&mut receiver).await
+            failure.wait(&mut receiver).await
         }
     }
 
@@ -1075,7 +1093,7 @@ impl Consumer {
             target,
             completion,
         })?;
-        completion::wait(&mut receiver.clone()).await
+        self.failure.wait(&mut receiver.clone()).await
     }
 
     /// Makes `offset` the next offset to consume from `partition`.
@@ -1176,7 +1194,7 @@ impl Consumer {
                 self.paused.remove(&tp);
             }
         }
-        completion::wait(&mut receiver.clone()).await
+        self.failure.wait(&mut receiver.clone()).await
     }
 
     /// The paused partitions.
@@ -1378,10 +1396,15 @@ impl Consumer {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let (completion, mut receiver) = Self::completion::<()>("close", remaining);
         if self.send(ApplicationEvent::Close { completion }).is_ok() {
-            let _ = tokio::time::timeout(remaining, completion::wait(&mut receiver)).await;
+            let _ = tokio::time::timeout(remaining, self.failure.wait(&mut receiver)).await;
         }
         self.run_commit_callbacks();
         tracing::debug!("consumer closed");
+        // A background task that panicked is reported here too, not hidden behind a clean
+        // close (the consumer is closed either way).
+        if self.failure.has_failed() {
+            return Err(self.failure.stopped_error());
+        }
         Ok(())
     }
 }

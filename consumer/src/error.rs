@@ -222,6 +222,15 @@ impl Error {
     }
 }
 
+/// The message of a caught panic (`panic!` with a literal or a formatted message).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned())
+}
+
 fn code_suffix(code: &Option<ResponseError>) -> String {
     code.map(|c| format!(" ({c})")).unwrap_or_default()
 }

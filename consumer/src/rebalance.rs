@@ -173,14 +173,7 @@ impl Future for CatchUnwind<'_> {
         match catch_unwind(AssertUnwindSafe(|| self.inner.as_mut().poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a non-string panic payload".to_owned());
-                Poll::Ready(Err(message))
-            }
+            Err(panic) => Poll::Ready(Err(crate::error::panic_message(panic.as_ref()))),
         }
     }
 }

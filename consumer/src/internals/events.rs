@@ -165,6 +165,9 @@ pub(crate) enum ApplicationEvent {
         /// Done when the background task has finished.
         completion: Completion<()>,
     },
+    /// Tests only: the background task panics with this message, as a bug in it would.
+    #[cfg(all(test, not(madsim)))]
+    PanicForTest(&'static str),
 }
 
 /// Background side → application side.

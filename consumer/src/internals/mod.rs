@@ -8,6 +8,7 @@
 //! so their tests drive them with a fake clock.
 
 pub(crate) mod auth_failures;
+pub(crate) mod background_failure;
 pub(crate) mod commit_request_manager;
 pub(crate) mod completed_fetch;
 pub(crate) mod completion;

@@ -17,12 +17,14 @@
 //! never matters; under madsim a spawned task on the consumer's node.
 
 use std::collections::BTreeSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::auth_failures::AuthFailures;
+use super::background_failure::{supervise, BackgroundFailure};
 use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
@@ -43,7 +45,7 @@ use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType}
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::network::{NetworkClient, NodeEvent, RequestOptions};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
@@ -65,6 +67,8 @@ pub(crate) struct Channels {
     pub metrics: Arc<SharedMetrics>,
     /// The member's place in its group, as the application side reads it.
     pub group: tokio::sync::watch::Sender<GroupSnapshot>,
+    /// Where a panic of the task is recorded for the application side.
+    pub failure: BackgroundFailure,
 }
 
 /// What the application side knows of the member's place in its group.
@@ -85,6 +89,14 @@ struct Closing {
     /// for the leave it started on its own. Held here because a completion nobody waits for
     /// counts as done, which would abandon the leave.
     leave_on_drop: Option<CompletionReceiver<()>>,
+}
+
+/// What woke the background loop up.
+enum Woke {
+    Application(Option<ApplicationEvent>),
+    Response(ResponseEnvelope),
+    Node(NodeEvent),
+    Timer,
 }
 
 /// The background task's state.
@@ -135,8 +147,9 @@ pub(crate) fn start(
         client_id = %settings.client_id,
         group_id = settings.group_id.as_deref().unwrap_or_default()
     );
+    let failure = channels.failure.clone();
     let thread = ConsumerNetworkThread::new(settings, client, channels, membership);
-    runtime.spawn(thread.run().instrument(span))
+    runtime.spawn(supervise(thread.run(), failure).instrument(span))
 }
 
 impl ConsumerNetworkThread {
@@ -191,47 +204,81 @@ impl ConsumerNetworkThread {
 
     async fn run(mut self) {
         tracing::debug!(client_id = %self.settings.client_id, "background task started");
-        loop {
-            self.channels.metrics.record_iteration();
-            let now = Instant::now();
-            while let Ok(event) = self.channels.app_events.try_recv() {
-                self.process(event, now);
-            }
-            while let Ok(envelope) = self.responses_rx.try_recv() {
-                self.dispatch(envelope);
-            }
-            let now = Instant::now();
-            let next = self.poll_managers(now);
-            for ack in self.poll_acks.drain(..) {
-                ack.complete(Ok(()));
-            }
-            self.reaper.reap(now);
-            if self.finished(now) {
+        // Every step that runs our code is guarded: a panic (a bug) is recorded for the
+        // application side and stops the loop, with the task's state still whole.
+        while let Some(Some(wake_at)) = self.guarded(Self::step) {
+            let woke = tokio::select! {
+                // A closed channel answers at once, every time: read it until it closes only.
+                event = self.channels.app_events.recv(), if !self.application_gone => {
+                    Woke::Application(event)
+                }
+                Some(envelope) = self.responses_rx.recv() => Woke::Response(envelope),
+                event = self.client.next_node_event() => Woke::Node(event),
+                () = tokio::time::sleep_until(wake_at) => Woke::Timer,
+            };
+            if self.guarded(|task| task.on_woke(woke)).is_none() {
                 break;
             }
-            let wake_at = earliest(next, self.reaper.next_deadline())
-                .map_or(now + MAX_POLL_TIMEOUT, |at| at.min(now + MAX_POLL_TIMEOUT));
-            let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
-            let wake_at = earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at);
-            tokio::select! {
-                // A closed channel answers at once, every time: read it until it closes only.
-                event = self.channels.app_events.recv(), if !self.application_gone => match event {
-                    Some(event) => self.process(event, Instant::now()),
-                    // The consumer was dropped: leave the group (best effort), then stop.
-                    None => self.on_application_dropped(Instant::now()),
-                },
-                Some(envelope) = self.responses_rx.recv() => self.dispatch(envelope),
-                event = self.client.next_node_event() => self.on_node_event(event, Instant::now()),
-                () = tokio::time::sleep_until(wake_at) => {}
-            }
         }
-        let failed = self.reaper.reap_all(&Error::Closed);
+        let stopped = self.channels.failure.stopped_error();
+        let failed = self.reaper.reap_all(&stopped);
         for (_, waiter) in self.position_waiters.drain(..) {
-            waiter.complete(Err(Error::Closed));
+            waiter.complete(Err(stopped.clone()));
         }
         tracing::debug!(failed, "background task stopped");
         if let Some(completion) = self.closing.and_then(|c| c.completion) {
             completion.complete(Ok(()));
+        }
+    }
+
+    /// One round of the loop: queued events and responses, then the managers. Returns when to
+    /// wake up at the latest, or `None` once the task is done.
+    fn step(&mut self) -> Option<Instant> {
+        self.channels.metrics.record_iteration();
+        let now = Instant::now();
+        while let Ok(event) = self.channels.app_events.try_recv() {
+            self.process(event, now);
+        }
+        while let Ok(envelope) = self.responses_rx.try_recv() {
+            self.dispatch(envelope);
+        }
+        let now = Instant::now();
+        let next = self.poll_managers(now);
+        for ack in self.poll_acks.drain(..) {
+            ack.complete(Ok(()));
+        }
+        self.reaper.reap(now);
+        if self.finished(now) {
+            return None;
+        }
+        let wake_at = earliest(next, self.reaper.next_deadline())
+            .map_or(now + MAX_POLL_TIMEOUT, |at| at.min(now + MAX_POLL_TIMEOUT));
+        let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
+        Some(earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at))
+    }
+
+    /// Handles what woke the loop up.
+    fn on_woke(&mut self, woke: Woke) {
+        match woke {
+            Woke::Application(Some(event)) => self.process(event, Instant::now()),
+            // The consumer was dropped: leave the group (best effort), then stop.
+            Woke::Application(None) => self.on_application_dropped(Instant::now()),
+            Woke::Response(envelope) => self.dispatch(envelope),
+            Woke::Node(event) => self.on_node_event(event, Instant::now()),
+            Woke::Timer => {}
+        }
+    }
+
+    /// Runs `f`; a panic in it is recorded as the task's failure (`None`: stop).
+    fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> Option<R> {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(self))) {
+            Ok(result) => Some(result),
+            Err(payload) => {
+                self.channels
+                    .failure
+                    .record(&panic_message(payload.as_ref()));
+                None
+            }
         }
     }
 
@@ -444,6 +491,8 @@ impl ConsumerNetworkThread {
             }
             ApplicationEvent::CommitOnClose => self.commit.signal_close(),
             ApplicationEvent::Close { completion } => self.begin_close(Some(completion), now),
+            #[cfg(all(test, not(madsim)))]
+            ApplicationEvent::PanicForTest(message) => panic!("{message}"),
         }
     }
 
