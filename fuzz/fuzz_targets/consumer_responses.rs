@@ -15,10 +15,12 @@
 //! Properties: no panic in any thread; live allocation under the cap; every `poll` returns
 //! within its timeout plus [`SLACK`] and `close` within its own (the application side is never
 //! blocked, whatever the broker says); and the consumer stays usable: once the broker is honest
-//! again, a manually assigned consumer either reads the records appended after the lies or
-//! reports a typed error from `poll`. A group member is held to the first two only, as a lying
-//! group coordinator may legitimately leave it with nothing to fetch (an assignment of
-//! partitions that do not exist stands until the next rebalance, as in Java).
+//! again after lies that did not decode (protocol errors: the connection is dropped, the
+//! request retried), a manually assigned consumer either reads the records appended after the
+//! lies or reports a typed error from `poll`. Lies that decode may be believed with lasting
+//! effect, as by Java's client ([`believable`]), and a group member is held to the first two
+//! only, as a lying group coordinator may legitimately leave it with nothing to fetch (an
+//! assignment of partitions that do not exist stands until the next rebalance, as in Java).
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -31,6 +33,12 @@ use kafka_consumer::records::{Compression, NewRecord, RecordBatchBuilder};
 use kafka_consumer::types::TopicPartition;
 use kafka_consumer::{Consumer, ConsumerConfig};
 use kafka_consumer_fuzz::{with_alloc_cap, Control};
+use kafka_protocol::messages::{
+    ConsumerGroupHeartbeatResponse, FetchResponse, FindCoordinatorResponse, HeartbeatResponse,
+    JoinGroupResponse, LeaveGroupResponse, ListOffsetsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetFetchResponse, OffsetForLeaderEpochResponse, SyncGroupResponse,
+};
+use kafka_protocol::protocol::Decodable;
 use libfuzzer_sys::fuzz_target;
 use sim::config::ClusterConfig;
 use sim::fault::{ResponseRewriter, ResponseToRewrite};
@@ -49,7 +57,8 @@ const MAX_LIES: usize = 8;
 const LYING: Duration = Duration::from_millis(600);
 /// How long an honest broker's records may take to arrive after the lies.
 const RECOVERY: Duration = Duration::from_secs(5);
-/// How long a group member consumes after the lies (no liveness required of it).
+/// How long a group member, or a consumer that may have believed a lie, consumes after the
+/// lies (no liveness required of them).
 const GROUP_TAIL: Duration = Duration::from_secs(2);
 /// `poll`'s timeout in this target.
 const POLL_TIMEOUT: Duration = Duration::from_millis(50);
@@ -145,6 +154,42 @@ struct Script {
     lying: bool,
     lies: Vec<ScheduledLie>,
     seen: Vec<(i16, u32)>,
+    /// A lie told decoded as a response (ApiVersions lies always count): the consumer may
+    /// believe it, as Java would, with lasting effects. [`believable`] says why.
+    believable_told: bool,
+}
+
+/// Whether a consumer may believe `body` as the response of `api_key` at `version`: it
+/// decodes (leftover bytes are not checked by Kafka's clients either), or it is an ApiVersions
+/// response, which a client also re-reads at v0 when it does not parse.
+///
+/// A believed lie may legitimately outlive the broker's honesty: a leader epoch from the
+/// future is kept over the honest, older one of every later Metadata response (Java's
+/// `Metadata.updateLatestMetadata` ignores a partition's older epoch), an ApiVersions table
+/// stays for the connection's life, a lying assignment stands until the next rebalance. A lie
+/// that does not decode is a protocol error: the connection is closed and the request
+/// retried, so it must leave no trace.
+fn believable(api_key: i16, version: i16, body: &Bytes) -> bool {
+    fn decodes<M: Decodable>(body: &Bytes, version: i16) -> bool {
+        M::decode(&mut body.clone(), version).is_ok()
+    }
+    match api_key {
+        18 => true,
+        3 => decodes::<MetadataResponse>(body, version),
+        10 => decodes::<FindCoordinatorResponse>(body, version),
+        1 => decodes::<FetchResponse>(body, version),
+        2 => decodes::<ListOffsetsResponse>(body, version),
+        23 => decodes::<OffsetForLeaderEpochResponse>(body, version),
+        9 => decodes::<OffsetFetchResponse>(body, version),
+        8 => decodes::<OffsetCommitResponse>(body, version),
+        11 => decodes::<JoinGroupResponse>(body, version),
+        14 => decodes::<SyncGroupResponse>(body, version),
+        12 => decodes::<HeartbeatResponse>(body, version),
+        13 => decodes::<LeaveGroupResponse>(body, version),
+        68 => decodes::<ConsumerGroupHeartbeatResponse>(body, version),
+        // Not an API the consumer sends ([`APIS`]).
+        _ => false,
+    }
 }
 
 impl Script {
@@ -170,7 +215,9 @@ impl Script {
             .lies
             .iter()
             .position(|lie| lie.api_key == response.api_key && lie.nth == nth)?;
-        Some(self.lies.swap_remove(index).apply(response.body))
+        let lie = self.lies.swap_remove(index).apply(response.body);
+        self.believable_told |= believable(response.api_key, response.version, &lie);
+        Some(lie)
     }
 
     /// Whether every lie has been told.
@@ -395,7 +442,7 @@ async fn run(world: &World, input: &Input, n: u64) {
         *script = Script {
             lying: true,
             lies: input.lies.clone(),
-            seen: Vec::new(),
+            ..Script::default()
         };
     }
     let mut consumer =
@@ -415,7 +462,11 @@ async fn run(world: &World, input: &Input, n: u64) {
     while started.elapsed() < LYING && !world.script.lock().unwrap().told() {
         let _ = poll_once(&mut consumer, &mut seen).await;
     }
-    world.script.lock().unwrap().lying = false;
+    let believable_told = {
+        let mut script = world.script.lock().unwrap();
+        script.lying = false;
+        script.believable_told
+    };
     let sentinels: BTreeSet<(i32, String)> = (0..PARTITIONS)
         .map(|partition| (partition, format!("after-{partition}")))
         .collect();
@@ -429,7 +480,7 @@ async fn run(world: &World, input: &Input, n: u64) {
     let honest_since = Instant::now();
     let mut error = None;
     match input.mode {
-        Mode::Assign => {
+        Mode::Assign if !believable_told => {
             while !sentinels.is_subset(&seen) && honest_since.elapsed() < RECOVERY {
                 if let Err(e) = poll_once(&mut consumer, &mut seen).await {
                     error = Some(e);
@@ -440,19 +491,30 @@ async fn run(world: &World, input: &Input, n: u64) {
             }
             assert!(
                 sentinels.is_subset(&seen) || error.is_some(),
-                "an honest broker for {RECOVERY:?} and the consumer neither read the records \
-                 appended after the lies nor reported an error; saw {seen:?}"
+                "an honest broker for {RECOVERY:?} after lies that did not decode, and the \
+                 consumer neither read the records appended after them nor reported an \
+                 error; saw {seen:?}"
             );
         }
-        Mode::Classic | Mode::Consumer => {
+        Mode::Assign | Mode::Classic | Mode::Consumer => {
             while !sentinels.is_subset(&seen) && honest_since.elapsed() < GROUP_TAIL {
                 let _ = poll_once(&mut consumer, &mut seen).await;
             }
         }
     }
+    if std::env::var_os("FUZZ_VERBOSE").is_some() {
+        eprintln!(
+            "lies: {} believable, recovery {:?}, error {error:?}, seen {seen:?}",
+            if believable_told { "some" } else { "none" },
+            honest_since.elapsed()
+        );
+    }
     let started = Instant::now();
     let _ = consumer.close(CLOSE_TIMEOUT).await;
     let took = started.elapsed();
+    if std::env::var_os("FUZZ_VERBOSE").is_some() {
+        eprintln!("close took {took:?}");
+    }
     assert!(
         took < CLOSE_TIMEOUT + SLACK,
         "close({CLOSE_TIMEOUT:?}) took {took:?}"
