@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use zeroize::Zeroize;
 
@@ -50,6 +51,20 @@ macro_rules! setters {
             #[doc = concat!("Sets `", $key, "`.")]
             pub fn $name(self, value: $ty) -> Self {
                 self.set($key, value.to_string())
+            }
+        )*
+    };
+}
+
+/// `Duration` setters for `*.ms` keys, named without the unit. The value is written in whole
+/// milliseconds (rounded down); one too large for the key's type is refused by `build`, as
+/// the same number of milliseconds would be.
+macro_rules! duration_setters {
+    ($($key:literal $name:ident;)*) => {
+        $(
+            #[doc = concat!("Sets `", $key, "` from a [`Duration`], in whole milliseconds.")]
+            pub fn $name(self, value: Duration) -> Self {
+                self.set($key, value.as_millis().to_string())
             }
         )*
     };
@@ -223,6 +238,24 @@ impl ConsumerConfigBuilder {
         "connections.max.idle.ms" connections_max_idle_ms: i64;
         "send.buffer.bytes" send_buffer_bytes: i32;
         "receive.buffer.bytes" receive_buffer_bytes: i32;
+    }
+
+    duration_setters! {
+        "auto.commit.interval.ms" auto_commit_interval;
+        "max.poll.interval.ms" max_poll_interval;
+        "session.timeout.ms" session_timeout;
+        "heartbeat.interval.ms" heartbeat_interval;
+        "fetch.max.wait.ms" fetch_max_wait;
+        "request.timeout.ms" request_timeout;
+        "default.api.timeout.ms" default_api_timeout;
+        "retry.backoff.ms" retry_backoff;
+        "retry.backoff.max.ms" retry_backoff_max;
+        "reconnect.backoff.ms" reconnect_backoff;
+        "reconnect.backoff.max.ms" reconnect_backoff_max;
+        "socket.connection.setup.timeout.ms" socket_connection_setup_timeout;
+        "socket.connection.setup.timeout.max.ms" socket_connection_setup_timeout_max;
+        "metadata.max.age.ms" metadata_max_age;
+        "connections.max.idle.ms" connections_max_idle;
     }
 
     /// Checks and builds; warnings are logged.

@@ -913,6 +913,63 @@ fn warnings_are_also_logged() {
 }
 
 #[test]
+fn duration_setters_equal_the_millisecond_ones() {
+    let ms = |millis: u64| Duration::from_millis(millis);
+    let with_durations = ConsumerConfig::builder()
+        .bootstrap_servers(["b:9092"])
+        .group_id("g")
+        .auto_commit_interval(ms(1_000))
+        .max_poll_interval(Duration::from_secs(60))
+        .session_timeout(Duration::from_secs(10))
+        .heartbeat_interval(ms(1_000))
+        .fetch_max_wait(ms(100))
+        .request_timeout(ms(5_000))
+        .default_api_timeout(ms(6_000))
+        .retry_backoff(ms(10))
+        .retry_backoff_max(ms(20))
+        .reconnect_backoff(ms(30))
+        .reconnect_backoff_max(ms(40))
+        // Below a millisecond is dropped: Kafka's keys count whole milliseconds.
+        .socket_connection_setup_timeout(Duration::from_micros(50_900))
+        .socket_connection_setup_timeout_max(ms(60))
+        .metadata_max_age(ms(70))
+        .connections_max_idle(ms(80))
+        .build()
+        .unwrap();
+    let with_millis = ConsumerConfig::builder()
+        .bootstrap_servers(["b:9092"])
+        .group_id("g")
+        .auto_commit_interval_ms(1_000)
+        .max_poll_interval_ms(60_000)
+        .session_timeout_ms(10_000)
+        .heartbeat_interval_ms(1_000)
+        .fetch_max_wait_ms(100)
+        .request_timeout_ms(5_000)
+        .default_api_timeout_ms(6_000)
+        .retry_backoff_ms(10)
+        .retry_backoff_max_ms(20)
+        .reconnect_backoff_ms(30)
+        .reconnect_backoff_max_ms(40)
+        .socket_connection_setup_timeout_ms(50)
+        .socket_connection_setup_timeout_max_ms(60)
+        .metadata_max_age_ms(70)
+        .connections_max_idle_ms(80)
+        .build()
+        .unwrap();
+    assert_eq!(with_durations, with_millis);
+}
+
+#[test]
+fn a_duration_too_long_for_its_key_is_refused() {
+    let error = ConsumerConfig::builder()
+        .bootstrap_servers(["b:9092"])
+        .session_timeout(Duration::from_secs(u64::from(u32::MAX)))
+        .build()
+        .unwrap_err();
+    assert!(error.to_string().contains("session.timeout.ms"), "{error}");
+}
+
+#[test]
 fn builder_equals_map() {
     let built = ConsumerConfig::builder()
         .bootstrap_servers(["b1:9092", "b2:9092"])
