@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub(crate) struct SharedMetrics {
     fetch_responses: AtomicU64,
-    commits: AtomicU64,
     last_commit_latency_us: AtomicU64,
     loop_iterations: AtomicU64,
     poll_wakeups: AtomicU64,
@@ -34,9 +33,8 @@ impl SharedMetrics {
         self.fetch_responses
             .store(fetch_responses, Ordering::Relaxed);
         if let Some(latency) = commit_latency_us {
-            if self.last_commit_latency_us.swap(latency, Ordering::Relaxed) != latency {
-                self.commits.fetch_add(1, Ordering::Relaxed);
-            }
+            self.last_commit_latency_us
+                .store(latency, Ordering::Relaxed);
         }
     }
 
