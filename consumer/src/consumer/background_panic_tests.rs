@@ -18,12 +18,8 @@ fn consumer() -> Consumer {
     Consumer::new(config).unwrap()
 }
 
-fn is_the_panic(error: &Error) -> bool {
-    matches!(error, Error::Internal(message) if message.contains("panicked: injected bug"))
-}
-
-#[tokio::test]
-async fn calls_after_a_background_panic_report_it() {
+/// A consumer with an assignment whose background task has been told to panic.
+async fn panicked_consumer() -> Consumer {
     let mut consumer = consumer();
     consumer
         .assign([TopicPartition::new("orders", 0)])
@@ -32,6 +28,16 @@ async fn calls_after_a_background_panic_report_it() {
     consumer
         .send(ApplicationEvent::PanicForTest("injected bug"))
         .unwrap();
+    consumer
+}
+
+fn is_the_panic(error: &Error) -> bool {
+    matches!(error, Error::Internal(message) if message.contains("panicked: injected bug"))
+}
+
+#[tokio::test]
+async fn calls_after_a_background_panic_report_it() {
+    let mut consumer = panicked_consumer().await;
     let error = consumer.poll(Duration::from_secs(5)).await.unwrap_err();
     assert!(is_the_panic(&error), "{error:?}");
     let offsets =
@@ -49,14 +55,7 @@ async fn calls_after_a_background_panic_report_it() {
 
 #[tokio::test]
 async fn the_stream_ends_after_reporting_a_background_panic() {
-    let mut consumer = consumer();
-    consumer
-        .assign([TopicPartition::new("orders", 0)])
-        .await
-        .unwrap();
-    consumer
-        .send(ApplicationEvent::PanicForTest("injected bug"))
-        .unwrap();
+    let mut consumer = panicked_consumer().await;
     let items: Vec<Result<ConsumerRecord>> =
         tokio::time::timeout(Duration::from_secs(10), consumer.stream().collect())
             .await
