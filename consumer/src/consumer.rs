@@ -5,8 +5,6 @@
 mod held_records;
 
 #[cfg(all(test, not(madsim)))]
-mod acknowledged_poll_tests;
-#[cfg(all(test, not(madsim)))]
 mod background_panic_tests;
 
 use std::cell::Cell;
@@ -203,9 +201,6 @@ pub struct Consumer {
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
     /// kept until a `poll` sends it, wherever the request was read.
     poll_requested: bool,
-    /// The background's answer to the acknowledged poll sent for [`Self::poll_requested`], while
-    /// not yet received: no records are collected until it comes.
-    pending_ack: Option<CompletionReceiver<()>>,
     /// Why the background task stopped, if it panicked: calls that find it gone report that
     /// ([`Error::Internal`]) rather than [`Error::Closed`].
     failure: BackgroundFailure,
@@ -350,7 +345,6 @@ impl Consumer {
             async_commits: VecDeque::new(),
             closed: false,
             poll_requested: false,
-            pending_ack: None,
             failure,
             _not_sync: PhantomData,
         };
@@ -888,24 +882,7 @@ impl Consumer {
             self.metrics.record_poll_wakeup();
             self.process_background_events().await?;
             if std::mem::take(&mut self.poll_requested) {
-                self.pending_ack = Some(self.request_acknowledged_poll()?);
-            }
-            if let Some(receiver) = self.pending_ack.as_mut() {
-                // Nothing is collected before the background has answered (the rebalance that
-                // asked has started); past this poll's deadline the wait goes on in the next.
-                let left = deadline.saturating_duration_since(Instant::now());
-                match tokio::time::timeout(left, self.failure.wait(receiver)).await {
-                    Err(_elapsed) => return Ok(ConsumerRecords::default()),
-                    Ok(answer) => {
-                        self.pending_ack = None;
-                        match answer {
-                            Err(Error::Timeout { .. }) => tracing::warn!(
-                                "the background task did not answer an acknowledged poll"
-                            ),
-                            other => other?,
-                        }
-                    }
-                }
+                self.acknowledged_poll().await?;
             }
             let notified = buffer.notified();
             tokio::pin!(notified);
@@ -950,15 +927,20 @@ impl Consumer {
     /// A rebalance waits for this poll: tell the background side the application has
     /// processed what it was given, and collect nothing until the rebalance has started (its
     /// partitions to revoke are then no longer handed out). The background answers within one
-    /// round of its loop; `default.api.timeout.ms` bounds the wait if it has stopped. `poll`
-    /// waits for the answer only until its own deadline, and the next `poll` waits on.
-    fn request_acknowledged_poll(&mut self) -> Result<CompletionReceiver<()>> {
+    /// round of its loop; `default.api.timeout.ms` bounds the wait if it has stopped.
+    async fn acknowledged_poll(&mut self) -> Result<()> {
         let (completion, receiver) = Self::completion("poll", self.default_timeout());
         self.send(ApplicationEvent::Poll {
             offsets_to_commit: self.consumed_positions(),
             ack: Some(completion),
         })?;
-        Ok(receiver)
+        match self.failure.wait(&mut receiver.clone()).await {
+            Err(Error::Timeout { .. }) => {
+                tracing::warn!("the background task did not answer an acknowledged poll");
+                Ok(())
+            }
+            result => result,
+        }
     }
 
     /// The next record, waiting as long as it takes. Cancellation-safe: a record is consumed

@@ -168,9 +168,6 @@ pub(crate) enum ApplicationEvent {
     /// Tests only: the background task panics with this message, as a bug in it would.
     #[cfg(all(test, not(madsim)))]
     PanicForTest(&'static str),
-    /// Tests only: the background task blocks its thread this long, as a stalled one would.
-    #[cfg(all(test, not(madsim)))]
-    StallForTest(std::time::Duration),
 }
 
 /// Background side → application side.

@@ -493,8 +493,6 @@ impl ConsumerNetworkThread {
             ApplicationEvent::Close { completion } => self.begin_close(Some(completion), now),
             #[cfg(all(test, not(madsim)))]
             ApplicationEvent::PanicForTest(message) => panic!("{message}"),
-            #[cfg(all(test, not(madsim)))]
-            ApplicationEvent::StallForTest(duration) => std::thread::sleep(duration),
         }
     }
 
