@@ -21,6 +21,9 @@
 //! effect, as by Java's client ([`believable`]), and a group member is held to the first two
 //! only, as a lying group coordinator may legitimately leave it with nothing to fetch (an
 //! assignment of partitions that do not exist stands until the next rebalance, as in Java).
+//!
+//! `FUZZ_VERBOSE=1` prints, per input, whether a believable lie was told, how long the honest
+//! phase took, the error and the records seen, and how long `close` took.
 #![no_main]
 
 use std::collections::BTreeSet;

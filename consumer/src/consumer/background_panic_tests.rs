@@ -65,7 +65,7 @@ async fn the_stream_ends_after_reporting_a_background_panic() {
 }
 
 #[tokio::test]
-async fn a_closed_consumer_still_reports_closed() {
+async fn a_clean_close_records_no_failure() {
     let mut consumer = consumer();
     consumer.close(Duration::from_secs(1)).await.unwrap();
     assert!(!consumer.failure.has_failed());
