@@ -524,9 +524,11 @@ impl Consumer {
         mut receiver: CompletionReceiver<T>,
     ) -> Result<T> {
         let mut first_error = None;
-        let finish = |result: Result<T>, first_error: Option<Error>| match (result, first_error) {
-            (Ok(_), Some(error)) => Err(error),
-            (result, _) => result,
+        // A listener's failure is reported ahead of the operation's own outcome, as Java's
+        // `processBackgroundEvents` throws it before looking at the operation's future.
+        let finish = |result: Result<T>, first_error: Option<Error>| match first_error {
+            Some(error) => Err(error),
+            None => result,
         };
         loop {
             let event = tokio::select! {
@@ -565,7 +567,7 @@ impl Consumer {
     }
 
     /// Waits for every earlier async commit and runs their callbacks (KAFKA-10337, KAFKA-16103).
-    async fn await_async_commits(&mut self, deadline: Instant) -> Result<()> {
+    async fn await_async_commits(&mut self, deadline: Instant, timeout: Duration) -> Result<()> {
         for commit in &mut self.async_commits {
             let wait = self.failure.wait(&mut commit.receiver);
             if tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), wait)
@@ -574,7 +576,7 @@ impl Consumer {
             {
                 return Err(Error::Timeout {
                     operation: "awaiting pending async commits",
-                    timeout_ms: 0,
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                 });
             }
         }
@@ -999,7 +1001,7 @@ impl Consumer {
         let deadline = Instant::now() + timeout;
         let offsets = offsets.unwrap_or_else(|| self.consumed_positions());
         self.check_commit(&offsets)?;
-        self.await_async_commits(deadline).await?;
+        self.await_async_commits(deadline, timeout).await?;
         if offsets.is_empty() {
             return Ok(());
         }
@@ -1349,6 +1351,13 @@ impl Consumer {
     /// background task drains pending commits (failing them if the coordinator is unknown),
     /// closes fetch sessions and stops. [`close_with`](Self::close_with) chooses whether to
     /// leave the group.
+    ///
+    /// The consumer is closed however this returns. Like Java's `close`, it goes through every
+    /// step and then returns the first failure among them: a rebalance listener that failed
+    /// ([`Error::RebalanceCallback`]), a leave the coordinator refused, earlier async commits
+    /// still unanswered at the deadline ([`Error::Timeout`]), or a failed background task
+    /// ([`Error::Internal`], reported ahead of the others). A leave that merely runs out of time
+    /// is logged and not returned, as in Java.
     pub async fn close(&mut self, timeout: Duration) -> Result<()> {
         self.close_with(CloseOptions::new().timeout(timeout)).await
     }
@@ -1360,10 +1369,13 @@ impl Consumer {
             return Ok(());
         }
         let deadline = Instant::now() + options.timeout;
+        // Java's `firstException`: every step runs; the first failure is returned at the end.
+        let mut first_error: Option<Error> = None;
         if self.settings.auto_commit() && !self.assignment.is_empty() {
             let offsets = self.consumed_positions();
             let remaining = deadline.saturating_duration_since(Instant::now());
             if let Err(error) = self.commit_sync(Some(offsets), remaining).await {
+                // Java: "consistent with async auto-commit failures, we do not propagate".
                 tracing::warn!(%error, "auto-commit on close failed");
             }
         }
@@ -1379,18 +1391,28 @@ impl Consumer {
                 })
                 .is_ok()
             {
-                if let Err(error) = self.wait_running_callbacks(receiver).await {
-                    tracing::warn!(%error, "leaving the group on close did not complete");
+                match self.wait_running_callbacks(receiver).await {
+                    Ok(()) => {}
+                    Err(error @ Error::Timeout { .. }) => {
+                        tracing::warn!(%error, "leave on close timed out; closing anyway");
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "leaving the group on close failed");
+                        first_error.get_or_insert(error);
+                    }
                 }
             }
             self.settle_assignment();
-            self.release_assignment_on_close().await;
+            if let Err(error) = self.release_assignment_on_close().await {
+                first_error.get_or_insert(error);
+            }
             self.mode = Mode::Idle;
         }
         // From here on, commits waiting for an unknown coordinator fail rather than hang close.
         let _ = self.send(ApplicationEvent::CommitOnClose);
-        if let Err(error) = self.await_async_commits(deadline).await {
+        if let Err(error) = self.await_async_commits(deadline, options.timeout).await {
             tracing::warn!(%error, "pending async commits did not complete before close");
+            first_error.get_or_insert(error);
         }
         self.closed = true;
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -1405,7 +1427,7 @@ impl Consumer {
         if self.failure.has_failed() {
             return Err(self.failure.stopped_error());
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -1416,10 +1438,11 @@ impl Consumer {
     /// lost when it has none or (classic) its coordinator has not answered for a whole
     /// session, so no partition is closed over without the application being told. Java
     /// revokes in that last case too, though the coordinator has most likely handed the
-    /// partitions to another member by then.
-    async fn release_assignment_on_close(&mut self) {
+    /// partitions to another member by then. The listener's failure is returned for `close`
+    /// to report.
+    async fn release_assignment_on_close(&mut self) -> Result<()> {
         if self.assignment.is_empty() || self.in_callback.load(Ordering::SeqCst) {
-            return;
+            return Ok(());
         }
         let partitions = self.assignment.clone();
         let in_session = {
@@ -1436,10 +1459,12 @@ impl Consumer {
             ?callback,
             "closing with partitions still assigned: the listener gives them up"
         );
-        if let Err(error) = self.invoke_listener(None, callback, &partitions).await {
+        let result = self.invoke_listener(None, callback, &partitions).await;
+        if let Err(error) = &result {
             tracing::warn!(%error, "rebalance listener failed on close");
         }
         self.set_assignment_view(BTreeSet::new());
+        result
     }
 }
 

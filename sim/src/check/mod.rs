@@ -117,8 +117,9 @@ pub enum ViolationKind {
     /// `poll` kept throwing past a bound: the consumer cannot recover without a restart
     /// (KAFKA-8104: every poll rethrew from `onJoinComplete`).
     PollKeepsFailing,
-    /// A rebalance listener call failed (threw, panicked) and the `poll` that ran it returned
-    /// normally: the application never learns that its callback did not do its work.
+    /// A rebalance listener call failed (threw, panicked) and the `poll` (or `close`) that ran
+    /// it returned normally: the application never learns that its callback did not do its
+    /// work.
     ListenerErrorSwallowed,
     /// A member's commit of a partition succeeded after another member had taken the partition
     /// over (a zombie's stale commit accepted over the new owner's progress).
