@@ -400,3 +400,52 @@ async fn calls_in_the_wrong_state_are_rejected() {
         Err(Error::IllegalState(_))
     ));
 }
+
+/// `allow.auto.create.topics` (Java's default: true): the consumer's Metadata requests for
+/// topics it names ask the broker to create missing ones, which it does when its own
+/// `auto.create.topics.enable` is on (the harness broker's is, with `num.partitions=1`); with
+/// `false` a missing topic stays missing.
+#[tokio::test]
+async fn allow_auto_create_topics_decides_whether_a_named_missing_topic_is_created() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let mut admin = client(bootstrap.clone());
+    let kept_missing = unique("auto-create-off");
+    let created = unique("auto-create-on");
+
+    let mut refusing = Consumer::new(
+        config(&bootstrap, None)
+            .allow_auto_create_topics(false)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let partitions = refusing
+            .partitions_for(&kept_missing, TIMEOUT)
+            .await
+            .unwrap();
+        assert!(partitions.is_empty(), "{partitions:?}");
+    }
+    refusing.close(TIMEOUT).await.unwrap();
+
+    let mut creating = Consumer::new(settings(&bootstrap, None)).unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    // Kafka answers the request that creates a topic before its partition has a leader, so
+    // the first answers may still list no partition.
+    let partitions = loop {
+        let partitions = creating.partitions_for(&created, TIMEOUT).await.unwrap();
+        if !partitions.is_empty() || Instant::now() > deadline {
+            break partitions;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(partitions.len(), 1, "{partitions:?}");
+    let topics = creating.list_topics(TIMEOUT).await.unwrap();
+    assert!(topics.contains_key(&created));
+    assert!(
+        !topics.contains_key(&kept_missing),
+        "created though refused"
+    );
+    creating.close(TIMEOUT).await.unwrap();
+    delete_topic(&mut admin, &created).await;
+}

@@ -5,8 +5,10 @@
 mod support;
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
+use kafka_consumer::network::tls::{TlsConfig, TrustRoots};
 use kafka_consumer::network::{
-    CloseReason, MetadataScope, NetworkClient, NetworkConfig, NetworkError, Target,
+    CloseReason, MetadataScope, NetworkClient, NetworkConfig, NetworkError, SecurityConfig,
+    SecurityProtocol, Target,
 };
 use kafka_consumer::protocol::{Api, ProtocolError};
 use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
@@ -406,6 +408,83 @@ async fn connect_failure_is_typed_and_retriable() {
     }
     assert!(err.is_retriable());
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
+}
+
+/// `connections.max.idle.ms` (Java's `Selector` idle expiry): a connection with nothing in
+/// flight and no traffic for that long is closed, without failing anything, and the next
+/// request connects again; a connection kept busy stays.
+#[tokio::test]
+async fn an_idle_connection_is_closed_and_the_next_request_reconnects() {
+    let (broker, addr) = FakeBroker::start().await;
+    let mut client = client(addr, |config| config.connections_max_idle_ms = Some(300));
+    for _ in 0..4 {
+        // Busy: a request every 100 ms keeps the connection.
+        client
+            .send(Target::Node(-1), request(&["t"]))
+            .await
+            .unwrap();
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(broker.connections(), 1);
+    assert!(client.is_connected(-1));
+    sleep(Duration::from_millis(500)).await;
+    assert!(!client.is_connected(-1), "closed after 300 ms idle");
+    let response = client
+        .send(Target::Node(-1), request(&["t"]))
+        .await
+        .unwrap();
+    assert_eq!(topic_names(&response.body), ["t"]);
+    assert_eq!(broker.connections(), 2, "the next request reconnected");
+}
+
+/// Java's `ClusterConnectionStates`: each setup that fails in a row doubles the next attempt's
+/// setup timeout (`socket.connection.setup.timeout.ms` × 2^failures, ±20% jitter) up to
+/// `socket.connection.setup.timeout.max.ms`. A listener that accepts and never speaks stalls the
+/// TLS handshake, so every attempt runs into its timeout, which the error reports.
+#[tokio::test]
+async fn setup_timeouts_grow_exponentially_to_their_maximum() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let mut client = client(addr, |config| {
+        config.socket_connection_setup_timeout_ms = 100;
+        config.socket_connection_setup_timeout_max_ms = 1_000;
+        config.security = SecurityConfig {
+            protocol: SecurityProtocol::Ssl,
+            tls: TlsConfig {
+                trust: TrustRoots::Pem(include_str!("fixtures/tls/ca.pem").to_owned()),
+                ..TlsConfig::default()
+            },
+            sasl: None,
+        };
+    });
+    let mut timeouts_ms = Vec::new();
+    for _ in 0..6 {
+        match client.send(Target::LeastLoaded, request(&["t"])).await {
+            Err(NetworkError::ConnectTimedOut { timeout_ms, .. }) => timeouts_ms.push(timeout_ms),
+            other => panic!("expected ConnectTimedOut, got {other:?}"),
+        }
+    }
+    // 100 × 2^n ± 20%, capped at 1,000 ms from the fourth failure on (2^3.32 = 10).
+    let bounds = [
+        (80, 120),
+        (160, 240),
+        (320, 480),
+        (640, 960),
+        (800, 1_000),
+        (800, 1_000),
+    ];
+    for (attempt, (timeout_ms, (low, high))) in timeouts_ms.iter().zip(bounds).enumerate() {
+        assert!(
+            (low..=high).contains(timeout_ms),
+            "attempt {attempt}: {timeout_ms} ms not in {low}..={high} ({timeouts_ms:?})"
+        );
+    }
 }
 
 #[tokio::test]

@@ -178,6 +178,7 @@ impl ConsumerNetworkThread {
                 settings.metadata_max_age_ms,
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
+                settings.allow_auto_create_topics,
             ),
             fetch: FetchRequestManager::new(
                 settings.retry_backoff_ms,

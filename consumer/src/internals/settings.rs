@@ -68,8 +68,14 @@ pub(crate) struct ConsumerSettings {
     pub reconnect_backoff_max_ms: u64,
     /// `socket.connection.setup.timeout.ms`.
     pub socket_connection_setup_timeout_ms: u64,
+    /// `socket.connection.setup.timeout.max.ms`.
+    pub socket_connection_setup_timeout_max_ms: u64,
     /// `metadata.max.age.ms`.
     pub metadata_max_age_ms: u64,
+    /// `allow.auto.create.topics`.
+    pub allow_auto_create_topics: bool,
+    /// `connections.max.idle.ms` (`None` when negative: never close idle connections).
+    pub connections_max_idle_ms: Option<u64>,
     /// `check.crcs`.
     pub check_crcs: bool,
     /// `client.rack`: sent in Fetch for follower fetching (KIP-392).
@@ -108,7 +114,10 @@ impl Default for ConsumerSettings {
             reconnect_backoff_ms: 50,
             reconnect_backoff_max_ms: 1_000,
             socket_connection_setup_timeout_ms: 10_000,
+            socket_connection_setup_timeout_max_ms: 30_000,
             metadata_max_age_ms: 300_000,
+            allow_auto_create_topics: true,
+            connections_max_idle_ms: Some(540_000),
             check_crcs: true,
             client_rack: String::new(),
             security: SecurityConfig::default(),
@@ -170,7 +179,13 @@ impl ConsumerSettings {
                 config.socket_connection_setup_timeout_ms(),
             )
             .unwrap_or(0),
+            socket_connection_setup_timeout_max_ms: u64::try_from(
+                config.socket_connection_setup_timeout_max_ms(),
+            )
+            .unwrap_or(0),
             metadata_max_age_ms: config.metadata_max_age_ms(),
+            allow_auto_create_topics: config.allow_auto_create_topics(),
+            connections_max_idle_ms: u64::try_from(config.connections_max_idle_ms()).ok(),
             check_crcs: config.check_crcs(),
             client_rack: config.client_rack().to_owned(),
             security: config.security().clone(),
@@ -198,6 +213,8 @@ impl ConsumerSettings {
             client_id: self.client_id.clone(),
             request_timeout_ms: self.request_timeout_ms,
             socket_connection_setup_timeout_ms: self.socket_connection_setup_timeout_ms,
+            socket_connection_setup_timeout_max_ms: self.socket_connection_setup_timeout_max_ms,
+            connections_max_idle_ms: self.connections_max_idle_ms,
             reconnect_backoff_ms: self.reconnect_backoff_ms,
             reconnect_backoff_max_ms: self.reconnect_backoff_max_ms,
             security: self.security.clone(),
@@ -283,8 +300,20 @@ mod tests {
                 "11000",
                 |s| s.socket_connection_setup_timeout_ms.to_string(),
             ),
+            (
+                "socket.connection.setup.timeout.max.ms",
+                "31000",
+                "31000",
+                |s| s.socket_connection_setup_timeout_max_ms.to_string(),
+            ),
             ("metadata.max.age.ms", "200000", "200000", |s| {
                 s.metadata_max_age_ms.to_string()
+            }),
+            ("allow.auto.create.topics", "false", "false", |s| {
+                s.allow_auto_create_topics.to_string()
+            }),
+            ("connections.max.idle.ms", "-1", "None", |s| {
+                format!("{:?}", s.connections_max_idle_ms)
             }),
             ("check.crcs", "false", "false", |s| s.check_crcs.to_string()),
             ("client.rack", "rack-a", "rack-a", |s| s.client_rack.clone()),
@@ -344,7 +373,10 @@ mod tests {
             reconnect_backoff_ms: _,
             reconnect_backoff_max_ms: _,
             socket_connection_setup_timeout_ms: _,
+            socket_connection_setup_timeout_max_ms: _,
             metadata_max_age_ms: _,
+            allow_auto_create_topics: _,
+            connections_max_idle_ms: _,
             check_crcs: _,
             client_rack: _,
             group_protocol: _, // checked below: its classic-only keys exclude `consumer` here
@@ -356,7 +388,7 @@ mod tests {
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together
         } = settings;
-        assert_eq!(table.len(), 28);
+        assert_eq!(table.len(), 31);
         let secured = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
              sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \

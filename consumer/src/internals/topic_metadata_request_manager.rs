@@ -32,6 +32,9 @@ pub(crate) struct TopicMetadataRequestManager {
     min_interval: Duration,
     retry_backoff_ms: u64,
     retry_backoff_max_ms: u64,
+    /// `allow.auto.create.topics`: whether Metadata requests for named topics ask the broker
+    /// to create missing ones (it does only when its `auto.create.topics.enable` is on too).
+    allow_auto_topic_creation: bool,
     refresh_requested: bool,
     last_refresh_at: Option<Instant>,
     covered_topics: BTreeSet<String>,
@@ -44,8 +47,14 @@ pub(crate) struct TopicMetadataRequestManager {
 
 impl TopicMetadataRequestManager {
     /// A manager refreshing at least every `metadata_max_age_ms`.
-    pub fn new(metadata_max_age_ms: u64, retry_backoff_ms: u64, retry_backoff_max_ms: u64) -> Self {
+    pub fn new(
+        metadata_max_age_ms: u64,
+        retry_backoff_ms: u64,
+        retry_backoff_max_ms: u64,
+        allow_auto_topic_creation: bool,
+    ) -> Self {
         Self {
+            allow_auto_topic_creation,
             max_age: Duration::from_millis(metadata_max_age_ms),
             min_interval: Duration::from_millis(retry_backoff_ms),
             retry_backoff_ms,
@@ -118,7 +127,10 @@ impl TopicMetadataRequestManager {
                     (metadata_request_all_topics(), MetadataScope::AllTopics)
                 } else {
                     (
-                        metadata_request_for_topics(wanted.iter().map(String::as_str), false),
+                        metadata_request_for_topics(
+                            wanted.iter().map(String::as_str),
+                            self.allow_auto_topic_creation,
+                        ),
                         MetadataScope::ListedTopics,
                     )
                 };
@@ -154,7 +166,10 @@ impl TopicMetadataRequestManager {
             self.next_token += 1;
             let (request, scope) = match &user.topics {
                 Some(topics) => (
-                    metadata_request_for_topics(topics.iter().map(String::as_str), false),
+                    metadata_request_for_topics(
+                        topics.iter().map(String::as_str),
+                        self.allow_auto_topic_creation,
+                    ),
                     MetadataScope::ListedTopics,
                 ),
                 None => (metadata_request_all_topics(), MetadataScope::AllTopics),
@@ -330,7 +345,7 @@ mod tests {
     #[test]
     fn refreshes_at_start_for_new_topics_on_request_and_on_max_age() {
         let mut p = Parts::new(ConsumerSettings::default());
-        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
         let r = m.poll(&mut p.ctx());
         assert_eq!(r.requests.len(), 1, "startup refresh");
         let token = r.requests[0].token;
@@ -376,7 +391,7 @@ mod tests {
     #[test]
     fn partitions_for_answers_from_its_own_request() {
         let mut p = Parts::new(ConsumerSettings::default());
-        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
         m.poll(&mut p.ctx());
         let (c, rx) = Completion::new(
             "partitions_for",
@@ -426,7 +441,7 @@ mod tests {
     #[test]
     fn a_refused_subscribed_topic_fails_poll_once_per_refresh() {
         let mut p = Parts::new(ConsumerSettings::default());
-        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
         assert!(refresh(&mut m, &mut p, &[]).is_empty());
         p.subscriptions
             .subscribe(["bad".to_owned(), "t".to_owned()].into_iter().collect());
@@ -477,7 +492,7 @@ mod tests {
     #[test]
     fn a_pattern_reports_only_the_refused_topics_it_matches() {
         let mut p = Parts::new(ConsumerSettings::default());
-        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
         assert!(refresh(&mut m, &mut p, &[]).is_empty());
         p.subscriptions.subscribe_pattern(
             crate::internals::subscription_state::TopicPattern::new("orders-.*").unwrap(),
@@ -500,7 +515,7 @@ mod tests {
     #[test]
     fn partitions_for_an_invalid_topic_fails_naming_it() {
         let mut p = Parts::new(ConsumerSettings::default());
-        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000);
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
         m.poll(&mut p.ctx());
         let (c, rx) = Completion::new(
             "partitions_for",

@@ -11,6 +11,12 @@ pub const RECONNECT_BACKOFF_JITTER: f64 = 0.2;
 /// Kafka's multiplier for reconnect backoff (`RECONNECT_BACKOFF_EXP_BASE`).
 pub const RECONNECT_BACKOFF_MULTIPLIER: f64 = 2.0;
 
+/// Kafka's jitter for the connection setup timeout (`CONNECTION_SETUP_TIMEOUT_JITTER` in
+/// `ClusterConnectionStates`).
+pub const CONNECTION_SETUP_TIMEOUT_JITTER: f64 = 0.2;
+/// Kafka's multiplier for the connection setup timeout (`CONNECTION_SETUP_TIMEOUT_EXP_BASE`).
+pub const CONNECTION_SETUP_TIMEOUT_MULTIPLIER: f64 = 2.0;
+
 /// Backoff parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExponentialBackoff {
@@ -46,6 +52,18 @@ impl ExponentialBackoff {
             RECONNECT_BACKOFF_MULTIPLIER,
             max_ms,
             RECONNECT_BACKOFF_JITTER,
+        )
+    }
+
+    /// Kafka's connection setup timeout (`socket.connection.setup.timeout.ms`, `.max.ms`):
+    /// each setup that fails in a row doubles the next one's timeout, jittered, up to the
+    /// maximum.
+    pub fn connection_setup_timeout(initial_ms: u64, max_ms: u64) -> Self {
+        Self::new(
+            initial_ms,
+            CONNECTION_SETUP_TIMEOUT_MULTIPLIER,
+            max_ms,
+            CONNECTION_SETUP_TIMEOUT_JITTER,
         )
     }
 

@@ -24,6 +24,9 @@ use super::{NetworkConfig, NetworkError};
 use crate::protocol::{Api, ApiVersionsTable};
 use crate::rt::{Duration, Instant, SeededRng};
 
+/// Mixed into a node's seed to seed its setup-timeout jitter apart from its other draws.
+const SETUP_TIMEOUT_SEED_SALT: u64 = 0x5e70_7115_e0c7_a11e;
+
 /// Where to send a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -118,6 +121,7 @@ impl NetworkClient {
             max_in_flight: config.max_in_flight_requests_per_connection.max(1),
             max_response_size_bytes: config.max_response_size_bytes,
             request_timeout_ms: config.request_timeout_ms,
+            connections_max_idle_ms: config.connections_max_idle_ms,
         };
         Ok(Self {
             config,
@@ -239,6 +243,7 @@ impl NetworkClient {
         let (commands, receiver) = mpsc::channel(self.config.max_queued_requests_per_node.max(1));
         let status = SharedStatus::default();
         let connect = Arc::new(Notify::new());
+        let seed = rand::RngCore::next_u64(&mut self.rng);
         NodeTask {
             node_id,
             host: host.clone(),
@@ -246,12 +251,16 @@ impl NetworkClient {
             broker: broker.clone(),
             settings: self.settings.clone(),
             security: self.security.clone(),
-            connection_setup_timeout_ms: self.config.socket_connection_setup_timeout_ms,
+            setup_timeout: ExponentialBackoff::connection_setup_timeout(
+                self.config.socket_connection_setup_timeout_ms,
+                self.config.socket_connection_setup_timeout_max_ms,
+            ),
+            setup_timeout_rng: SeededRng::seed_from_u64(seed ^ SETUP_TIMEOUT_SEED_SALT),
             backoff: ExponentialBackoff::reconnect(
                 self.config.reconnect_backoff_ms,
                 self.config.reconnect_backoff_max_ms,
             ),
-            rng: SeededRng::seed_from_u64(rand::RngCore::next_u64(&mut self.rng)),
+            rng: SeededRng::seed_from_u64(seed),
             commands: receiver,
             status: status.clone(),
             connect: Arc::clone(&connect),

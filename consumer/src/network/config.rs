@@ -12,12 +12,18 @@ pub struct NetworkConfig {
     pub client_id: String,
     /// `request.timeout.ms`: how long a request may wait for its response.
     pub request_timeout_ms: u64,
-    /// `socket.connection.setup.timeout.ms`: how long a TCP connect may take.
+    /// `socket.connection.setup.timeout.ms`: how long the first attempt to set up a
+    /// connection (TCP connect, TLS handshake) may take.
     pub socket_connection_setup_timeout_ms: u64,
+    /// `socket.connection.setup.timeout.max.ms`: the cap on that timeout as it doubles with
+    /// each setup that fails in a row.
+    pub socket_connection_setup_timeout_max_ms: u64,
     /// `reconnect.backoff.ms`: the first delay before reconnecting to a failed broker.
     pub reconnect_backoff_ms: u64,
     /// `reconnect.backoff.max.ms`: the cap on that delay as failures repeat.
     pub reconnect_backoff_max_ms: u64,
+    /// `connections.max.idle.ms`: close a connection idle this long (`None`: never).
+    pub connections_max_idle_ms: Option<u64>,
     /// `max.in.flight.requests.per.connection`: requests written but not yet answered.
     pub max_in_flight_requests_per_connection: usize,
     /// The largest response frame accepted; a longer length prefix closes the connection.
@@ -35,8 +41,10 @@ impl Default for NetworkConfig {
             client_id: "kafka-consumer-rs".to_owned(),
             request_timeout_ms: 30_000,
             socket_connection_setup_timeout_ms: 10_000,
+            socket_connection_setup_timeout_max_ms: 30_000,
             reconnect_backoff_ms: 50,
             reconnect_backoff_max_ms: 1_000,
+            connections_max_idle_ms: Some(540_000),
             max_in_flight_requests_per_connection: 5,
             max_response_size_bytes: DEFAULT_MAX_FRAME_SIZE_BYTES,
             max_queued_requests_per_node: 1_000,

@@ -64,6 +64,9 @@ pub(crate) struct ConnectionSettings {
     pub max_in_flight: usize,
     pub max_response_size_bytes: usize,
     pub request_timeout_ms: u64,
+    /// `connections.max.idle.ms`: a connection with no request in flight and no traffic for
+    /// this long is closed (`None`: never).
+    pub connections_max_idle_ms: Option<u64>,
 }
 
 /// A written (or about to be written) request.
@@ -402,6 +405,7 @@ impl Connection {
             self.accept(command);
         }
         let mut commands_open = true;
+        let mut last_active_at = Instant::now();
         loop {
             if !commands_open && self.in_flight.is_empty() {
                 return CloseReason::Shutdown;
@@ -426,26 +430,45 @@ impl Connection {
             let accepting = commands_open
                 && !reauthentication_due
                 && self.in_flight.len() < self.settings.max_in_flight;
+            // Java's `Selector` (its `IdleExpiryManager`) closes a connection that carried no
+            // traffic for `connections.max.idle.ms`; the next request reconnects.
+            let idle =
+                self.in_flight.is_empty() && self.writing.is_none() && self.outbox.is_empty();
+            let idle_ms = self.settings.connections_max_idle_ms.filter(|_| idle);
+            let idle_close_at = idle_ms.map(|ms| last_active_at + Duration::from_millis(ms));
             let step = tokio::select! {
                 written = poll_write(&mut self.writing), if self.writing.is_some() => {
+                    last_active_at = Instant::now();
                     let (writer, result) = written;
                     self.writing = None;
                     self.writer = Some(writer);
                     result.map_err(|e| CloseReason::io(&e))
                 }
-                read = self.reader.read_buf(self.read_buf.bytes_mut()) => match read {
-                    Ok(0) => Err(self.eof_reason()),
-                    Ok(_) => self.complete_responses(),
-                    Err(e) => Err(CloseReason::io(&e)),
-                },
+                read = self.reader.read_buf(self.read_buf.bytes_mut()) => {
+                    last_active_at = Instant::now();
+                    match read {
+                        Ok(0) => Err(self.eof_reason()),
+                        Ok(_) => self.complete_responses(),
+                        Err(e) => Err(CloseReason::io(&e)),
+                    }
+                }
                 command = commands.recv(), if accepting => {
+                    last_active_at = Instant::now();
                     match command {
                         Some(command) => self.accept(command),
                         None => commands_open = false,
                     }
                     Ok(())
                 }
-                () = sleep_until(deadline), if deadline.is_some() => self.expire(),
+                // One timer for both: an idle connection has no request (and so no deadline).
+                // (Not a branch of its own: under simulation the branch count draws the order
+                // in which an unbiased `select!` polls, and recorded seeds depend on it.)
+                () = sleep_until(deadline.or(idle_close_at)), if deadline.is_some() || idle_close_at.is_some() => {
+                    match idle_ms {
+                        Some(idle_ms) if deadline.is_none() => Err(CloseReason::Idle { idle_ms }),
+                        _ => self.expire(),
+                    }
+                }
                 () = sleep_until(reauthenticate_at), if reauthenticate_at.is_some() && !reauthentication_due => Ok(()),
             };
             if let Err(reason) = step {
@@ -564,7 +587,11 @@ impl Connection {
     /// Fails everything in flight with `reason`; dropping `self` then closes the socket.
     fn close(mut self, reason: CloseReason) -> CloseReason {
         let in_flight = self.in_flight.len();
-        tracing::info!(broker = %self.broker, %reason, in_flight, "connection closed");
+        if matches!(reason, CloseReason::Idle { .. }) {
+            tracing::debug!(broker = %self.broker, %reason, "connection closed");
+        } else {
+            tracing::info!(broker = %self.broker, %reason, in_flight, "connection closed");
+        }
         for entry in self.in_flight.drain() {
             entry.payload.request.fail(NetworkError::ConnectionClosed {
                 broker: self.broker.clone(),

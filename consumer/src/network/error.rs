@@ -203,6 +203,12 @@ pub enum CloseReason {
     /// The client stopped using this broker (shutdown or a new address for the node).
     #[error("the client shut the connection down")]
     Shutdown,
+    /// No traffic for `connections.max.idle.ms`; the next request reconnects.
+    #[error("idle for {idle_ms} ms (connections.max.idle.ms)")]
+    Idle {
+        /// The idle limit.
+        idle_ms: u64,
+    },
 }
 
 impl CloseReason {

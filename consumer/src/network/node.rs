@@ -73,7 +73,11 @@ pub(crate) struct NodeTask {
     pub broker: String,
     pub settings: ConnectionSettings,
     pub security: ConnectionSecurity,
-    pub connection_setup_timeout_ms: u64,
+    /// `socket.connection.setup.timeout.ms` growing to `.max.ms` as setups keep failing.
+    pub setup_timeout: ExponentialBackoff,
+    /// Draws the setup timeout's jitter; apart from `rng` so that enabling it leaves the
+    /// reconnect backoffs and SASL nonces a seed produces as they were.
+    pub setup_timeout_rng: SeededRng,
     pub backoff: ExponentialBackoff,
     pub rng: SeededRng,
     pub commands: mpsc::Receiver<Command>,
@@ -93,6 +97,8 @@ impl NodeTask {
 
     async fn run(mut self) {
         let mut failed_attempts = 0u32;
+        // Java's `ClusterConnectionStates.failedConnectAttempts`: setups that failed in a row.
+        let mut failed_setups = 0u32;
         let mut failures = ConnectFailures::default();
         let mut reconnect_at: Option<Instant> = None;
         loop {
@@ -110,9 +116,13 @@ impl NodeTask {
             if let Some(at) = reconnect_at.take() {
                 tokio::time::sleep_until(at).await;
             }
-            let failure = match self.connect().await {
+            let setup_timeout_ms = self
+                .setup_timeout
+                .backoff_ms(failed_setups, &mut self.setup_timeout_rng);
+            let failure = match self.connect(setup_timeout_ms).await {
                 Ok(connection) => {
                     failed_attempts = 0;
+                    failed_setups = 0;
                     let failed_before = failures.on_success();
                     if failed_before > 0 {
                         tracing::info!(
@@ -129,15 +139,28 @@ impl NodeTask {
                     let _ = self.events.send(NodeEvent::Connected(self.node_id));
                     let reason = connection.run(first, &mut self.commands).await;
                     write_status(&self.status, |s| s.versions = None);
-                    if reason == CloseReason::Shutdown {
-                        return;
+                    match reason {
+                        CloseReason::Shutdown => return,
+                        // Nothing failed: like any first request, the next one reconnects.
+                        CloseReason::Idle { .. } => continue,
+                        _ => {}
                     }
                     NetworkError::ConnectionClosed {
                         broker: self.broker.clone(),
                         reason,
                     }
                 }
-                Err(error) => {
+                Err(AttemptFailure {
+                    error,
+                    during_setup,
+                }) => {
+                    // Like Java's `ClusterConnectionStates.disconnected`: a failure while
+                    // connecting grows the next setup timeout, a later one resets it.
+                    failed_setups = if during_setup {
+                        failed_setups.saturating_add(1)
+                    } else {
+                        0
+                    };
                     self.log_failure(&error, failures.on_failure(Instant::now()));
                     if let Some(first) = first {
                         first.request.fail(error.clone());
@@ -198,25 +221,29 @@ impl NodeTask {
         }
     }
 
-    /// TCP connect (bounded by the setup timeout) and the ApiVersions handshake.
-    async fn connect(&mut self) -> Result<Connection, NetworkError> {
-        tracing::debug!("connecting");
-        let timeout_ms = self.connection_setup_timeout_ms;
+    /// TCP connect and TLS handshake (bounded by `timeout_ms`, this attempt's setup timeout),
+    /// the ApiVersions handshake and SASL authentication.
+    async fn connect(&mut self, timeout_ms: u64) -> Result<Connection, AttemptFailure> {
+        tracing::debug!(timeout_ms, "connecting");
+        let setup = |error| AttemptFailure {
+            error,
+            during_setup: true,
+        };
         let started = Instant::now();
         let connect = TcpStream::connect((self.host.as_str(), self.port));
         let stream = match tokio::time::timeout(Duration::from_millis(timeout_ms), connect).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(source)) => {
-                return Err(NetworkError::ConnectFailed {
+                return Err(setup(NetworkError::ConnectFailed {
                     broker: self.broker.clone(),
                     source: Arc::new(source),
-                })
+                }))
             }
             Err(_) => {
-                return Err(NetworkError::ConnectTimedOut {
+                return Err(setup(NetworkError::ConnectTimedOut {
                     broker: self.broker.clone(),
                     timeout_ms,
-                })
+                }))
             }
         };
         // Kafka requests are small and latency-bound; Nagle would only delay them.
@@ -226,19 +253,24 @@ impl NodeTask {
             Some(config) => {
                 let elapsed = deadline_left(started, timeout_ms);
                 self.tls_handshake(stream, config, elapsed, timeout_ms)
-                    .await?
+                    .await
+                    .map_err(setup)?
             }
         };
         let mut connection = Connection::new(stream, self.broker.clone(), self.settings.clone());
         connection
             .negotiate()
             .await
-            .map_err(|error| self.tls_failure(error))?;
+            .map_err(|error| AttemptFailure {
+                error: self.tls_failure(error),
+                during_setup: false,
+            })?;
         if let Some(sasl) = self.security.sasl.clone() {
+            // Java authenticates while still connecting (the channel is not ready before).
             connection
                 .authenticate(&sasl, &mut self.rng)
                 .await
-                .map_err(|error| self.tls_failure(error))?;
+                .map_err(|error| setup(self.tls_failure(error)))?;
         }
         tracing::info!("connected");
         Ok(connection)
@@ -299,6 +331,13 @@ impl NodeTask {
             command.request.fail(error.clone());
         }
     }
+}
+
+/// A failed connection attempt, and whether it failed while setting up the connection (TCP,
+/// TLS, SASL: Java's CONNECTING state) rather than at the ApiVersions check after.
+struct AttemptFailure {
+    error: NetworkError,
+    during_setup: bool,
 }
 
 /// What is left of a `timeout_ms` budget that started at `started`.

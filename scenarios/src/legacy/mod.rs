@@ -93,6 +93,13 @@ impl LegacyConsumer {
             request_timeout_ms: u64::from(config.request_timeout_ms()),
             reconnect_backoff_ms: config.reconnect_backoff_ms(),
             reconnect_backoff_max_ms: config.reconnect_backoff_max_ms(),
+            socket_connection_setup_timeout_ms: non_negative(
+                config.socket_connection_setup_timeout_ms(),
+            ),
+            socket_connection_setup_timeout_max_ms: non_negative(
+                config.socket_connection_setup_timeout_max_ms(),
+            ),
+            connections_max_idle_ms: u64::try_from(config.connections_max_idle_ms()).ok(),
             // The same `security.protocol`/`ssl.*`/`sasl.*` (family-auth's SASL listener).
             security: config.security().clone(),
             ..NetworkConfig::default()
@@ -232,4 +239,10 @@ impl Subject for LegacyConsumer {
     async fn take_completed_commits(&mut self) -> Vec<CommitCompletion> {
         self.shared.lock().await.take_completed_commits()
     }
+}
+
+/// A millisecond setting Java types as a long, negative values read as 0 (as the consumer's own
+/// settings do).
+fn non_negative(ms: i64) -> u64 {
+    u64::try_from(ms).unwrap_or(0)
 }

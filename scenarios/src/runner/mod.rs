@@ -199,6 +199,7 @@ pub async fn run_with_plan(
         if !pairs.iter().any(|(key, _)| key == "auto.offset.reset") {
             pairs.push(("auto.offset.reset".to_owned(), "earliest".to_owned()));
         }
+        keep_recorded_network_timing(&mut pairs);
         let data_config = if data_facts {
             data_config(&pairs)
         } else {
@@ -464,4 +465,29 @@ pub fn run_in_runtime_with_plan(
             .unwrap_or_default();
         Err(RunError::Panicked(message))
     })
+}
+
+/// The library's recorded seeds (golden traces, sabotage witnesses, saved regressions) were
+/// recorded before the consumer honoured two network settings whose Java defaults would move
+/// them: the connection setup timeout's growth after failed setups
+/// (`socket.connection.setup.timeout.max.ms`, 30 s: every run where connects to a dead broker
+/// time out would change) and idle expiry (`connections.max.idle.ms`, 9 minutes: never reached
+/// in a scenario, but its timer alone reorders a simulated run). Unless a scenario sets them,
+/// the maximum equals the setup timeout (no growth) and idle expiry is off.
+/// `consumer/tests/connection_loopback.rs` tests both.
+fn keep_recorded_network_timing(pairs: &mut Vec<(String, String)>) {
+    let set = |pairs: &Vec<(String, String)>, key: &str| pairs.iter().any(|(k, _)| k == key);
+    if !set(pairs, "socket.connection.setup.timeout.max.ms") {
+        let setup_timeout_ms = pairs
+            .iter()
+            .find(|(key, _)| key == "socket.connection.setup.timeout.ms")
+            .map_or_else(|| "10000".to_owned(), |(_, value)| value.clone());
+        pairs.push((
+            "socket.connection.setup.timeout.max.ms".to_owned(),
+            setup_timeout_ms,
+        ));
+    }
+    if !set(pairs, "connections.max.idle.ms") {
+        pairs.push(("connections.max.idle.ms".to_owned(), "-1".to_owned()));
+    }
 }
