@@ -27,6 +27,8 @@ fn config(bootstrap: &str, group: Option<&str>) -> ConsumerConfigBuilder {
         .bootstrap_servers([bootstrap])
         .enable_auto_commit(false)
         .auto_offset_reset(AutoOffsetReset::Earliest)
+        // The tests name missing topics and expect them to stay missing.
+        .allow_auto_create_topics(false)
         .client_id("assign-real-kafka");
     match group {
         Some(group) => builder.group_id(group),
@@ -411,14 +413,17 @@ async fn allow_auto_create_topics_decides_whether_a_named_missing_topic_is_creat
     let mut admin = client(bootstrap.clone());
     let kept_missing = unique("auto-create-off");
     let created = unique("auto-create-on");
+    let consumer = |allow: bool| {
+        Consumer::new(
+            config(&bootstrap, None)
+                .allow_auto_create_topics(allow)
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+    };
 
-    let mut refusing = Consumer::new(
-        config(&bootstrap, None)
-            .allow_auto_create_topics(false)
-            .build()
-            .unwrap(),
-    )
-    .unwrap();
+    let mut refusing = consumer(false);
     for _ in 0..3 {
         let partitions = refusing
             .partitions_for(&kept_missing, TIMEOUT)
@@ -428,7 +433,7 @@ async fn allow_auto_create_topics_decides_whether_a_named_missing_topic_is_creat
     }
     refusing.close(TIMEOUT).await.unwrap();
 
-    let mut creating = Consumer::new(settings(&bootstrap, None)).unwrap();
+    let mut creating = consumer(true);
     let deadline = Instant::now() + TIMEOUT;
     // Kafka answers the request that creates a topic before its partition has a leader, so
     // the first answers may still list no partition.

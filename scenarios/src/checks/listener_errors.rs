@@ -37,19 +37,8 @@ impl Checker for ListenerErrorsSurface {
                             .zip(closing_since_ms.take())
                             .is_some_and(|((failed_ms, _), start_ms)| *failed_ms >= start_ms);
                         if during_close {
-                            if let (Some((at_ms, failure)), None) = (unreported.take(), error) {
-                                out.push(
-                                    Violation::new(
-                                        ViolationKind::ListenerErrorSwallowed,
-                                        e.at_ms,
-                                        format!(
-                                            "{subject}'s listener failed at {at_ms}ms during \
-                                             close ({failure}) and close returned normally: \
-                                             the application is never told"
-                                        ),
-                                    )
-                                    .subject(subject),
-                                );
+                            if let (Some((failed_ms, failure)), None) = (unreported.take(), error) {
+                                out.push(swallowed(subject, e.at_ms, failed_ms, &failure, "close"));
                             }
                         }
                     }
@@ -63,19 +52,8 @@ impl Checker for ListenerErrorsSurface {
                         closing_since_ms = None;
                     }
                     Event::PollEnd { error, .. } => {
-                        if let (Some((at_ms, failure)), None) = (unreported.take(), error) {
-                            out.push(
-                                Violation::new(
-                                    ViolationKind::ListenerErrorSwallowed,
-                                    e.at_ms,
-                                    format!(
-                                        "{subject}'s listener failed at {at_ms}ms ({failure}) \
-                                         and the poll that ran it returned normally: the \
-                                         application is never told"
-                                    ),
-                                )
-                                .subject(subject),
-                            );
+                        if let (Some((failed_ms, failure)), None) = (unreported.take(), error) {
+                            out.push(swallowed(subject, e.at_ms, failed_ms, &failure, "poll"));
                         }
                     }
                     _ => {}
@@ -84,6 +62,20 @@ impl Checker for ListenerErrorsSurface {
         }
         out
     }
+}
+
+/// `subject`'s listener failed at `failed_ms` and the `call` that ran it, ending at `at_ms`,
+/// returned normally.
+fn swallowed(subject: &str, at_ms: u64, failed_ms: u64, failure: &str, call: &str) -> Violation {
+    Violation::new(
+        ViolationKind::ListenerErrorSwallowed,
+        at_ms,
+        format!(
+            "{subject}'s listener failed at {failed_ms}ms ({failure}) and the {call} that ran \
+             it returned normally: the application is never told"
+        ),
+    )
+    .subject(subject)
 }
 
 #[cfg(test)]
