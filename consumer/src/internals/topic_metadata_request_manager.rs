@@ -388,6 +388,35 @@ mod tests {
         assert_eq!(m.poll(&mut p.ctx()).requests.len(), 1, "on max age");
     }
 
+    /// `allow.auto.create.topics` goes into every request for named topics (the refresh and
+    /// `partitions_for`); a request for every topic never asks for creation.
+    #[test]
+    fn named_topic_requests_carry_allow_auto_create_topics() {
+        let allows = |r: &PollResult| match &r.requests[0].body {
+            RequestBody::Metadata(request) => request.allow_auto_topic_creation,
+            other => panic!("expected Metadata, got {other:?}"),
+        };
+        for allow in [false, true] {
+            let mut p = Parts::new(ConsumerSettings::default());
+            let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, allow);
+            let r = m.poll(&mut p.ctx());
+            assert_eq!(allows(&r), allow, "the refresh");
+            let (c, _rx) = Completion::new(
+                "partitions_for",
+                Some(p.now + Duration::from_secs(5)),
+                5_000,
+            );
+            m.topic_metadata(Some(vec!["x".to_owned()]), c);
+            let r = m.poll(&mut p.ctx());
+            assert_eq!(allows(&r), allow, "partitions_for");
+            let (c, _rx) =
+                Completion::new("list_topics", Some(p.now + Duration::from_secs(5)), 5_000);
+            m.topic_metadata(None, c);
+            let r = m.poll(&mut p.ctx());
+            assert!(!allows(&r), "list_topics asks for every topic");
+        }
+    }
+
     #[test]
     fn partitions_for_answers_from_its_own_request() {
         let mut p = Parts::new(ConsumerSettings::default());
