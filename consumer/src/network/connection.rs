@@ -435,7 +435,10 @@ impl Connection {
             let idle =
                 self.in_flight.is_empty() && self.writing.is_none() && self.outbox.is_empty();
             let idle_ms = self.settings.connections_max_idle_ms.filter(|_| idle);
-            let idle_close_at = idle_ms.map(|ms| last_active_at + Duration::from_millis(ms));
+            // An idle connection has nothing in flight, so no request deadline: one timer
+            // serves both.
+            let timer_at =
+                deadline.or(idle_ms.map(|ms| last_active_at + Duration::from_millis(ms)));
             let step = tokio::select! {
                 written = poll_write(&mut self.writing), if self.writing.is_some() => {
                     last_active_at = Instant::now();
@@ -460,15 +463,13 @@ impl Connection {
                     }
                     Ok(())
                 }
-                // One timer for both: an idle connection has no request (and so no deadline).
-                // (Not a branch of its own: under simulation the branch count draws the order
-                // in which an unbiased `select!` polls, and recorded seeds depend on it.)
-                () = sleep_until(deadline.or(idle_close_at)), if deadline.is_some() || idle_close_at.is_some() => {
-                    match idle_ms {
-                        Some(idle_ms) if deadline.is_none() => Err(CloseReason::Idle { idle_ms }),
-                        _ => self.expire(),
-                    }
-                }
+                // Not a branch of its own for idle expiry: under simulation the branch count
+                // draws the order in which an unbiased `select!` polls, and recorded seeds
+                // depend on it.
+                () = sleep_until(timer_at), if timer_at.is_some() => match idle_ms {
+                    Some(idle_ms) => Err(CloseReason::Idle { idle_ms }),
+                    None => self.expire(),
+                },
                 () = sleep_until(reauthenticate_at), if reauthenticate_at.is_some() && !reauthentication_due => Ok(()),
             };
             if let Err(reason) = step {
