@@ -11,7 +11,9 @@
 //! requested by M for `tp` while the most recent ownership of `tp` to open in M's group is
 //! another member's, opened after M's own, and completed without error, breaks it.
 //! `CommittedOffsetsMonotonic` catches the same accepted commit only when it moves the offset
-//! back; this one catches it either way.
+//! back; this one catches it either way. A late notice (`History::late_assignment_notices`: an
+//! assignment the application heard of after its member left, then lost, nothing done in
+//! between) opens no ownership here either, so it does not make the real owner look stale.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,7 @@ impl Checker for ZombieCommitsRefused {
 
     fn violations(&self, history: &History) -> Vec<Violation> {
         let groups = history.groups();
+        let late = history.late_assignment_notices();
         let mut tracker = OwnershipTracker::new();
         // (group, tp) → (the member whose ownership opened last, when).
         let mut latest: BTreeMap<(String, Tp), (String, u64)> = BTreeMap::new();
@@ -43,6 +46,9 @@ impl Checker for ZombieCommitsRefused {
             let group = groups.get(&e.subject).cloned().unwrap_or_default();
             for change in tracker.apply(e) {
                 if let OwnershipChange::Opened { subject, tp } = change {
+                    if late.contains(&(subject.clone(), tp.clone(), e.seq)) {
+                        continue;
+                    }
                     latest.insert((group.clone(), tp.clone()), (subject.clone(), e.at_ms));
                     own.insert((subject, tp), e.at_ms);
                 }
@@ -174,5 +180,54 @@ mod tests {
         assert!(ZombieCommitsRefused::default()
             .violations(&history)
             .is_empty());
+    }
+
+    /// family-zombie seed 1034: c0 left, c1 got `t-0`, then c0's application heard of its old
+    /// assignment of `t-0` and lost it at once. c1's commits afterwards are the owner's; had
+    /// c0 consumed from `t-0` in that window, c1 would rightly look like the stale one.
+    #[test]
+    fn a_late_notice_to_a_member_that_left_does_not_make_the_owner_stale() {
+        let tp = Tp::new("t", 0);
+        let notice = |generation| Event::Assignment {
+            generation,
+            assigned: vec![tp.clone()],
+            revoked: Vec::new(),
+            lost: Vec::new(),
+        };
+        let lost = Event::Assignment {
+            generation: -1,
+            assigned: Vec::new(),
+            revoked: Vec::new(),
+            lost: vec![tp.clone()],
+        };
+        let run = |between: Option<Event>| {
+            let mut h = vec![
+                (0, "c0", start()),
+                (0, "c1", start()),
+                (
+                    20,
+                    "c0",
+                    Event::Leave {
+                        reason: "heartbeat epoch -1".into(),
+                    },
+                ),
+                (22, "c1", assigned(&tp)),
+                (30, "c0", notice(-1)),
+            ];
+            h.extend(between.map(|e| (30, "c0", e)));
+            h.extend([
+                (30, "c0", lost.clone()),
+                (40, "c1", commit(1, &tp)),
+                (41, "c1", done(1, None)),
+            ]);
+            ZombieCommitsRefused::default().violations(&History::from_events(h))
+        };
+        assert!(run(None).is_empty());
+        let delivered = Event::Delivered {
+            tp: tp.clone(),
+            offset: 0,
+            value: "v".into(),
+        };
+        assert_eq!(run(Some(delivered)).len(), 1);
     }
 }

@@ -29,7 +29,7 @@ mod ownership;
 mod poll_bound;
 mod revoke;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 use std::fmt;
 

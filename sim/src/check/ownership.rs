@@ -18,6 +18,11 @@
 //! and *before* the new owner got the partition: the coordinator moves a partition only after
 //! that. How the old owner's view ended (lost, crash, revoked) is never evidence on its own.
 //! The zombie's commits must still be refused, which `zombie-commits-refused` checks.
+//!
+//! Not ownership at all: a *late notice* ([`History::late_assignment_notices`]), an
+//! `onPartitionsAssigned` the application ran only after its member had left or been fenced,
+//! followed by `onPartitionsLost` with nothing delivered or committed in between — Java's
+//! consumer queues both callbacks the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -100,7 +105,7 @@ impl ExclusiveOwnership {
         for p in history
             .ownership_periods()
             .into_iter()
-            .filter(|p| p.managed)
+            .filter(|p| p.managed && !history.is_late_notice(p, &fences))
         {
             let group = groups.get(&p.subject).cloned().unwrap_or_default();
             by_tp.entry((group, p.tp.clone())).or_default().push(p);
@@ -451,6 +456,30 @@ mod tests {
         ]);
         assert!(ExclusiveOwnership::default()
             .check(&h)
+            .has(ViolationKind::DoubleOwnership));
+    }
+
+    /// family-zombie seed 1034: c0 left on an expired poll timer with `t-0`'s assigned callback
+    /// queued; c1 got `t-0`; c0's application then ran assigned and lost for it. Nothing was
+    /// delivered in between: a late notice, no second owner. A record delivered makes it one.
+    #[test]
+    fn an_assignment_heard_after_leaving_and_then_lost_is_no_second_owner() {
+        let told_late = |between: Option<Event>| {
+            let mut h = vec![
+                (0, "c0", start()),
+                (0, "c1", start()),
+                (20, "c0", leave()),
+                (22, "c1", assigned(6, &[0])),
+                (30, "c0", assigned(-1, &[0])),
+            ];
+            h.extend(between.map(|e| (30, "c0", e)));
+            h.push((30, "c0", lost(-1, &[0])));
+            history(h)
+        };
+        let v = ExclusiveOwnership::default().check(&told_late(None));
+        assert!(v.is_ok(), "{v}");
+        assert!(ExclusiveOwnership::default()
+            .check(&told_late(Some(delivered(0, 0))))
             .has(ViolationKind::DoubleOwnership));
     }
 

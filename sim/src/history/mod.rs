@@ -17,6 +17,7 @@
 mod coverage;
 mod event;
 mod fence;
+mod late_notice;
 mod ownership;
 mod recorder;
 mod snapshot;
@@ -26,6 +27,7 @@ use std::fmt;
 pub use coverage::{Coverage, CoverageBatch, CoverageMiss};
 pub use event::{CallbackKind, CommitMode, Event, Tp};
 pub use fence::{Fence, FenceCause, FENCING_ERRORS};
+pub use late_notice::PeriodKey;
 pub use ownership::{OwnershipChange, OwnershipEnd, OwnershipPeriod, OwnershipTracker};
 pub use recorder::{Recorder, SubjectRecorder};
 pub use snapshot::{CommitOutcome, Delivery, History, ProduceAck};
