@@ -19,6 +19,7 @@ pub mod sabotage;
 pub mod scenario;
 pub mod subject;
 pub mod timeline;
+pub mod trace_events;
 
 use scenario::Scenario;
 

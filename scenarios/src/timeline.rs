@@ -25,7 +25,8 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn tps(set: &[Tp]) -> String {
+/// Partitions as `t-0,t-1` (the Trace Event output names them the same way).
+pub(crate) fn tps(set: &[Tp]) -> String {
     set.iter().map(Tp::to_string).collect::<Vec<_>>().join(",")
 }
 

@@ -75,3 +75,33 @@ fn timeline_shows_lanes_faults_commits_and_the_violation() {
         .unwrap();
     assert!(commits > 100, "{rendered}");
 }
+
+/// The same run as Trace Event JSON (`--trace FILE.json`): the three faults as global instants,
+/// a process per member, the violation, and every async slice closed.
+#[test]
+fn trace_events_show_the_same_run() {
+    let result = run_in_runtime(kafka_13563::scenario, 1, SubjectKind::Legacy).unwrap();
+    let doc =
+        scenarios::trace_events::render("kafka-13563 seed 1", &result.history, &result.report);
+    let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(v["otherData"]["verdict"], "FAIL (coordinator-rediscovery)");
+    let events = v["traceEvents"].as_array().unwrap();
+    let count =
+        |pred: &dyn Fn(&serde_json::Value) -> bool| events.iter().filter(|e| pred(e)).count();
+    assert_eq!(
+        count(&|e| e["cat"] == "fault" && e["name"] != "healed"),
+        result.history.faults().len()
+    );
+    assert_eq!(result.history.faults().len(), 3);
+    assert_eq!(count(&|e| e["cat"] == "violation"), 1);
+    assert_eq!(
+        count(&|e| e["name"] == "process_name" && e["args"]["name"] == "c0"),
+        1
+    );
+    assert!(count(&|e| e["cat"] == "commit") >= 2);
+    assert_eq!(
+        count(&|e| e["ph"] == "b"),
+        count(&|e| e["ph"] == "e"),
+        "every async slice ends"
+    );
+}

@@ -44,7 +44,7 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html] [--overshoot] [--sabotage NAME]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html|FILE.json] [--overshoot] [--sabotage NAME]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N] [--json FILE] [--junit FILE]
   cargo sim merge FILE... [--junit FILE]    (JSON lines of explore runs, e.g. one per shard)
@@ -179,9 +179,15 @@ mod cli {
         }
         if let Some(path) = options.value::<String>("trace")? {
             let title = format!("{} seed {seed} subject {subject}", info.name);
-            let page = scenarios::timeline::render(&title, &result.history, &result.report);
+            let (page, what) = if path.ends_with(".json") {
+                let json = scenarios::trace_events::render(&title, &result.history, &result.report);
+                (json, "trace (Perfetto UI, chrome://tracing)")
+            } else {
+                let html = scenarios::timeline::render(&title, &result.history, &result.report);
+                (html, "timeline")
+            };
             std::fs::write(&path, page).map_err(|e| format!("{path}: {e}"))?;
-            println!("timeline: {path}");
+            println!("{what}: {path}");
         }
         print_verdict(&result, plan_file.as_deref());
         Ok(if result.report.is_ok() {
