@@ -76,6 +76,10 @@ pub(crate) struct ConsumerSettings {
     pub allow_auto_create_topics: bool,
     /// `connections.max.idle.ms` (`None` when negative: never close idle connections).
     pub connections_max_idle_ms: Option<u64>,
+    /// `send.buffer.bytes` (`None` when -1: the OS default).
+    pub send_buffer_bytes: Option<u32>,
+    /// `receive.buffer.bytes` (`None` when -1: the OS default).
+    pub receive_buffer_bytes: Option<u32>,
     /// `check.crcs`.
     pub check_crcs: bool,
     /// `client.rack`: sent in Fetch for follower fetching (KIP-392).
@@ -118,6 +122,8 @@ impl Default for ConsumerSettings {
             metadata_max_age_ms: 300_000,
             allow_auto_create_topics: true,
             connections_max_idle_ms: Some(540_000),
+            send_buffer_bytes: Some(131_072),
+            receive_buffer_bytes: Some(65_536),
             check_crcs: true,
             client_rack: String::new(),
             security: SecurityConfig::default(),
@@ -186,6 +192,8 @@ impl ConsumerSettings {
             metadata_max_age_ms: config.metadata_max_age_ms(),
             allow_auto_create_topics: config.allow_auto_create_topics(),
             connections_max_idle_ms: u64::try_from(config.connections_max_idle_ms()).ok(),
+            send_buffer_bytes: u32::try_from(config.send_buffer_bytes()).ok(),
+            receive_buffer_bytes: u32::try_from(config.receive_buffer_bytes()).ok(),
             check_crcs: config.check_crcs(),
             client_rack: config.client_rack().to_owned(),
             security: config.security().clone(),
@@ -215,6 +223,8 @@ impl ConsumerSettings {
             socket_connection_setup_timeout_ms: self.socket_connection_setup_timeout_ms,
             socket_connection_setup_timeout_max_ms: self.socket_connection_setup_timeout_max_ms,
             connections_max_idle_ms: self.connections_max_idle_ms,
+            send_buffer_bytes: self.send_buffer_bytes,
+            receive_buffer_bytes: self.receive_buffer_bytes,
             reconnect_backoff_ms: self.reconnect_backoff_ms,
             reconnect_backoff_max_ms: self.reconnect_backoff_max_ms,
             security: self.security.clone(),
@@ -315,6 +325,12 @@ mod tests {
             ("connections.max.idle.ms", "-1", "None", |s| {
                 format!("{:?}", s.connections_max_idle_ms)
             }),
+            ("send.buffer.bytes", "-1", "None", |s| {
+                format!("{:?}", s.send_buffer_bytes)
+            }),
+            ("receive.buffer.bytes", "262144", "Some(262144)", |s| {
+                format!("{:?}", s.receive_buffer_bytes)
+            }),
             ("check.crcs", "false", "false", |s| s.check_crcs.to_string()),
             ("client.rack", "rack-a", "rack-a", |s| s.client_rack.clone()),
             ("session.timeout.ms", "12000", "12000", |s| {
@@ -377,6 +393,8 @@ mod tests {
             metadata_max_age_ms: _,
             allow_auto_create_topics: _,
             connections_max_idle_ms: _,
+            send_buffer_bytes: _,
+            receive_buffer_bytes: _,
             check_crcs: _,
             client_rack: _,
             group_protocol: _, // checked below: its classic-only keys exclude `consumer` here
@@ -388,7 +406,7 @@ mod tests {
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together
         } = settings;
-        assert_eq!(table.len(), 31);
+        assert_eq!(table.len(), 33);
         let secured = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
              sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \

@@ -19,6 +19,7 @@ use super::connection::ConnectionSettings;
 use super::metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 use super::node::{read_status, ConnectionSecurity, NodeEvent, NodeStatus, NodeTask, SharedStatus};
 use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
+use super::socket::SocketBuffers;
 use super::tls::{self, TlsSetupError};
 use super::{NetworkConfig, NetworkError};
 use crate::protocol::{Api, ApiVersionsTable};
@@ -122,6 +123,10 @@ impl NetworkClient {
             max_response_size_bytes: config.max_response_size_bytes,
             request_timeout_ms: config.request_timeout_ms,
             connections_max_idle_ms: config.connections_max_idle_ms,
+            socket_buffers: SocketBuffers {
+                send_bytes: config.send_buffer_bytes,
+                receive_bytes: config.receive_buffer_bytes,
+            },
         };
         Ok(Self {
             config,

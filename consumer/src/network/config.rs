@@ -24,6 +24,10 @@ pub struct NetworkConfig {
     pub reconnect_backoff_max_ms: u64,
     /// `connections.max.idle.ms`: close a connection idle this long (`None`: never).
     pub connections_max_idle_ms: Option<u64>,
+    /// `send.buffer.bytes`: the socket's `SO_SNDBUF` (`None`: the OS default, Java's -1).
+    pub send_buffer_bytes: Option<u32>,
+    /// `receive.buffer.bytes`: the socket's `SO_RCVBUF` (`None`: the OS default, Java's -1).
+    pub receive_buffer_bytes: Option<u32>,
     /// `max.in.flight.requests.per.connection`: requests written but not yet answered.
     pub max_in_flight_requests_per_connection: usize,
     /// The largest response frame accepted; a longer length prefix closes the connection.
@@ -45,6 +49,8 @@ impl Default for NetworkConfig {
             reconnect_backoff_ms: 50,
             reconnect_backoff_max_ms: 1_000,
             connections_max_idle_ms: Some(540_000),
+            send_buffer_bytes: Some(131_072),
+            receive_buffer_bytes: Some(65_536),
             max_in_flight_requests_per_connection: 5,
             max_response_size_bytes: DEFAULT_MAX_FRAME_SIZE_BYTES,
             max_queued_requests_per_node: 1_000,

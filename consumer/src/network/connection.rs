@@ -27,6 +27,7 @@ use super::in_flight::InFlightRequests;
 use super::read_buffer::ReadBuffer;
 use super::request::{Command, PendingRequest};
 use super::sasl::{self, SaslConfig};
+use super::socket::SocketBuffers;
 use super::{CloseReason, NetworkError};
 use crate::protocol::frame::FrameDecoder;
 use crate::protocol::versions::{
@@ -67,6 +68,8 @@ pub(crate) struct ConnectionSettings {
     /// `connections.max.idle.ms`: a connection with no request in flight and no traffic for
     /// this long is closed (`None`: never).
     pub connections_max_idle_ms: Option<u64>,
+    /// `send.buffer.bytes` and `receive.buffer.bytes`, applied before connecting.
+    pub socket_buffers: SocketBuffers,
 }
 
 /// A written (or about to be written) request.

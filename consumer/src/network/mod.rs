@@ -15,6 +15,7 @@ mod request;
 pub mod sasl;
 mod secret;
 mod security;
+mod socket;
 pub mod tls;
 
 pub use client::{ConnectedNode, NetworkClient, RequestOptions, Target};

@@ -9,7 +9,6 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 use tracing::Instrument;
 
@@ -18,6 +17,7 @@ use super::connect_failures::ConnectFailures;
 use super::connection::{BrokerStream, Connection, ConnectionSettings};
 use super::request::Command;
 use super::sasl::SaslConfig;
+use super::socket;
 use super::tls;
 use super::{CloseReason, NetworkError};
 use crate::protocol::ApiVersionsTable;
@@ -230,7 +230,7 @@ impl NodeTask {
             during_setup: true,
         };
         let started = Instant::now();
-        let connect = TcpStream::connect((self.host.as_str(), self.port));
+        let connect = socket::connect(&self.host, self.port, self.settings.socket_buffers);
         let stream = match tokio::time::timeout(Duration::from_millis(timeout_ms), connect).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(source)) => {
@@ -281,7 +281,7 @@ impl NodeTask {
     /// authentication failure; an I/O error is a connection failure like any other.
     async fn tls_handshake(
         &self,
-        stream: TcpStream,
+        stream: tokio::net::TcpStream,
         config: Arc<rustls::ClientConfig>,
         remaining: Duration,
         timeout_ms: u64,
