@@ -10,3 +10,5 @@ pub mod real_broker;
 pub mod real_cluster;
 #[cfg(not(madsim))]
 pub mod secured;
+#[cfg(not(madsim))]
+pub mod verifiable;

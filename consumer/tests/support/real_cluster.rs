@@ -12,6 +12,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::ListGroupsRequest;
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::{sleep, Duration, Instant};
 
@@ -185,6 +186,33 @@ impl Cluster {
             );
             sleep(Duration::from_millis(300)).await;
         }
+    }
+
+    /// The state of `group` as its coordinator lists it (ListGroups: `Stable`, `Empty`,
+    /// `PreparingRebalance`, `Reconciling`, ...), or `None` when the coordinator could not be
+    /// asked or does not list it.
+    pub async fn group_state(&self, group: &str) -> Option<String> {
+        let coordinator = self.coordinator(group).await;
+        let mut client = self.client();
+        // Node targets need the brokers' addresses: a Metadata answer first.
+        let metadata = client
+            .send(
+                Target::LeastLoaded,
+                metadata_request_for_topics(Vec::<&str>::new(), false),
+            )
+            .await
+            .ok()?;
+        client.update_metadata(&metadata.body, MetadataScope::ListedTopics);
+        let listed = client
+            .send(Target::Node(coordinator), ListGroupsRequest::default())
+            .await
+            .ok()?;
+        listed
+            .body
+            .groups
+            .iter()
+            .find(|g| g.group_id.0.as_str() == group)
+            .map(|g| g.group_state.to_string())
     }
 
     /// The leader broker of every partition of `topic`, by partition (retried while brokers
