@@ -638,3 +638,103 @@ fn auto_commits_leave_out_positions_of_a_deleted_or_recreated_topic() {
         [("t".to_owned(), 1, 156)]
     );
 }
+
+/// Java's `OffsetCommitRequest` build: an offset without a known leader epoch carries
+/// `RecordBatch.NO_PARTITION_LEADER_EPOCH` (-1), one with an epoch carries it.
+#[test]
+fn an_unknown_leader_epoch_is_committed_as_minus_one() {
+    let mut o = offsets(&[(0, 10), (1, 20)]);
+    o.get_mut(&tp(1)).unwrap().leader_epoch = Some(7);
+    let request = commit_request("g", None, &o);
+    let epochs: Vec<i32> = request
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.committed_leader_epoch))
+        .collect();
+    assert_eq!(epochs, [-1, 7]);
+}
+
+/// Java's `OffsetCommitResponseHandler`: UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION answer a
+/// commit with a generation reset and `CommitFailed`, unless the commit was sent in an older
+/// generation while a rebalance is under way, which is `RebalanceInProgress` (poll and retry).
+#[test]
+fn a_generation_error_resets_unless_an_older_generation_meets_a_rebalance() {
+    let member = |generation_id, rebalancing| MemberIdentity {
+        generation_id,
+        member_id: "m".into(),
+        group_instance_id: None,
+        stable: true,
+        rebalancing,
+    };
+    // (generation when answered, rebalancing then, expect a reset)
+    for (now_generation, rebalancing, reset) in [
+        (3, true, true),
+        (3, false, true),
+        (4, true, false),
+        (4, false, true),
+    ] {
+        let mut p = parts(false);
+        p.member = Some(member(3, false));
+        let mut m = CommitRequestManager::new(&p.settings);
+        let (_c, rx) = commit_sync(&mut m, &p, offsets(&[(0, 10)]), 5_000);
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "sent in generation 3");
+        p.member = Some(member(now_generation, rebalancing));
+        m.on_response(
+            &mut p.ctx(),
+            r.requests[0].token,
+            commit_error(ResponseError::IllegalGeneration),
+        );
+        let case = format!("generation {now_generation}, rebalancing {rebalancing}");
+        assert_eq!(p.effects.generation_reset.is_some(), reset, "{case}");
+        match result(&rx) {
+            Some(Err(Error::CommitFailed { .. })) if reset => {}
+            Some(Err(Error::RebalanceInProgress { .. })) if !reset => {}
+            other => panic!("{case}: {other:?}"),
+        }
+    }
+}
+
+/// A coordinator connection without OffsetFetch (a reconnect to a broker of another version)
+/// fails the committed-offset fetches waiting to go out with `UnsupportedApi`, and leaves the
+/// one already in flight on the earlier connection to its own answer.
+#[test]
+fn an_unsupported_offset_fetch_fails_only_the_fetches_not_yet_sent() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let deadline = Some(p.now + Duration::from_secs(5));
+    let (first, first_rx) = Completion::new("committed", deadline, 5_000);
+    m.fetch_committed([tp(0)].into_iter().collect(), first);
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1, "the first fetch goes out");
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(
+        crate::internals::test_support::versions_without(&[
+            kafka_protocol::messages::ApiKey::OffsetFetch,
+        ]),
+    );
+    let (second, second_rx) = Completion::new("committed", deadline, 5_000);
+    m.fetch_committed([tp(1)].into_iter().collect(), second);
+    let _ = m.poll(&mut p.ctx());
+    assert!(
+        matches!(
+            result(&second_rx),
+            Some(Err(Error::Network(NetworkError::UnsupportedApi { .. })))
+        ),
+        "{:?}",
+        result(&second_rx)
+    );
+    assert!(
+        result(&first_rx).is_none(),
+        "the fetch in flight waits for its answer"
+    );
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        fetch_response(&[(0, 42, -1)]),
+    );
+    assert!(
+        matches!(result(&first_rx), Some(Ok(_))),
+        "{:?}",
+        result(&first_rx)
+    );
+}

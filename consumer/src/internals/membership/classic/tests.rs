@@ -1090,3 +1090,109 @@ fn repeated_refusals_without_a_completed_join_back_off() {
         "a new run rejoins at once: {body:?}"
     );
 }
+
+/// `enforce_rebalance` (Java's `KafkaConsumer.enforceRebalance`): a member in a generation
+/// revokes (eager: everything) at the next poll and rejoins with its member id; the reason is
+/// the JoinGroup's reason.
+#[test]
+fn enforce_rebalance_revokes_and_rejoins_a_member_in_a_generation() {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, &[0, 1]);
+    h.complete(id);
+    assert!(h.poll().requests.is_empty(), "nothing due");
+    // Through `Membership`, as the background task calls it.
+    let fresh = ClassicMembershipManager::new(&h.p.settings, h.p.now)
+        .expect("valid settings")
+        .expect("a group");
+    let mut membership = crate::internals::membership::Membership::Classic(Box::new(
+        std::mem::replace(&mut h.m, fresh),
+    ));
+    membership.enforce_rebalance("the application asked".to_owned());
+    let crate::internals::membership::Membership::Classic(m) = membership else {
+        unreachable!("built as classic")
+    };
+    h.m = *m;
+    assert!(
+        h.poll().requests.is_empty(),
+        "JoinGroup waits for the revoke callback"
+    );
+    let callbacks = h.callbacks();
+    assert_eq!(callbacks.len(), 1, "{callbacks:?}");
+    let (revoke_id, kind, partitions) = callbacks[0].clone();
+    assert_eq!(
+        (kind, partitions),
+        (RebalanceCallback::Revoked, set(&[0, 1]))
+    );
+    h.complete(revoke_id);
+    let (_, body) = h.one_request();
+    let RequestBody::JoinGroup(join) = body else {
+        panic!("expected JoinGroup, got {body:?}");
+    };
+    assert_eq!(join.member_id.as_str(), "m-1", "rejoins with its member id");
+    let reason = join.reason.as_ref().map(|r| r.as_str().to_owned());
+    assert!(
+        reason
+            .as_deref()
+            .is_some_and(|r| r.contains("the application asked")),
+        "{reason:?}"
+    );
+}
+
+/// Only an auto-committing member waits for the application's next poll before it prepares to
+/// rejoin (KAFKA-14196: the commit before revocation must not race records still being
+/// handed out); without auto-commit nothing is committed there, so the revocation is asked
+/// for at once.
+#[test]
+fn without_auto_commit_the_revocation_does_not_wait_for_the_application() {
+    let mut h = Harness::eager();
+    let id = h.join_as_follower(1, &[0, 1]);
+    h.complete(id);
+    h.p.advance_ms(3_000);
+    let (token, body) = h.one_request();
+    assert!(matches!(body, RequestBody::Heartbeat(_)), "{body:?}");
+    h.respond(
+        token,
+        heartbeat_response(Some(ResponseError::RebalanceInProgress)),
+    );
+    let _ = h.poll_once();
+    let callbacks = h.callbacks();
+    assert_eq!(
+        callbacks.len(),
+        1,
+        "the revocation is asked for without an application poll: {callbacks:?}"
+    );
+    assert_eq!(callbacks[0].1, RebalanceCallback::Revoked);
+}
+
+/// Before its first join a member has Java's `Generation.NO_GENERATION`: generation -1
+/// (`OffsetCommitRequest.DEFAULT_GENERATION_ID`, what a commit outside the group carries) and
+/// no member id, and it is not stable.
+#[test]
+fn a_member_without_a_generation_reports_generation_minus_one() {
+    let mut h = Harness::eager();
+    let identity = h.m.identity();
+    assert_eq!(
+        (
+            identity.generation_id,
+            identity.member_id.as_str(),
+            identity.stable
+        ),
+        (-1, "", false)
+    );
+    let id = h.join_as_follower(4, &[0]);
+    h.complete(id);
+    assert_eq!(h.m.identity().generation_id, 4);
+}
+
+/// `is_leaving` says whether a leave (`unsubscribe` / `close`) is under way (a `subscribe`
+/// meanwhile is refused): not for a member in its generation, yes once a leave started.
+#[test]
+fn is_leaving_only_once_a_leave_started() {
+    let mut h = Harness::eager();
+    assert!(!h.m.is_leaving(), "before joining");
+    let id = h.join_as_follower(1, &[0]);
+    h.complete(id);
+    assert!(!h.m.is_leaving(), "in a generation");
+    h.m.leave(None, GroupMembershipOperation::Default);
+    assert!(h.m.is_leaving());
+}

@@ -1372,3 +1372,28 @@ fn a_repeated_fence_rejoins_after_an_exponential_backoff() {
     let (_, hb) = h.heartbeat();
     assert_eq!(hb.member_epoch, 0);
 }
+
+/// Java's `maybeReconcile(canCommit)` (KAFKA-14196): a reconciliation that revokes starts only
+/// right after the application polled, also without auto-commit (the revocation must not race
+/// records still being handed out); the background asks for that poll and waits.
+#[test]
+fn a_revoking_reconciliation_waits_for_the_applications_poll_without_auto_commit() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0, 1]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[1])));
+    assert_eq!(h.m.state(), MemberState::Reconciling);
+    let _ = h.poll_once();
+    assert!(
+        h.callbacks().is_empty(),
+        "no revocation before the application polls"
+    );
+    assert!(
+        std::mem::take(&mut h.p.effects.poll_requested),
+        "the background asks for a poll"
+    );
+    h.app_polls();
+    let _ = h.poll_once();
+    h.one_callback(RebalanceCallback::Revoked, &[0]);
+}
