@@ -2,8 +2,10 @@
 //! connection to a real-mode broker (framing, request header, every API it serves, SASL off).
 //!
 //! Properties: the broker answers with responses or closes the connection, within a time
-//! bound (except for requests Kafka itself may hold, see [`LONG_POLL_APIS`]), and never panics (a panicking connection task would leave the canary unanswered or
-//! abort the process); live allocation stays under the 100 MiB request limit plus headroom (a
+//! bound (except for requests Kafka itself may hold, see [`LONG_POLL_APIS`]: once every
+//! request before the first of those is answered, silence is allowed), and never panics (a
+//! panicking connection task would leave the canary unanswered or abort the process); live
+//! allocation stays under the 100 MiB request limit plus headroom (a
 //! lying length prefix may reserve at most that, as in Kafka's `NetworkReceive`); another
 //! connection opened beforehand still gets a correct answer afterwards; the log of the
 //! pre-created partition keeps `log start <= high watermark <= log end`, and its end never
@@ -23,7 +25,8 @@ use sim::real::{LocalCluster, LocalClusterOptions};
 const ALLOC_CAP_BYTES: usize = 160 * 1024 * 1024;
 /// How long a connection may take to answer and close after the client's input ends.
 const ANSWER_BOUND: Duration = Duration::from_secs(5);
-/// How long to read the answers to an input that starts with a [`LONG_POLL_APIS`] request.
+/// How long to wait for more once every request before a held one ([`LONG_POLL_APIS`]) is
+/// answered.
 const LONG_POLL_PATIENCE: Duration = Duration::from_millis(200);
 const TOPIC: &str = "fuzz";
 
@@ -34,12 +37,70 @@ const TOPIC: &str = "fuzz";
 /// closing channel until its received requests are answered.
 const LONG_POLL_APIS: [i16; 3] = [1, 11, 14];
 
-/// Whether the input's first frame is one of [`LONG_POLL_APIS`] (its api key follows the
-/// 4-byte length prefix).
-fn starts_with_long_poll(data: &[u8]) -> bool {
-    data.get(4..6)
-        .map(|key| i16::from_be_bytes([key[0], key[1]]))
-        .is_some_and(|key| LONG_POLL_APIS.contains(&key))
+/// The position among the input's whole frames of the first one whose api key is one of
+/// [`LONG_POLL_APIS`]: Kafka answers a connection's requests in order, so once that many
+/// answers came back, silence is the held request waiting, not a hang. Frames are read as the
+/// broker reads them (a 4-byte length, then the api key); the walk stops at a length that
+/// does not fit, where the broker closes.
+fn first_long_poll(data: &[u8]) -> Option<usize> {
+    let mut rest = data;
+    let mut index = 0;
+    while rest.len() >= 6 {
+        let size = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| *s >= 2 && 4 + s <= rest.len())?;
+        if LONG_POLL_APIS.contains(&i16::from_be_bytes([rest[4], rest[5]])) {
+            return Some(index);
+        }
+        rest = &rest[4 + size..];
+        index += 1;
+    }
+    None
+}
+
+/// Counts whole answers (a 4-byte length, then that many bytes) as their bytes arrive.
+#[derive(Default)]
+struct AnswerCounter {
+    /// The length prefix read so far of the answer under way.
+    prefix: Vec<u8>,
+    /// Body bytes still to come of the answer under way.
+    remaining: usize,
+    whole: usize,
+}
+
+impl AnswerCounter {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.remaining > 0 {
+                let take = self.remaining.min(bytes.len());
+                self.remaining -= take;
+                bytes = &bytes[take..];
+                if self.remaining == 0 {
+                    self.whole += 1;
+                }
+                continue;
+            }
+            let take = (4 - self.prefix.len()).min(bytes.len());
+            self.prefix.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.prefix.len() == 4 {
+                let size = i32::from_be_bytes([
+                    self.prefix[0],
+                    self.prefix[1],
+                    self.prefix[2],
+                    self.prefix[3],
+                ]);
+                self.prefix.clear();
+                match usize::try_from(size) {
+                    Ok(0) => self.whole += 1,
+                    Ok(size) => self.remaining = size,
+                    // Not an answer the broker would send; count nothing more.
+                    Err(_) => return,
+                }
+            }
+        }
+    }
 }
 
 struct Broker {
@@ -139,33 +200,39 @@ fuzz_target!(|data: &[u8]| {
     let before = log_offsets(broker);
     with_alloc_cap(ALLOC_CAP_BYTES, || {
         let mut stream = TcpStream::connect(broker.address).expect("connects");
-        // A held request is left waiting after a short look at what comes back first.
-        let long_poll = starts_with_long_poll(data);
-        let patience = if long_poll {
-            LONG_POLL_PATIENCE
-        } else {
-            ANSWER_BOUND
-        };
-        stream.set_read_timeout(Some(patience)).unwrap();
+        // A held request is left waiting once the requests before it are answered.
+        let long_poll = first_long_poll(data);
         // The broker may close mid-write (a bad frame): that is an answer, not a failure.
         let _ = stream.write_all(data);
         let _ = stream.shutdown(Shutdown::Write);
         let started = Instant::now();
         let mut answer = [0u8; 64 * 1024];
+        let mut answers = AnswerCounter::default();
         loop {
+            let waiting_on_held = long_poll.is_some_and(|k| answers.whole >= k);
+            let patience = if waiting_on_held {
+                LONG_POLL_PATIENCE
+            } else {
+                ANSWER_BOUND
+            };
+            stream.set_read_timeout(Some(patience)).unwrap();
             match stream.read(&mut answer) {
                 Ok(0) => break,
-                Ok(_) => {}
+                Ok(n) => answers.feed(&answer[..n]),
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
                 // libFuzzer's timers interrupt the read; that is neither answer nor silence.
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e)
-                    if long_poll
+                    if waiting_on_held
                         && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
                 {
                     break
                 }
-                Err(e) => panic!("no answer and no close within {ANSWER_BOUND:?}: {e}"),
+                Err(e) => panic!(
+                    "no answer and no close within {patience:?} ({} whole answers, a held \
+                     request at {long_poll:?}): {e}",
+                    answers.whole
+                ),
             }
             assert!(started.elapsed() < 2 * ANSWER_BOUND, "answers without end");
         }
