@@ -1397,3 +1397,124 @@ fn a_revoking_reconciliation_waits_for_the_applications_poll_without_auto_commit
     let _ = h.poll_once();
     h.one_callback(RebalanceCallback::Revoked, &[0]);
 }
+
+/// The rebalance metrics (`rebalance-total`, `rebalance-latency-*`) read `Membership::
+/// rebalance_stats`: a reconciliation completes when its assigned callback does, and its
+/// duration runs from the new target to that completion.
+#[test]
+fn a_completed_reconciliation_counts_as_a_rebalance_with_its_duration() {
+    let mut h = Harness::new();
+    let stats = |h: &mut Harness| {
+        let fresh = ConsumerMembershipManager::new(&h.p.settings, h.p.now).expect("a group");
+        let membership = crate::internals::membership::Membership::Consumer(Box::new(
+            std::mem::replace(&mut h.m, fresh),
+        ));
+        let stats = membership.rebalance_stats();
+        let crate::internals::membership::Membership::Consumer(m) = membership else {
+            unreachable!("built as consumer")
+        };
+        h.m = *m;
+        stats
+    };
+    assert_eq!(
+        stats(&mut h),
+        (0, 0),
+        "no rebalance before the first assignment"
+    );
+    h.app_polls();
+    let (token, hb) = h.heartbeat();
+    h.respond(token, ok(hb.member_id.as_str(), 1, Some(&[0, 1])));
+    h.poll_reconcile();
+    let assign = h.one_callback(RebalanceCallback::Assigned, &[0, 1]);
+    h.p.advance_ms(250);
+    assert_eq!(
+        stats(&mut h),
+        (0, 0),
+        "not complete while the callback runs"
+    );
+    h.complete(assign);
+    assert_eq!(stats(&mut h), (1, 250));
+}
+
+/// A fenced member's lost callback is out when the application unsubscribes: the member is
+/// out of the group for good, and the callback's completion must not make it rejoin (only a
+/// member still `Fenced` rejoins after its partitions are lost, as Java's
+/// `transitionToJoining` after `onPartitionsLost` only when still fenced).
+#[test]
+fn a_member_that_unsubscribed_while_its_lost_callback_ran_does_not_rejoin() {
+    let mut h = Harness::new();
+    let member = h.join_stable(3, &[0]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, error(ResponseError::FencedMemberEpoch));
+    assert_eq!(h.m.state(), MemberState::Fenced);
+    let lost = h.one_callback(RebalanceCallback::Lost, &[0]);
+    let (completion, receiver) = Completion::new("unsubscribe", None, 0);
+    {
+        let mut ctx = h.p.ctx();
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
+    }
+    assert!(matches!(*receiver.borrow(), Some(Ok(()))));
+    assert_eq!(h.m.state(), MemberState::Unsubscribed);
+    h.complete(lost);
+    assert_eq!(h.m.state(), MemberState::Unsubscribed, "{member} rejoined");
+    h.p.advance_ms(10_000);
+    h.no_requests();
+}
+
+/// `unsubscribe` gave up (its deadline passed, nobody waits) while the revoke callback of the
+/// leave is still out: the member finishes leaving at once, through `Leaving` to
+/// `Unsubscribed`, its assignment released, and sends nothing more.
+#[test]
+fn a_leave_the_caller_gave_up_on_finishes_without_waiting_for_its_callback() {
+    let mut h = Harness::new();
+    h.join_stable(2, &[0, 1]);
+    let (completion, receiver) = Completion::new("unsubscribe", None, 0);
+    {
+        let mut ctx = h.p.ctx();
+        h.m.leave(
+            &mut ctx,
+            Some(completion),
+            GroupMembershipOperation::Default,
+        );
+    }
+    h.poll_reconcile();
+    let _revoke = h.one_callback(RebalanceCallback::Revoked, &[0, 1]);
+    assert_eq!(h.m.state(), MemberState::PrepareLeaving);
+    drop(receiver);
+    h.poll_reconcile();
+    assert_eq!(h.m.state(), MemberState::Unsubscribed);
+    assert!(!h.m.is_leaving());
+    assert!(h.p.subscriptions.assigned().is_empty());
+    h.p.advance_ms(10_000);
+    h.no_requests();
+}
+
+/// While `onPartitionsRevoked` runs, the member still holds the partitions being revoked, and
+/// a heartbeat must report them owned (Java reports `subscriptions.assignedPartitions()`, which
+/// keeps them until the callback completes): reporting only the target would let the
+/// coordinator hand them to another member while this one's application still processes them.
+#[test]
+fn partitions_being_revoked_are_reported_owned_until_the_revocation_is_done() {
+    let mut h = Harness::new();
+    let member = h.join_stable(1, &[0, 1]);
+    h.p.advance_ms(1_000);
+    let (token, _) = h.heartbeat();
+    h.respond(token, ok(&member, 2, Some(&[1])));
+    h.poll_reconcile();
+    let revoke = h.one_callback(RebalanceCallback::Revoked, &[0]);
+    let reported = |h: &mut Harness| {
+        let ctx = h.p.ctx();
+        let (holding, reconciling) = h.m.owned_for_heartbeat(&ctx);
+        let partitions: BTreeSet<i32> = holding.partitions.values().flatten().copied().collect();
+        (partitions, reconciling)
+    };
+    assert_eq!(reported(&mut h), ([0, 1].into(), true));
+    h.complete(revoke);
+    h.poll_reconcile();
+    assert_eq!(reported(&mut h), ([1].into(), true));
+}
