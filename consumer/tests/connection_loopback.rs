@@ -10,7 +10,8 @@ use kafka_consumer::network::{
     CloseReason, MetadataScope, NetworkClient, NetworkConfig, NetworkError, SecurityConfig,
     SecurityProtocol, Target,
 };
-use kafka_consumer::protocol::{Api, ProtocolError};
+use kafka_consumer::protocol::{Api, ProtocolError, ResponseError};
+use kafka_consumer::MetadataRecoveryStrategy;
 use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse};
 use support::fake_broker::{topic_id_for, Behavior, FakeBroker};
 use tokio::time::{sleep, Duration, Instant};
@@ -502,5 +503,130 @@ async fn unknown_nodes_and_empty_clusters_are_typed_errors() {
     assert!(
         matches!(err, NetworkError::UnknownNode { node_id: 7 }),
         "{err}"
+    );
+}
+
+/// An address nothing listens on.
+async fn dead_address() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    addr
+}
+
+/// Metadata requests the fake broker received.
+fn metadata_requests(broker: &FakeBroker) -> usize {
+    broker
+        .received_requests()
+        .iter()
+        .filter(|r| r.api_key == ApiKey::Metadata as i16)
+        .count()
+}
+
+/// KIP-899: the bootstrap server names one broker, which then cannot be reached (the cluster
+/// moved). With `metadata.recovery.strategy=rebootstrap` the next metadata request, finding
+/// every known broker backing off, goes back to the bootstrap server, which names the new
+/// broker; with `none` the client keeps to the broker it knows and gets nothing.
+#[tokio::test]
+async fn a_client_whose_known_brokers_are_all_unreachable_rebootstraps() {
+    for strategy in [
+        MetadataRecoveryStrategy::Rebootstrap,
+        MetadataRecoveryStrategy::None,
+    ] {
+        let (broker, addr) = FakeBroker::start().await;
+        broker.advertise(dead_address().await);
+        let mut client = client(addr, |c| {
+            c.metadata_recovery_strategy = strategy;
+            c.reconnect_backoff_ms = 10_000;
+            c.reconnect_backoff_max_ms = 10_000;
+            c.request_timeout_ms = 1_000;
+        });
+        assert!(!client.prepare_metadata_request(), "nothing known yet");
+        let first = client
+            .send(Target::LeastLoaded, request(&["t"]))
+            .await
+            .unwrap();
+        assert_eq!(first.node_id, -1);
+        client.update_metadata(&first.body, MetadataScope::ListedTopics);
+        assert!(!client.prepare_metadata_request(), "node 1 was never tried");
+        let unreachable = client.send(Target::LeastLoaded, request(&["t"])).await;
+        assert!(unreachable.is_err(), "{strategy:?}: node 1 is gone");
+        broker.advertise(addr);
+
+        let rebootstrapped = client.prepare_metadata_request();
+        let again = client.send(Target::LeastLoaded, request(&["t"])).await;
+        match strategy {
+            MetadataRecoveryStrategy::Rebootstrap => {
+                assert!(rebootstrapped);
+                let again = again.unwrap();
+                assert_eq!(again.node_id, -1, "back to the bootstrap server");
+                client.update_metadata(&again.body, MetadataScope::ListedTopics);
+                let node = client.metadata().broker(1).expect("node 1 named again");
+                assert_eq!((node.host.as_str(), node.port), ("127.0.0.1", addr.port()));
+                let moved = client
+                    .send(Target::LeastLoaded, request(&["t"]))
+                    .await
+                    .unwrap();
+                assert_eq!(moved.node_id, 1, "the broker at its new address");
+                assert_eq!(metadata_requests(&broker), 3);
+            }
+            MetadataRecoveryStrategy::None => {
+                assert!(!rebootstrapped);
+                assert!(again.is_err(), "node 1 is still all it knows");
+                assert_eq!(metadata_requests(&broker), 1);
+            }
+        }
+    }
+}
+
+/// KIP-1102: a Metadata response with the top-level error REBOOTSTRAP_REQUIRED is not applied
+/// and makes the client forget its brokers on its next round; so does wanting metadata for
+/// longer than `metadata.recovery.rebootstrap.trigger.ms` without getting it.
+#[tokio::test]
+async fn rebootstrap_required_and_the_trigger_time_send_the_client_back_to_bootstrap() {
+    let (broker, addr) = FakeBroker::start().await;
+    let mut client = client(addr, |c| c.metadata_recovery_rebootstrap_trigger_ms = 500);
+    let first = client
+        .send(Target::LeastLoaded, request(&["t"]))
+        .await
+        .unwrap();
+    client.update_metadata(&first.body, MetadataScope::ListedTopics);
+    assert!(client.metadata().broker(1).is_some());
+
+    broker.set_metadata_error_code(ResponseError::RebootstrapRequired.code());
+    client.prepare_metadata_request();
+    let refused = client
+        .send(Target::LeastLoaded, request(&["t"]))
+        .await
+        .unwrap();
+    assert_eq!(refused.node_id, 1);
+    client.update_metadata(&refused.body, MetadataScope::ListedTopics);
+    assert!(client.metadata().broker(1).is_some(), "not applied");
+    assert!(client.poll_metadata_recovery(), "due at once");
+    assert!(client.metadata().brokers().next().is_none());
+    assert!(!client.poll_metadata_recovery(), "the clock starts again");
+    let via_bootstrap = client
+        .send(Target::LeastLoaded, request(&["t"]))
+        .await
+        .unwrap();
+    assert_eq!(via_bootstrap.node_id, -1);
+
+    // The trigger: metadata wanted since the rebootstrap, none applied for 500 ms.
+    sleep(Duration::from_millis(400)).await;
+    assert!(!client.poll_metadata_recovery());
+    sleep(Duration::from_millis(200)).await;
+    assert!(client.poll_metadata_recovery());
+
+    broker.set_metadata_error_code(0);
+    client.prepare_metadata_request();
+    let fine = client
+        .send(Target::LeastLoaded, request(&["t"]))
+        .await
+        .unwrap();
+    client.update_metadata(&fine.body, MetadataScope::ListedTopics);
+    sleep(Duration::from_millis(600)).await;
+    assert!(
+        !client.poll_metadata_recovery(),
+        "a successful response stops the clock"
     );
 }

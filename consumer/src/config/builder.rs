@@ -8,7 +8,9 @@ use std::time::Duration;
 use zeroize::Zeroize;
 
 use super::error::ConfigError;
-use super::values::{Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel};
+use super::values::{
+    Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel, MetadataRecoveryStrategy,
+};
 use super::{ConsumerConfig, Parsed};
 use crate::network::sasl::{SaslMechanism, TokenProvider};
 use crate::network::SecurityProtocol;
@@ -205,6 +207,11 @@ impl ConsumerConfigBuilder {
         self.set("isolation.level", level.as_str())
     }
 
+    /// Sets `metadata.recovery.strategy`.
+    pub fn metadata_recovery_strategy(self, strategy: MetadataRecoveryStrategy) -> Self {
+        self.set("metadata.recovery.strategy", strategy.as_str())
+    }
+
     /// Sets `partition.assignment.strategy` (classic protocol only).
     pub fn partition_assignment_strategy(self, assignors: &[Assignor]) -> Self {
         let names: Vec<&str> = assignors.iter().map(|a| a.class_name()).collect();
@@ -235,6 +242,7 @@ impl ConsumerConfigBuilder {
         "socket.connection.setup.timeout.ms" socket_connection_setup_timeout_ms: i64;
         "socket.connection.setup.timeout.max.ms" socket_connection_setup_timeout_max_ms: i64;
         "metadata.max.age.ms" metadata_max_age_ms: u64;
+        "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger_ms: u64;
         "connections.max.idle.ms" connections_max_idle_ms: i64;
         "send.buffer.bytes" send_buffer_bytes: i32;
         "receive.buffer.bytes" receive_buffer_bytes: i32;
@@ -255,6 +263,7 @@ impl ConsumerConfigBuilder {
         "socket.connection.setup.timeout.ms" socket_connection_setup_timeout;
         "socket.connection.setup.timeout.max.ms" socket_connection_setup_timeout_max;
         "metadata.max.age.ms" metadata_max_age;
+        "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger;
         "connections.max.idle.ms" connections_max_idle;
     }
 

@@ -46,7 +46,9 @@ use crate::network::SecurityConfig;
 pub use builder::ConsumerConfigBuilder;
 pub use error::{ConfigError, ConfigWarning};
 pub use properties::parse_properties;
-pub use values::{Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel};
+pub use values::{
+    Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel, MetadataRecoveryStrategy,
+};
 pub(crate) use values::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 
 use keys::{Role, KEYS};
@@ -88,6 +90,8 @@ pub struct ConsumerConfig {
     socket_connection_setup_timeout_ms: i64,
     socket_connection_setup_timeout_max_ms: i64,
     metadata_max_age_ms: u64,
+    metadata_recovery_strategy: MetadataRecoveryStrategy,
+    metadata_recovery_rebootstrap_trigger_ms: u64,
     connections_max_idle_ms: i64,
     send_buffer_bytes: i32,
     receive_buffer_bytes: i32,
@@ -250,6 +254,14 @@ impl ConsumerConfig {
             ("max.poll.records", self.max_poll_records.to_string()),
             ("metadata.max.age.ms", self.metadata_max_age_ms.to_string()),
             (
+                "metadata.recovery.rebootstrap.trigger.ms",
+                self.metadata_recovery_rebootstrap_trigger_ms.to_string(),
+            ),
+            (
+                "metadata.recovery.strategy",
+                self.metadata_recovery_strategy.as_str().to_owned(),
+            ),
+            (
                 "partition.assignment.strategy",
                 self.partition_assignment_strategy
                     .iter()
@@ -357,6 +369,14 @@ impl ConsumerConfig {
             socket_connection_setup_timeout_max_ms: r
                 .long("socket.connection.setup.timeout.max.ms")?,
             metadata_max_age_ms: r.non_negative_long("metadata.max.age.ms")?,
+            metadata_recovery_strategy: r
+                .typed(
+                    "metadata.recovery.strategy",
+                    MetadataRecoveryStrategy::parse,
+                )?
+                .unwrap_or_default(),
+            metadata_recovery_rebootstrap_trigger_ms: r
+                .non_negative_long("metadata.recovery.rebootstrap.trigger.ms")?,
             connections_max_idle_ms: r.long("connections.max.idle.ms")?,
             send_buffer_bytes: r.int("send.buffer.bytes")?,
             receive_buffer_bytes: r.int("receive.buffer.bytes")?,
@@ -454,6 +474,8 @@ copy_getters! {
     "socket.connection.setup.timeout.ms" socket_connection_setup_timeout_ms: i64;
     "socket.connection.setup.timeout.max.ms" socket_connection_setup_timeout_max_ms: i64;
     "metadata.max.age.ms" metadata_max_age_ms: u64;
+    "metadata.recovery.strategy" metadata_recovery_strategy: MetadataRecoveryStrategy;
+    "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger_ms: u64;
     "connections.max.idle.ms (negative disables closing idle connections)" connections_max_idle_ms: i64;
     "send.buffer.bytes (-1: OS default)" send_buffer_bytes: i32;
     "receive.buffer.bytes (-1: OS default)" receive_buffer_bytes: i32;

@@ -933,6 +933,7 @@ fn duration_setters_equal_the_millisecond_ones() {
         .socket_connection_setup_timeout(Duration::from_micros(50_900))
         .socket_connection_setup_timeout_max(ms(60))
         .metadata_max_age(ms(70))
+        .metadata_recovery_rebootstrap_trigger(ms(75))
         .connections_max_idle(ms(80))
         .build()
         .unwrap();
@@ -953,6 +954,7 @@ fn duration_setters_equal_the_millisecond_ones() {
         .socket_connection_setup_timeout_ms(50)
         .socket_connection_setup_timeout_max_ms(60)
         .metadata_max_age_ms(70)
+        .metadata_recovery_rebootstrap_trigger_ms(75)
         .connections_max_idle_ms(80)
         .build()
         .unwrap();
@@ -1002,6 +1004,8 @@ fn builder_equals_map() {
         .socket_connection_setup_timeout_ms(50)
         .socket_connection_setup_timeout_max_ms(60)
         .metadata_max_age_ms(70)
+        .metadata_recovery_strategy(MetadataRecoveryStrategy::None)
+        .metadata_recovery_rebootstrap_trigger_ms(75)
         .connections_max_idle_ms(80)
         .send_buffer_bytes(-1)
         .receive_buffer_bytes(-1)
@@ -1038,6 +1042,8 @@ fn builder_equals_map() {
         ("socket.connection.setup.timeout.ms", "50"),
         ("socket.connection.setup.timeout.max.ms", "60"),
         ("metadata.max.age.ms", "70"),
+        ("metadata.recovery.strategy", "none"),
+        ("metadata.recovery.rebootstrap.trigger.ms", "75"),
         ("connections.max.idle.ms", "80"),
         ("send.buffer.bytes", "-1"),
         ("receive.buffer.bytes", "-1"),

@@ -1,6 +1,7 @@
 //! Typed values of the enumerated and structured keys, parsed with Java's exact rules
-//! (case sensitivity included: only `group.protocol` is case-insensitive among these, because
-//! Java validates it with `CaseInsensitiveValidString` and the others with `ValidString`).
+//! (case sensitivity included: only `group.protocol` and `metadata.recovery.strategy` are
+//! case-insensitive among these, because Java validates them with `CaseInsensitiveValidString`
+//! and the others with `ValidString`).
 
 use std::fmt;
 use std::time::Duration;
@@ -40,6 +41,38 @@ impl GroupProtocol {
         match self {
             Self::Classic => "CLASSIC",
             Self::Consumer => "CONSUMER",
+        }
+    }
+}
+
+/// `metadata.recovery.strategy` (KIP-899): what the client does once it cannot reach any broker
+/// it knows from Metadata, or gets no metadata for `metadata.recovery.rebootstrap.trigger.ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MetadataRecoveryStrategy {
+    /// Keep trying the brokers it knows.
+    None,
+    /// Forget them and start over from `bootstrap.servers` (Java's default since Kafka 4.0).
+    #[default]
+    Rebootstrap,
+}
+
+impl MetadataRecoveryStrategy {
+    /// Parses case-insensitively, as Java's `CaseInsensitiveValidString` does.
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.eq_ignore_ascii_case("none") {
+            Some(Self::None)
+        } else if text.eq_ignore_ascii_case("rebootstrap") {
+            Some(Self::Rebootstrap)
+        } else {
+            None
+        }
+    }
+
+    /// The configuration value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Rebootstrap => "rebootstrap",
         }
     }
 }

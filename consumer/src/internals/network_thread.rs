@@ -46,7 +46,7 @@ use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{panic_message, Error, Result};
-use crate::network::{NetworkClient, NodeEvent, RequestOptions};
+use crate::network::{NetworkClient, NodeEvent, RequestOptions, Target};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 
@@ -630,6 +630,10 @@ impl ConsumerNetworkThread {
     }
 
     fn poll_managers(&mut self, now: Instant) -> Option<Instant> {
+        if self.client.poll_metadata_recovery() {
+            // KIP-1102: the brokers are forgotten; ask a bootstrap server for all of them.
+            self.metadata.request_refresh();
+        }
         let mut effects = Effects::default();
         let closing = self.closing.is_some();
         let results: Vec<(ManagerId, PollResult)> = self.with_ctx(now, &mut effects, |ctx, m| {
@@ -957,6 +961,11 @@ impl ConsumerNetworkThread {
         } = request;
         tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
         self.channels.metrics.record_request(body.kind());
+        if matches!(body, RequestBody::Metadata(_)) && target == Target::LeastLoaded {
+            // KIP-899: every broker Metadata named is backing off: this request goes to a
+            // bootstrap server instead.
+            self.client.prepare_metadata_request();
+        }
         let options = RequestOptions {
             version,
             timeout_ms,

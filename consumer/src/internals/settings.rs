@@ -4,7 +4,10 @@
 //! ([`ConsumerSettings::from_config`]); the internals read nothing else. It is crate-internal:
 //! `ConsumerConfig` is the one public way to configure a consumer.
 
-use crate::config::{Assignor, AutoOffsetReset, ConsumerConfig, GroupProtocol, IsolationLevel};
+use crate::config::{
+    Assignor, AutoOffsetReset, ConsumerConfig, GroupProtocol, IsolationLevel,
+    MetadataRecoveryStrategy,
+};
 use crate::network::{NetworkConfig, SecurityConfig};
 use crate::rt::next_client_id_sequence;
 
@@ -80,6 +83,10 @@ pub(crate) struct ConsumerSettings {
     pub send_buffer_bytes: Option<u32>,
     /// `receive.buffer.bytes` (`None` when -1: the OS default).
     pub receive_buffer_bytes: Option<u32>,
+    /// `metadata.recovery.strategy`.
+    pub metadata_recovery_strategy: MetadataRecoveryStrategy,
+    /// `metadata.recovery.rebootstrap.trigger.ms`.
+    pub metadata_recovery_rebootstrap_trigger_ms: u64,
     /// `check.crcs`.
     pub check_crcs: bool,
     /// `client.rack`: sent in Fetch for follower fetching (KIP-392).
@@ -124,6 +131,8 @@ impl Default for ConsumerSettings {
             connections_max_idle_ms: Some(540_000),
             send_buffer_bytes: Some(131_072),
             receive_buffer_bytes: Some(65_536),
+            metadata_recovery_strategy: MetadataRecoveryStrategy::Rebootstrap,
+            metadata_recovery_rebootstrap_trigger_ms: 300_000,
             check_crcs: true,
             client_rack: String::new(),
             security: SecurityConfig::default(),
@@ -194,6 +203,9 @@ impl ConsumerSettings {
             connections_max_idle_ms: u64::try_from(config.connections_max_idle_ms()).ok(),
             send_buffer_bytes: u32::try_from(config.send_buffer_bytes()).ok(),
             receive_buffer_bytes: u32::try_from(config.receive_buffer_bytes()).ok(),
+            metadata_recovery_strategy: config.metadata_recovery_strategy(),
+            metadata_recovery_rebootstrap_trigger_ms: config
+                .metadata_recovery_rebootstrap_trigger_ms(),
             check_crcs: config.check_crcs(),
             client_rack: config.client_rack().to_owned(),
             security: config.security().clone(),
@@ -225,6 +237,8 @@ impl ConsumerSettings {
             connections_max_idle_ms: self.connections_max_idle_ms,
             send_buffer_bytes: self.send_buffer_bytes,
             receive_buffer_bytes: self.receive_buffer_bytes,
+            metadata_recovery_strategy: self.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms: self.metadata_recovery_rebootstrap_trigger_ms,
             reconnect_backoff_ms: self.reconnect_backoff_ms,
             reconnect_backoff_max_ms: self.reconnect_backoff_max_ms,
             security: self.security.clone(),
@@ -331,6 +345,15 @@ mod tests {
             ("receive.buffer.bytes", "262144", "Some(262144)", |s| {
                 format!("{:?}", s.receive_buffer_bytes)
             }),
+            ("metadata.recovery.strategy", "NONE", "None", |s| {
+                format!("{:?}", s.metadata_recovery_strategy)
+            }),
+            (
+                "metadata.recovery.rebootstrap.trigger.ms",
+                "1000",
+                "1000",
+                |s| s.metadata_recovery_rebootstrap_trigger_ms.to_string(),
+            ),
             ("check.crcs", "false", "false", |s| s.check_crcs.to_string()),
             ("client.rack", "rack-a", "rack-a", |s| s.client_rack.clone()),
             ("session.timeout.ms", "12000", "12000", |s| {
@@ -395,6 +418,8 @@ mod tests {
             connections_max_idle_ms: _,
             send_buffer_bytes: _,
             receive_buffer_bytes: _,
+            metadata_recovery_strategy: _,
+            metadata_recovery_rebootstrap_trigger_ms: _,
             check_crcs: _,
             client_rack: _,
             group_protocol: _, // checked below: its classic-only keys exclude `consumer` here
@@ -406,7 +431,7 @@ mod tests {
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together
         } = settings;
-        assert_eq!(table.len(), 33);
+        assert_eq!(table.len(), 35);
         let secured = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
              sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \

@@ -18,11 +18,12 @@ use super::backoff::ExponentialBackoff;
 use super::connection::ConnectionSettings;
 use super::metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 use super::node::{read_status, ConnectionSecurity, NodeEvent, NodeStatus, NodeTask, SharedStatus};
+use super::rebootstrap::MetadataRecovery;
 use super::request::{Command, LoadGuard, ResponseFuture, TypedRequest};
 use super::socket::SocketBuffers;
 use super::tls::{self, TlsSetupError};
 use super::{NetworkConfig, NetworkError};
-use crate::protocol::{Api, ApiVersionsTable};
+use crate::protocol::{Api, ApiVersionsTable, ResponseError};
 use crate::rt::{Duration, Instant, SeededRng};
 
 /// Mixed into a node's seed to seed its setup-timeout jitter apart from its other draws.
@@ -85,6 +86,8 @@ pub struct NetworkClient {
     /// Nodes registered by address rather than known from Metadata (the group coordinator's
     /// own connection, under a synthetic id as Java does).
     registered: BTreeMap<i32, (String, u16)>,
+    /// When to forget Metadata's brokers and start over from the bootstrap servers.
+    recovery: MetadataRecovery,
     rng: SeededRng,
     events_tx: mpsc::UnboundedSender<NodeEvent>,
     events_rx: mpsc::UnboundedReceiver<NodeEvent>,
@@ -128,6 +131,10 @@ impl NetworkClient {
                 receive_bytes: config.receive_buffer_bytes,
             },
         };
+        let recovery = MetadataRecovery::new(
+            config.metadata_recovery_strategy,
+            config.metadata_recovery_rebootstrap_trigger_ms,
+        );
         Ok(Self {
             config,
             settings,
@@ -136,6 +143,7 @@ impl NetworkClient {
             metadata: Metadata::default(),
             nodes: BTreeMap::new(),
             registered: BTreeMap::new(),
+            recovery,
             rng: SeededRng::from_runtime(),
             events_tx,
             events_rx,
@@ -314,6 +322,67 @@ impl NetworkClient {
             })
     }
 
+    /// The client is about to ask the least-loaded node for metadata. Starts the rebootstrap
+    /// trigger's clock (KIP-1102) and, with `metadata.recovery.strategy=rebootstrap`, when no
+    /// broker Metadata named may be tried now (each is backing off after failed attempts),
+    /// rebootstraps first so that the request goes to a bootstrap server (KIP-899, Java's
+    /// `maybeUpdate` when `leastLoadedNode` has no node available). Returns whether it
+    /// rebootstrapped.
+    pub fn prepare_metadata_request(&mut self) -> bool {
+        let now = Instant::now();
+        self.recovery.on_metadata_wanted(now);
+        let known = self.metadata.brokers().next().is_some();
+        if !self.recovery.enabled() || !known {
+            return false;
+        }
+        let reachable = self.metadata.brokers().any(|broker| {
+            self.nodes.get(&broker.node_id).is_none_or(|node| {
+                read_status(&node.status)
+                    .reconnect_at
+                    .is_none_or(|at| at <= now)
+            })
+        });
+        if reachable {
+            return false;
+        }
+        self.rebootstrap(now, "no broker from Metadata can be reached");
+        true
+    }
+
+    /// Rebootstraps if a broker asked for it or metadata has been wanted for longer than
+    /// `metadata.recovery.rebootstrap.trigger.ms` (KIP-1102; Java checks on every
+    /// `NetworkClient.poll`). The background task calls it once per round. Returns whether it
+    /// rebootstrapped.
+    pub fn poll_metadata_recovery(&mut self) -> bool {
+        let now = Instant::now();
+        if !self.recovery.due(now) {
+            return false;
+        }
+        self.rebootstrap(
+            now,
+            "no metadata within metadata.recovery.rebootstrap.trigger.ms, or a broker asked for it",
+        );
+        true
+    }
+
+    /// Forgets the brokers Metadata named, closing their connections, so that requests go to
+    /// the bootstrap servers again (Java's `Metadata.rebootstrap` and the disconnects of
+    /// `handleRebootstrap`). The topics are kept until the next full response replaces them:
+    /// Java empties its cache too, but an empty topic view would make a pattern subscription
+    /// drop its topics meanwhile. Nodes registered by address (the group coordinator) stay.
+    fn rebootstrap(&mut self, now: Instant, reason: &str) {
+        tracing::info!(
+            reason,
+            bootstrap_servers = ?self.config.bootstrap_servers,
+            "rebootstrapping"
+        );
+        self.metadata.forget_brokers();
+        let registered = &self.registered;
+        self.nodes
+            .retain(|&node_id, _| node_id < 0 || registered.contains_key(&node_id));
+        self.recovery.on_rebootstrapped(now);
+    }
+
     /// Registers a node by address under `node_id`, outside Metadata. The consumer gives the
     /// group coordinator the id `i32::MAX - broker id` (Java's convention) so coordinator traffic
     /// has a connection of its own. Re-registering a moved node restarts its connection.
@@ -408,8 +477,24 @@ impl NetworkClient {
         self.metadata.update_partition_leadership(hints, endpoints)
     }
 
-    /// Applies a Metadata response: brokers' addresses take effect for the next request.
+    /// Applies a Metadata response: brokers' addresses take effect for the next request. As
+    /// Java's `DefaultMetadataUpdater`, a response without brokers (a broker still starting)
+    /// is not applied, and one with the top-level error `REBOOTSTRAP_REQUIRED` (KIP-1102) is
+    /// not applied either but makes the client rebootstrap on its next
+    /// [`NetworkClient::poll_metadata_recovery`].
     pub fn update_metadata(&mut self, response: &MetadataResponse, scope: MetadataScope) {
+        if ResponseError::try_from_code(response.error_code)
+            == Some(ResponseError::RebootstrapRequired)
+        {
+            tracing::info!("a broker asked for a rebootstrap (REBOOTSTRAP_REQUIRED)");
+            self.recovery.on_rebootstrap_required();
+            return;
+        }
+        if response.brokers.is_empty() {
+            tracing::debug!("a Metadata response without brokers is not applied");
+            return;
+        }
+        self.recovery.on_metadata_received();
         self.metadata.update(response, scope);
         // Forget brokers that left; their tasks finish what is in flight and exit.
         let metadata = &self.metadata;

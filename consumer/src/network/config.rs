@@ -1,6 +1,7 @@
 //! Network settings, named after the Kafka consumer configs they implement.
 
 use super::SecurityConfig;
+use crate::config::MetadataRecoveryStrategy;
 use crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE_BYTES;
 
 /// Settings of the [`NetworkClient`](super::NetworkClient).
@@ -34,6 +35,12 @@ pub struct NetworkConfig {
     pub max_response_size_bytes: usize,
     /// Requests waiting for a broker's connection beyond this fail with `QueueFull`.
     pub max_queued_requests_per_node: usize,
+    /// `metadata.recovery.strategy`: whether the client goes back to `bootstrap_servers` once
+    /// the brokers Metadata named cannot help (KIP-899).
+    pub metadata_recovery_strategy: MetadataRecoveryStrategy,
+    /// `metadata.recovery.rebootstrap.trigger.ms`: rebootstrap after wanting metadata this long
+    /// without a successful response (KIP-1102).
+    pub metadata_recovery_rebootstrap_trigger_ms: u64,
     /// `security.protocol` and its `ssl.*` / `sasl.*` settings.
     pub security: SecurityConfig,
 }
@@ -54,6 +61,8 @@ impl Default for NetworkConfig {
             max_in_flight_requests_per_connection: 5,
             max_response_size_bytes: DEFAULT_MAX_FRAME_SIZE_BYTES,
             max_queued_requests_per_node: 1_000,
+            metadata_recovery_strategy: MetadataRecoveryStrategy::Rebootstrap,
+            metadata_recovery_rebootstrap_trigger_ms: 300_000,
             security: SecurityConfig::default(),
         }
     }

@@ -187,6 +187,14 @@ impl Metadata {
         }
     }
 
+    /// Forgets the brokers, the controller and the cluster id (a rebootstrap): requests go to
+    /// the bootstrap servers until the next response names brokers again.
+    pub fn forget_brokers(&mut self) {
+        self.brokers.clear();
+        self.controller_id = None;
+        self.cluster_id = None;
+    }
+
     /// Every known topic.
     pub fn topics(&self) -> impl Iterator<Item = &TopicMetadata> {
         self.topics.values()

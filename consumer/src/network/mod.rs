@@ -11,6 +11,7 @@ pub mod in_flight;
 pub mod metadata;
 mod node;
 mod read_buffer;
+mod rebootstrap;
 mod request;
 pub mod sasl;
 mod secret;

@@ -75,6 +75,8 @@ struct State {
     plain_credentials: Vec<u8>,
     /// `session_lifetime_ms` of a successful SaslAuthenticate (0: no KIP-368 limit).
     session_lifetime_ms: i64,
+    /// The top-level `error_code` of Metadata responses (0: none).
+    metadata_error_code: i16,
 }
 
 /// Handle to a fake broker's state; clones share it (it survives a madsim node restart).
@@ -96,6 +98,7 @@ impl Default for FakeBroker {
                 malformed: Vec::new(),
                 plain_credentials: Vec::new(),
                 session_lifetime_ms: 0,
+                metadata_error_code: 0,
             })),
         }
     }
@@ -152,6 +155,17 @@ impl FakeBroker {
     /// Queues behaviors for the next non-ApiVersions requests, in order.
     pub fn script(&self, behaviors: impl IntoIterator<Item = Behavior>) {
         self.state().script.extend(behaviors);
+    }
+
+    /// Advertises node 1 at `addr` in Metadata responses from now on (instead of the broker's
+    /// own address): a broker that moved, or one that is gone.
+    pub fn advertise(&self, addr: SocketAddr) {
+        self.state().advertised = Some(addr);
+    }
+
+    /// Answers Metadata with this top-level error code from now on (0: none).
+    pub fn set_metadata_error_code(&self, code: i16) {
+        self.state().metadata_error_code = code;
     }
 
     pub fn set_api_versions_max(&self, max: i16) {
@@ -373,6 +387,7 @@ impl FakeBroker {
                         .with_rack(Some(StrBytes::from_static_str("rack-1")))])
                     .with_controller_id(BrokerId(1))
                     .with_cluster_id(Some(StrBytes::from_static_str("fake-cluster")))
+                    .with_error_code(state.metadata_error_code)
                     .with_topics(topics)
                     .encode(&mut out, version)
                     .unwrap();
