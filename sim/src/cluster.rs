@@ -15,7 +15,7 @@ use madsim::task::NodeId;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::broker::{serve, BrokerSpec, WireEvent, WireTap};
+use crate::broker::{serve_listeners, BrokerSpec, WireEvent, WireTap};
 use crate::config::ClusterConfig;
 use crate::controller::{Controller, OFFSETS_TOPIC};
 use crate::coordinator::GroupShardFactory;
@@ -92,7 +92,10 @@ impl ClusterBuilder {
             .collect();
         let listed: Vec<(i32, String, u16)> = addresses
             .iter()
-            .map(|(id, a)| (*id, a.ip().to_string(), a.port()))
+            .map(|(id, a)| {
+                let port = config.advertised_port.unwrap_or(a.port());
+                (*id, a.ip().to_string(), port)
+            })
             .collect();
         let controller = Controller::new(config.clone(), &listed);
         let faults = FaultControls::new(config.seed);
@@ -117,11 +120,27 @@ impl ClusterBuilder {
                 .init(move || {
                     let spec = spec.clone();
                     async move {
-                        match TcpListener::bind(address).await {
-                            // Never stopped by signal: madsim kills the node instead.
-                            Ok(listener) => serve(spec, listener, watch::channel(false).1).await,
-                            Err(error) => tracing::error!(%error, %address, "broker cannot listen"),
+                        // The bootstrap listener, and the advertised one if that is another
+                        // port (read on every start: `MoveListeners` changes it).
+                        let advertised = spec.controller.read().config.advertised_port;
+                        let mut addresses = vec![address];
+                        addresses.extend(
+                            advertised
+                                .filter(|port| *port != address.port())
+                                .map(|port| SocketAddr::new(address.ip(), port)),
+                        );
+                        let mut listeners = Vec::with_capacity(addresses.len());
+                        for address in addresses {
+                            match TcpListener::bind(address).await {
+                                Ok(listener) => listeners.push(listener),
+                                Err(error) => {
+                                    tracing::error!(%error, %address, "broker cannot listen");
+                                    return;
+                                }
+                            }
                         }
+                        // Never stopped by signal: madsim kills the node instead.
+                        serve_listeners(spec, listeners, watch::channel(false).1).await;
                     }
                 })
                 .build();
@@ -206,6 +225,15 @@ impl Cluster {
                 self.controller
                     .update(|s| s.set_broker_version(*broker, *version));
                 self.apply(&Fault::RestartBroker { broker: *broker });
+            }
+            Fault::MoveListeners { port } => {
+                // Every broker comes back advertising (and listening on) the new port; the
+                // old advertised port is closed. Clients that know the brokers only by
+                // their old addresses must go back to the bootstrap listener.
+                self.controller.update(|s| s.move_listeners(*port));
+                for broker in self.node_ids() {
+                    self.apply(&Fault::RestartBroker { broker });
+                }
             }
             Fault::RestartBroker { broker } => {
                 if let Some(node) = self.broker_node(*broker) {

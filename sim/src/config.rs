@@ -55,6 +55,11 @@ pub struct ClusterConfig {
     /// The listener's security protocol, `sasl.enabled.mechanisms`, `connections.max.reauth.ms`
     /// and the users' credentials; PLAINTEXT by default. Changed at run time by the SASL faults.
     pub sasl: SaslServerConfig,
+    /// The port brokers advertise in Metadata, if not the one they are bootstrapped through
+    /// (a second listener, as a cluster behind a bootstrap address or load balancer whose
+    /// brokers are reached directly on another). `None`: the bootstrap listener is advertised.
+    /// Moved at run time by `Fault::MoveListeners`.
+    pub advertised_port: Option<u16>,
 }
 
 impl Default for ClusterConfig {
@@ -77,6 +82,7 @@ impl Default for ClusterConfig {
             kafka_version: KafkaVersion::default(),
             broker_versions: BTreeMap::new(),
             sasl: SaslServerConfig::default(),
+            advertised_port: None,
         }
     }
 }

@@ -235,6 +235,14 @@ impl ClusterState {
             .collect())
     }
 
+    /// Every broker advertises `port` from now on (`Fault::MoveListeners`).
+    pub fn move_listeners(&mut self, port: u16) {
+        self.config.advertised_port = Some(port);
+        for broker in self.brokers.values_mut() {
+            broker.port = port;
+        }
+    }
+
     fn new_partition(&self, replicas: Vec<i32>) -> PartitionState {
         let isr: Vec<i32> = replicas
             .iter()

@@ -101,6 +101,13 @@ pub enum Fault {
         /// The release it comes back on.
         version: KafkaVersion,
     },
+    /// Every broker restarts advertising, and listening on, `port` instead of its previous
+    /// advertised port (the bootstrap listener stays): every broker a client learned from
+    /// Metadata is gone from where it was (KIP-899's case for rebootstrapping).
+    MoveListeners {
+        /// The new advertised port.
+        port: u16,
+    },
     /// Stops scheduling a broker's tasks (a GC stall); timers and the network go on.
     PauseBroker {
         /// The broker's node id.
@@ -553,6 +560,7 @@ pub mod text {
                 Fault::UpgradeBroker { broker, version } => {
                     write!(f, "upgrade-broker {broker} to={version}")
                 }
+                Fault::MoveListeners { port } => write!(f, "move-listeners port={port}"),
                 Fault::PauseBroker { broker } => write!(f, "pause-broker {broker}"),
                 Fault::ResumeBroker { broker } => write!(f, "resume-broker {broker}"),
                 Fault::ClogLink { from, to } => write!(f, "clog-link {from} {to}"),
@@ -734,6 +742,9 @@ pub mod text {
                         _ => Fault::ResumeBroker { broker },
                     }
                 }
+                "move-listeners" => Fault::MoveListeners {
+                    port: num(text, kv(text, next(), "port")?)?,
+                },
                 "upgrade-broker" => Fault::UpgradeBroker {
                     broker: num(text, word(text, next())?)?,
                     version: kv(text, next(), "to")?
@@ -865,7 +876,7 @@ pub mod text {
             let n = rng.below_inclusive(100_000) as i32 - 50_000;
             let big = rng.below_inclusive(u64::MAX);
             let d = [Direction::In, Direction::Out, Direction::Both][pick(rng, 3) as usize];
-            match pick(rng, 24) {
+            match pick(rng, 25) {
                 0 => Fault::Response(ResponseRule {
                     api_key: n as i16,
                     broker: opt(rng, n),
@@ -945,6 +956,9 @@ pub mod text {
                     broker: n,
                     version: KafkaVersion::ALL[pick(rng, 2) as usize],
                 },
+                23 => Fault::MoveListeners {
+                    port: (n.unsigned_abs() % 60_000) as u16 + 1,
+                },
                 _ => Fault::UncleanLeaderElection {
                     topic: name(rng),
                     partition: n,
@@ -963,7 +977,7 @@ pub mod text {
                 kinds.insert(text.split(' ').next().unwrap().to_owned());
                 assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
             }
-            assert_eq!(kinds.len(), 24, "{kinds:?}");
+            assert_eq!(kinds.len(), 25, "{kinds:?}");
         }
 
         #[test]

@@ -55,6 +55,16 @@ pub struct BrokerSpec {
 /// Runs a broker on `listener` until `stop` turns true (real mode) or the node is killed
 /// (simulation). Registers the broker with the controller first, as a KRaft broker does.
 pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receiver<bool>) {
+    serve_listeners(spec, vec![listener], stop).await;
+}
+
+/// [`serve`] on several listeners at once (a bootstrap listener and an advertised one), one
+/// broker behind them all.
+pub async fn serve_listeners(
+    spec: BrokerSpec,
+    listeners: Vec<TcpListener>,
+    stop: watch::Receiver<bool>,
+) {
     let BrokerSpec {
         node_id,
         controller,
@@ -100,7 +110,25 @@ pub async fn serve(spec: BrokerSpec, listener: TcpListener, stop: watch::Receive
             }
         });
     }
-    let mut stop = stop;
+    // The first listener is served on this task, the others on tasks of their own: a broker
+    // with one listener runs exactly as it always did (same tasks, same schedule per seed).
+    let mut listeners = listeners.into_iter();
+    let Some(first) = listeners.next() else {
+        return;
+    };
+    for listener in listeners {
+        tokio::spawn(accept_loop(node_id, listener, broker.clone(), stop.clone()));
+    }
+    accept_loop(node_id, first, broker, stop).await;
+}
+
+/// Accepts connections on `listener` for `broker` until `stop` turns true.
+async fn accept_loop(
+    node_id: i32,
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
