@@ -276,6 +276,7 @@ pub struct Verifier {
     members: BTreeMap<String, Member>,
     global_position: BTreeMap<Tp, i64>,
     global_committed: BTreeMap<Tp, i64>,
+    commit_failures: usize,
 }
 
 impl Verifier {
@@ -285,6 +286,7 @@ impl Verifier {
             members: BTreeMap::new(),
             global_position: BTreeMap::new(),
             global_committed: BTreeMap::new(),
+            commit_failures: 0,
         }
     }
 
@@ -412,6 +414,7 @@ impl Verifier {
                     self.global_committed.insert(tp, offset);
                 }
             }
+            "offsets_committed" => self.commit_failures += 1,
             _ => {}
         }
         Ok(())
@@ -494,6 +497,18 @@ impl Verifier {
             .is_some_and(|m| m.shutdown_complete)
     }
 
+    /// How many `offsets_committed` events reported a failure (not a check of the system
+    /// tests, which allow failed commits: a figure for the side-by-side table).
+    pub fn commit_failures(&self) -> usize {
+        self.commit_failures
+    }
+
+    /// Records consumed more than once: everything consumed beyond the positions reached (each
+    /// topic of the tests starts at offset 0, and a skipped offset fails the checks first).
+    pub fn duplicates(&self) -> i64 {
+        self.total_consumed() - self.global_position.values().sum::<i64>()
+    }
+
     /// How many rebalances the busiest member saw (`num_rebalances`).
     pub fn rebalances(&self) -> usize {
         self.members
@@ -549,6 +564,7 @@ pub struct Group {
     verifier: Verifier,
     nodes: BTreeMap<usize, Running>,
     count: usize,
+    rebalance_waits: Vec<std::time::Duration>,
 }
 
 impl Group {
@@ -571,6 +587,7 @@ impl Group {
             verifier: Verifier::new(tracking),
             nodes: BTreeMap::new(),
             count,
+            rebalance_waits: Vec::new(),
         }
     }
 
@@ -655,19 +672,20 @@ impl Group {
         }
     }
 
-    /// SIGTERM (`clean`) or SIGKILL to node `node`, without waiting (`kill_node`).
+    /// SIGTERM (`clean`) or SIGKILL to node `node`, without waiting (`kill_node`). A killed
+    /// node is marked dead only once [`Group::stop_node`] has read all it wrote.
     pub fn kill_node(&mut self, node: usize, clean: bool) {
         self.update();
         if let Some(running) = self.nodes.get(&node) {
             running.signal(clean);
         }
-        if !clean {
-            self.verifier.killed(&Self::member(node));
-        }
     }
 
     /// Stops node `node` and waits (30 s, the system tests' `stop_timeout_sec`) for its process
-    /// to exit (`stop_node`).
+    /// to exit (`stop_node`). A killed node's last events, written before the SIGKILL landed
+    /// but read after it was sent, are handled before the node is marked dead: they happened
+    /// while it was still a member. (The Python marks it dead at once and would fail on such
+    /// a `records_consumed` as consumed while not joined; its reader is seldom that far behind.)
     pub async fn stop_node(&mut self, node: usize, clean: bool) {
         self.kill_node(node, clean);
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -688,6 +706,9 @@ impl Group {
             }
         }
         self.update();
+        if !clean {
+            self.verifier.killed(&Self::member(node));
+        }
     }
 
     /// Stops every node cleanly (`stop_all`).
@@ -741,6 +762,21 @@ impl Group {
             .map(|n| self.verifier.revokes(&Self::member(n)))
             .max()
             .unwrap_or(0)
+    }
+
+    /// Notes how long the group took to settle after a step that made it rebalance (from the
+    /// step to every expected member joined), for the side-by-side table.
+    pub fn note_rebalance(&mut self, took: std::time::Duration) {
+        self.rebalance_waits.push(took);
+    }
+
+    /// The settling times noted so far, in order.
+    pub fn rebalance_waits(&self) -> &[std::time::Duration] {
+        &self.rebalance_waits
+    }
+
+    pub fn client(&self) -> Client {
+        self.client
     }
 
     pub fn verifier(&self) -> &Verifier {
