@@ -514,15 +514,6 @@ async fn dead_address() -> std::net::SocketAddr {
     addr
 }
 
-/// Metadata requests the fake broker received.
-fn metadata_requests(broker: &FakeBroker) -> usize {
-    broker
-        .received_requests()
-        .iter()
-        .filter(|r| r.api_key == ApiKey::Metadata as i16)
-        .count()
-}
-
 /// KIP-899: the bootstrap server names one broker, which then cannot be reached (the cluster
 /// moved). With `metadata.recovery.strategy=rebootstrap` the next metadata request, finding
 /// every known broker backing off, goes back to the bootstrap server, which names the new
@@ -568,12 +559,12 @@ async fn a_client_whose_known_brokers_are_all_unreachable_rebootstraps() {
                     .await
                     .unwrap();
                 assert_eq!(moved.node_id, 1, "the broker at its new address");
-                assert_eq!(metadata_requests(&broker), 3);
+                assert_eq!(broker.received_count(ApiKey::Metadata), 3);
             }
             MetadataRecoveryStrategy::None => {
                 assert!(!rebootstrapped);
                 assert!(again.is_err(), "node 1 is still all it knows");
-                assert_eq!(metadata_requests(&broker), 1);
+                assert_eq!(broker.received_count(ApiKey::Metadata), 1);
             }
         }
     }

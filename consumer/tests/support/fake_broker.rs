@@ -198,6 +198,14 @@ impl FakeBroker {
             .collect()
     }
 
+    /// How many `api` requests were received.
+    pub fn received_count(&self, api: ApiKey) -> usize {
+        self.received()
+            .iter()
+            .filter(|r| r.api_key == api as i16)
+            .count()
+    }
+
     pub fn connections(&self) -> usize {
         self.state().connections
     }
