@@ -75,6 +75,16 @@ impl Setting {
         (self.topic.clone(), 0)
     }
 
+    /// The table row of `scenario` run by `client` in this setting's group protocol, made
+    /// once the cluster is held (a skipped test writes no row).
+    fn row(&self, client: Client, scenario: impl std::fmt::Display) -> Row {
+        let protocol = match self.protocol {
+            Protocol::Classic => "classic",
+            Protocol::Consumer => "consumer",
+        };
+        Row::new(format!("{scenario}, {protocol}"), client)
+    }
+
     fn partitions(&self) -> Vec<Tp> {
         (0..self.partitions)
             .map(|p| (self.topic.clone(), p))
@@ -306,25 +316,15 @@ impl Drop for Row {
     }
 }
 
-fn protocol_name(protocol: Protocol) -> &'static str {
-    match protocol {
-        Protocol::Classic => "classic",
-        Protocol::Consumer => "consumer",
-    }
-}
-
 /// `test_broker_rolling_bounce`: each broker restarted in turn (controlled shutdown) while a
 /// producer writes and three consumers read; no rebalance may follow, and nothing is lost or
 /// read twice. The consumers run with `metadata.recovery.strategy=none`, as in the Python.
 async fn broker_rolling_bounce(client: Client, protocol: Protocol) {
-    let mut row = Row::new(
-        format!("broker rolling bounce, {}", protocol_name(protocol)),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-broker-bounce", protocol).await
     else {
         return;
     };
+    let mut row = setting.row(client, "broker rolling bounce");
     let config = std::env::temp_dir().join(format!("{}.properties", unique("systest")));
     std::fs::write(&config, "metadata.recovery.strategy=none\n").unwrap();
     let config_path = config.to_string_lossy().into_owned();
@@ -371,19 +371,18 @@ async fn rolling_bounce_brokers(setting: &Setting, group: &mut Group) {
 /// its session times out, and what it consumed after its last commit is read again, so after
 /// kills the position may only be at most the records consumed (the Python's check).
 async fn consumer_bounce(client: Client, protocol: Protocol, all_at_once: bool, clean: bool) {
-    let mut row = Row::new(
-        format!(
-            "consumer bounce ({}{}), {}",
-            if all_at_once { "all" } else { "rolling" },
-            if clean { "" } else { ", killed" },
-            protocol_name(protocol)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-consumer-bounce", protocol).await
     else {
         return;
     };
+    let mut row = setting.row(
+        client,
+        format!(
+            "consumer bounce ({}{})",
+            if all_at_once { "all" } else { "rolling" },
+            if clean { "" } else { ", killed" }
+        ),
+    );
     let _producer = setting.producing(30).await;
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), false, &[]);
     group.start();
@@ -443,22 +442,21 @@ async fn bounce(group: &mut Group, keep_alive: usize, all_at_once: bool, clean: 
 /// takes the partition over and goes on. At the end the position is the number of records
 /// consumed and, without auto-commit, the last commit is the position.
 async fn consumer_failure(client: Client, protocol: Protocol, auto_commit: bool) {
-    let mut row = Row::new(
-        format!(
-            "consumer failure ({}), {}",
-            if auto_commit {
-                "auto-commit"
-            } else {
-                "manual commits"
-            },
-            protocol_name(protocol)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-consumer-failure", protocol).await
     else {
         return;
     };
+    let mut row = setting.row(
+        client,
+        format!(
+            "consumer failure ({})",
+            if auto_commit {
+                "auto-commit"
+            } else {
+                "manual commits"
+            }
+        ),
+    );
     let partition = setting.partition();
     let extra: &[&str] = if auto_commit {
         &["--enable-autocommit"]
@@ -498,18 +496,14 @@ async fn consumer_failure(client: Client, protocol: Protocol, auto_commit: bool)
 /// "target the coordinator" as a TODO: heartbeats and commits must move to the new coordinator
 /// too. The topic has three replicas, so the partition stays online whichever broker leads it.
 async fn broker_failure(client: Client, protocol: Protocol, clean: bool) {
-    let mut row = Row::new(
-        format!(
-            "broker failure ({}), {}",
-            if clean { "clean" } else { "hard" },
-            protocol_name(protocol)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-broker-failure", protocol).await
     else {
         return;
     };
+    let mut row = setting.row(
+        client,
+        format!("broker failure ({})", if clean { "clean" } else { "hard" }),
+    );
     let partition = setting.partition();
     let _producer = Producer::start(&setting.bootstrap, &setting.topic, THROUGHPUT);
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), false, &[]);
@@ -565,22 +559,22 @@ async fn catching_panic<F: std::future::Future>(
 /// rebalance, so the first consumer (eager: it would revoke everything in one) sees no
 /// revocation; dynamic members make it revoke.
 async fn static_consumer_bounce(client: Client, static_membership: bool) {
-    let mut row = Row::new(
+    let Some((_one_at_a_time, setting)) =
+        Setting::take("systest-static-bounce", Protocol::Classic).await
+    else {
+        return;
+    };
+    let mut row = setting.row(
+        client,
         format!(
-            "{} consumer bounce, eager, classic",
+            "{} consumer bounce, eager",
             if static_membership {
                 "static"
             } else {
                 "dynamic"
             }
         ),
-        client,
     );
-    let Some((_one_at_a_time, setting)) =
-        Setting::take("systest-static-bounce", Protocol::Classic).await
-    else {
-        return;
-    };
     let _producer = setting.producing(30).await;
     let mut group = setting.group(
         client,
@@ -615,17 +609,11 @@ async fn static_consumer_bounce(client: Client, static_membership: bool) {
 /// must persist), then every broker restarted in turn (the group coordinator moves, and
 /// loads the group from its log): the members must still be able to join and consume.
 async fn static_consumer_persisted_after_rejoin(client: Client, protocol: Protocol) {
-    let mut row = Row::new(
-        format!(
-            "static member persisted after rejoin, {}",
-            protocol_name(protocol)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-static-persisted", protocol).await
     else {
         return;
     };
+    let mut row = setting.row(client, "static member persisted after rejoin");
     let _producer = setting.producing(30).await;
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), true, &[]);
     group.start();
@@ -643,16 +631,10 @@ async fn static_consumer_persisted_after_rejoin(client: Client, protocol: Protoc
 /// Consumer protocol: the newcomer is refused (the identity is in use), never joins, and
 /// stops; the group does not rebalance and keeps consuming.
 async fn fencing_static_consumer(client: Client, protocol: Protocol) {
-    let mut row = Row::new(
-        format!(
-            "fencing a conflicting static member, {}",
-            protocol_name(protocol)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-fencing", protocol).await else {
         return;
     };
+    let mut row = setting.row(client, "fencing a conflicting static member");
     let partition = setting.partition();
     let _producer = setting.producing(120).await;
     let group_id = unique("systest");
@@ -706,13 +688,10 @@ async fn fencing_static_consumer(client: Client, protocol: Protocol) {
 /// partition read after every rebalance that causes; at the end the position is the number
 /// of records consumed and the last commit the position.
 async fn group_consumption(client: Client, protocol: Protocol) {
-    let mut row = Row::new(
-        format!("group consumption, {}", protocol_name(protocol)),
-        client,
-    );
     let Some((_one_at_a_time, setting)) = Setting::take("systest-group", protocol).await else {
         return;
     };
+    let mut row = setting.row(client, "group consumption");
     let partition = setting.partition();
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), false, &[]);
     let _producer = Producer::start(&setting.bootstrap, &setting.topic, THROUGHPUT);
@@ -740,19 +719,18 @@ async fn group_consumption(client: Client, protocol: Protocol) {
 /// started one by one; after each start the members' assignments together hold every
 /// partition exactly once (30 s).
 async fn valid_assignment(client: Client, protocol: Protocol, assignor: &'static str) {
-    let mut row = Row::new(
-        format!(
-            "valid assignment, {} {}",
-            protocol_name(protocol),
-            assignor.rsplit('.').next().unwrap_or(assignor)
-        ),
-        client,
-    );
     let Some((_one_at_a_time, mut setting)) =
         Setting::take_with("systest-assignment", protocol, 6).await
     else {
         return;
     };
+    let mut row = setting.row(
+        client,
+        format!(
+            "valid assignment ({})",
+            assignor.rsplit('.').next().unwrap_or(assignor)
+        ),
+    );
     setting.assignor = Some(assignor);
     let partitions = setting.partitions();
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), false, &[]);
