@@ -379,8 +379,15 @@ cmd_cluster_restart() {
         ((SECONDS < deadline)) || die "port $port still open after $(cluster_node_name "$id") stopped"
         sleep 0.2
     done
-    if [[ -n "$KAFKA_VERSION_REQUESTED" ]]; then
+    if [[ -n "$KAFKA_VERSION_REQUESTED" && "$KAFKA_VERSION_REQUESTED" != "$(cat "$dir/version")" ]]; then
+        info "$(cluster_node_name "$id") moves from Kafka $(cat "$dir/version") to $KAFKA_VERSION_REQUESTED"
         echo "$KAFKA_VERSION_REQUESTED" >"$dir/version"
+        # A broker's config depends on its version (the group protocols it enables): written
+        # again for the new one, as an operator edits server.properties during an upgrade.
+        if [[ "$id" != "$CLUSTER_CONTROLLER_ID" ]]; then
+            use_version "$KAFKA_VERSION_REQUESTED"
+            cluster_broker_properties "$id" "$(cluster_broker_port "$id")" "$dir/data" >"$dir/server.properties"
+        fi
     fi
     # cluster_start_node switched the classpath to the node's version: the readiness probe
     # runs on those (resolved) jars too.
@@ -388,6 +395,24 @@ cmd_cluster_restart() {
     cluster_wait_ready "$id"
     info "$(cluster_node_name "$id") ready"
     cluster_print
+}
+
+# features ARGS...: Kafka's FeatureCommand (kafka-features.sh) against the cluster, on the
+# classpath of KAFKA_VERSION (default: the newest version any node runs), e.g. `features
+# describe`, or `features upgrade --release-version 4.4` to finish a rolling upgrade (the
+# metadata version and every feature, group.version among them, to that release's defaults).
+cmd_cluster_features() {
+    cluster_load
+    require_java
+    if [[ -z "$KAFKA_VERSION_REQUESTED" ]]; then
+        local id newest=""
+        for id in "$CLUSTER_CONTROLLER_ID" $(cluster_broker_ids); do
+            newest="$(printf '%s\n%s\n' "$newest" "$(cat "$(cluster_node_dir "$id")/version")" | sort -V | tail -n 1)"
+        done
+        use_version "$newest"
+    fi
+    resolve_classpath
+    run_tool org.apache.kafka.tools.FeatureCommand --bootstrap-server "$(cluster_bootstrap)" "$@"
 }
 
 # One line per node; exit 0 if all run, 3 if none does, 4 if some do.

@@ -1,6 +1,8 @@
 //! Shared test support. Each test binary uses a different subset of it.
 #![allow(dead_code)]
 
+#[cfg(not(madsim))]
+pub mod cluster_workload;
 pub mod fake_broker;
 #[cfg(not(madsim))]
 pub mod group;

@@ -28,6 +28,65 @@ pub struct Cluster {
     version: String,
 }
 
+/// A 3-broker cluster this test starts itself on Kafka `version` (`testing/kafka/run up
+/// --brokers 3` on `port`.. and `state_dir`), for tests that change what the shared cluster
+/// must keep (its version). Stopped, and its data deleted, when dropped.
+pub struct OwnCluster {
+    pub cluster: Cluster,
+}
+
+impl OwnCluster {
+    pub fn start(version: &str, port: u16, state_dir: &str) -> Self {
+        // A cluster left running in `state_dir` by an interrupted run would be reused by `up`,
+        // on whatever versions its nodes reached: stopped first, so every run starts afresh.
+        // Real-broker support only (compiled out under madsim): blocking child processes,
+        // before the test's workload starts.
+        #[allow(clippy::disallowed_methods)]
+        let _ = Command::new("bash")
+            .args([HARNESS, "down"])
+            .env("KAFKA_STATE_DIR", state_dir)
+            .env_remove("KAFKA_VERSION")
+            .output();
+        #[allow(clippy::disallowed_methods)]
+        let output = Command::new("bash")
+            .args([HARNESS, "up", "--brokers", "3"])
+            .env("KAFKA_VERSION", version)
+            .env("KAFKA_PORT", port.to_string())
+            .env("KAFKA_STATE_DIR", state_dir)
+            .output()
+            .expect("run testing/kafka/run up --brokers 3");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "testing/kafka/run up --brokers 3 (Kafka {version}) failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let bootstrap = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("KAFKA_BOOTSTRAP_CLUSTER="))
+            .expect("up --brokers prints KAFKA_BOOTSTRAP_CLUSTER");
+        OwnCluster {
+            cluster: Cluster {
+                bootstrap: bootstrap.split(',').map(str::to_owned).collect(),
+                state_dir: state_dir.to_owned(),
+                version: version.to_owned(),
+            },
+        }
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        // Real-broker support only (compiled out under madsim): a blocking child process.
+        #[allow(clippy::disallowed_methods)]
+        let _ = Command::new("bash")
+            .args([HARNESS, "down"])
+            .env("KAFKA_STATE_DIR", &self.cluster.state_dir)
+            .env_remove("KAFKA_VERSION")
+            .output();
+    }
+}
+
 /// The running cluster, or `None` (after a visible SKIPPED line) when there is none.
 pub fn cluster() -> Option<Cluster> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -95,26 +154,56 @@ impl Cluster {
     /// Runs `testing/kafka/run ACTION BROKER` on this cluster; panics with the harness's
     /// stderr if it fails. Runs on a blocking thread: a restart waits for the broker.
     pub async fn act(&self, action: NodeAction, broker: i32) {
+        self.harness(&[action.command(), &broker.to_string()], None)
+            .await;
+    }
+
+    /// Restarts `node` (a broker id or `controller`) on Kafka `version`: one step of a rolling
+    /// upgrade (controlled shutdown, then the same storage on the new release).
+    pub async fn restart_on_version(&self, node: &str, version: &str) {
+        self.harness(&["restart", node], Some(version)).await;
+    }
+
+    /// `testing/kafka/run features ARGS...`: Kafka's FeatureCommand on the newest version a
+    /// node runs; returns its stdout.
+    pub async fn features(&self, args: &[&str]) -> String {
+        let mut argv = vec!["features"];
+        argv.extend_from_slice(args);
+        self.harness(&argv, None).await
+    }
+
+    /// Runs the harness with `args` on this cluster's state dir (and `KAFKA_VERSION` only when
+    /// given: with it, `restart` moves a node to that version); panics with its stderr if it
+    /// fails, else returns its stdout.
+    async fn harness(&self, args: &[&str], version: Option<&str>) -> String {
         let state_dir = self.state_dir.clone();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let version = version.map(str::to_owned);
         // Real-broker support only (compiled out under madsim): a blocking child process.
         #[allow(clippy::disallowed_methods)]
         let output = tokio::task::spawn_blocking(move || {
-            Command::new("bash")
-                .args([HARNESS, action.command(), &broker.to_string()])
+            let mut command = Command::new("bash");
+            command
+                .arg(HARNESS)
+                .args(&args)
                 .env("KAFKA_STATE_DIR", state_dir)
-                // Unset: with KAFKA_VERSION, `restart` would move the node to that version.
-                .env_remove("KAFKA_VERSION")
-                .output()
-                .expect("run testing/kafka/run")
+                .env_remove("KAFKA_VERSION");
+            if let Some(version) = version {
+                command.env("KAFKA_VERSION", version);
+            }
+            let output = command.output().expect("run testing/kafka/run");
+            (args, output)
         })
         .await
         .unwrap();
+        let (args, output) = output;
         assert!(
             output.status.success(),
-            "testing/kafka/run {} {broker} failed: {}",
-            action.command(),
+            "testing/kafka/run {} failed: {}",
+            args.join(" "),
             String::from_utf8_lossy(&output.stderr)
         );
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     /// A network client bootstrapped from every broker (one may be down at any time).
