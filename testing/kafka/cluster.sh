@@ -43,7 +43,11 @@ cluster_load() {
 }
 
 cluster_broker_ids() { seq 1 "$CLUSTER_BROKERS"; }
-cluster_broker_port() { echo $((CLUSTER_PORT + $1 - 1)); }
+# Broker ID's port: KAFKA_PORT + ID - 1, unless a restart moved it (node-<id>/port).
+cluster_broker_port() {
+    local moved="$STATE_DIR/node-$1/port"
+    if [[ -f "$moved" ]]; then cat "$moved"; else echo $((CLUSTER_PORT + $1 - 1)); fi
+}
 cluster_node_dir() { echo "$STATE_DIR/node-$1"; }
 
 # Comma-separated host:port of every broker (the bootstrap list tests use).
@@ -361,7 +365,8 @@ cmd_cluster_stop() {
 }
 
 # restart NODE: controlled shutdown if it runs, then start on the same storage and wait until
-# it answers. KAFKA_VERSION, when set, moves the node to that version (a rolling upgrade).
+# it answers. KAFKA_VERSION, when set, moves the node to that version (a rolling upgrade);
+# KAFKA_NODE_PORT moves a broker to that port (its listener and advertised address).
 cmd_cluster_restart() {
     cluster_load
     require_java
@@ -379,15 +384,27 @@ cmd_cluster_restart() {
         ((SECONDS < deadline)) || die "port $port still open after $(cluster_node_name "$id") stopped"
         sleep 0.2
     done
+    # A broker's config depends on its version (the group protocols it enables) and its port:
+    # written again when either changes, as an operator edits server.properties.
+    local rewrite=0
     if [[ -n "$KAFKA_VERSION_REQUESTED" && "$KAFKA_VERSION_REQUESTED" != "$(cat "$dir/version")" ]]; then
         info "$(cluster_node_name "$id") moves from Kafka $(cat "$dir/version") to $KAFKA_VERSION_REQUESTED"
         echo "$KAFKA_VERSION_REQUESTED" >"$dir/version"
-        # A broker's config depends on its version (the group protocols it enables): written
-        # again for the new one, as an operator edits server.properties during an upgrade.
-        if [[ "$id" != "$CLUSTER_CONTROLLER_ID" ]]; then
-            use_version "$KAFKA_VERSION_REQUESTED"
-            cluster_broker_properties "$id" "$(cluster_broker_port "$id")" "$dir/data" >"$dir/server.properties"
+        rewrite=1
+    fi
+    if [[ -n "${KAFKA_NODE_PORT:-}" ]]; then
+        [[ "$id" != "$CLUSTER_CONTROLLER_ID" ]] || die "KAFKA_NODE_PORT moves brokers only"
+        [[ "$KAFKA_NODE_PORT" =~ ^[0-9]+$ ]] || die "KAFKA_NODE_PORT must be a port, got '$KAFKA_NODE_PORT'"
+        if [[ "$KAFKA_NODE_PORT" != "$(cluster_broker_port "$id")" ]]; then
+            port_open "$HOST" "$KAFKA_NODE_PORT" && die "port $HOST:$KAFKA_NODE_PORT is already in use"
+            info "broker $id moves to port $KAFKA_NODE_PORT"
+            echo "$KAFKA_NODE_PORT" >"$dir/port"
+            rewrite=1
         fi
+    fi
+    if ((rewrite)) && [[ "$id" != "$CLUSTER_CONTROLLER_ID" ]]; then
+        use_version "$(cat "$dir/version")"
+        cluster_broker_properties "$id" "$(cluster_broker_port "$id")" "$dir/data" >"$dir/server.properties"
     fi
     # cluster_start_node switched the classpath to the node's version: the readiness probe
     # runs on those (resolved) jars too.

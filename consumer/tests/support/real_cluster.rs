@@ -154,14 +154,27 @@ impl Cluster {
     /// Runs `testing/kafka/run ACTION BROKER` on this cluster; panics with the harness's
     /// stderr if it fails. Runs on a blocking thread: a restart waits for the broker.
     pub async fn act(&self, action: NodeAction, broker: i32) {
-        self.harness(&[action.command(), &broker.to_string()], None)
+        self.harness(&[action.command(), &broker.to_string()], &[])
             .await;
     }
 
     /// Restarts `node` (a broker id or `controller`) on Kafka `version`: one step of a rolling
     /// upgrade (controlled shutdown, then the same storage on the new release).
     pub async fn restart_on_version(&self, node: &str, version: &str) {
-        self.harness(&["restart", node], Some(version)).await;
+        self.harness(&["restart", node], &[("KAFKA_VERSION", version)])
+            .await;
+    }
+
+    /// Restarts `broker` listening on, and advertising, `port`; the bootstrap list follows.
+    pub async fn move_broker(&mut self, broker: i32, port: u16) {
+        self.harness(
+            &["restart", &broker.to_string()],
+            &[("KAFKA_NODE_PORT", &port.to_string())],
+        )
+        .await;
+        // Broker i is the i-th address, as `up --brokers` lists them.
+        let index = usize::try_from(broker - 1).unwrap();
+        self.bootstrap[index] = format!("127.0.0.1:{port}");
     }
 
     /// `testing/kafka/run features ARGS...`: Kafka's FeatureCommand on the newest version a
@@ -169,16 +182,19 @@ impl Cluster {
     pub async fn features(&self, args: &[&str]) -> String {
         let mut argv = vec!["features"];
         argv.extend_from_slice(args);
-        self.harness(&argv, None).await
+        self.harness(&argv, &[]).await
     }
 
-    /// Runs the harness with `args` on this cluster's state dir (and `KAFKA_VERSION` only when
-    /// given: with it, `restart` moves a node to that version); panics with its stderr if it
-    /// fails, else returns its stdout.
-    async fn harness(&self, args: &[&str], version: Option<&str>) -> String {
+    /// Runs the harness with `args` on this cluster's state dir, with `env` (and
+    /// `KAFKA_VERSION` only when `env` sets it: with it, `restart` moves a node to that
+    /// version); panics with its stderr if it fails, else returns its stdout.
+    async fn harness(&self, args: &[&str], env: &[(&str, &str)]) -> String {
         let state_dir = self.state_dir.clone();
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        let version = version.map(str::to_owned);
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         // Real-broker support only (compiled out under madsim): a blocking child process.
         #[allow(clippy::disallowed_methods)]
         let output = tokio::task::spawn_blocking(move || {
@@ -188,9 +204,7 @@ impl Cluster {
                 .args(&args)
                 .env("KAFKA_STATE_DIR", state_dir)
                 .env_remove("KAFKA_VERSION");
-            if let Some(version) = version {
-                command.env("KAFKA_VERSION", version);
-            }
+            command.envs(env);
             let output = command.output().expect("run testing/kafka/run");
             (args, output)
         })
