@@ -11,7 +11,8 @@
 #
 # Layout, all under $KAFKA_STATE_DIR:
 #   cluster.env          BROKERS=N, PORT=base port, CONTROLLER_PORT=...
-#   node-<id>/           server.properties, log4j2.properties, data/, logs/, pid, version
+#   node-<id>/           server.properties, log4j2.properties, data/, logs/, pid, version,
+#                        port (only once `restart` moved the broker with KAFKA_NODE_PORT)
 # Broker <id> (1..N) listens on PLAINTEXT 127.0.0.1:(KAFKA_PORT + id - 1), rack r<id>; the
 # controller (node id $CLUSTER_CONTROLLER_ID, named "controller") on KAFKA_CONTROLLER_PORT
 # (default KAFKA_PORT + N). Only PLAINTEXT: the secured listeners are the single node's.
