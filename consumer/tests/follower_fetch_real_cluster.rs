@@ -17,50 +17,31 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
+use std::collections::BTreeMap;
+use support::log_capture::LogCapture;
 use support::real_broker::unique;
-use support::real_cluster::{cluster, Cluster, JavaProducer};
+use support::real_cluster::{cluster, produce, Cluster};
 use tokio::time::{Duration, Instant};
-use tracing_subscriber::layer::SubscriberExt;
 
 const PARTITIONS: i32 = 6;
 const RECORDS: usize = 600;
 
-/// Where the consumers' trace lines go.
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Sink {
-    /// Fetch requests sent per node since the sink was last taken.
-    fn take_fetches(&self) -> BTreeMap<i32, usize> {
-        let bytes = std::mem::take(&mut *self.0.lock().unwrap());
-        let mut per_node = BTreeMap::new();
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            if !line.contains("sending Fetch") {
-                continue;
-            }
-            let node = line
-                .split_whitespace()
-                .find_map(|field| field.strip_prefix("node="))
-                .and_then(|n| n.parse::<i32>().ok())
-                .unwrap_or_else(|| panic!("a Fetch trace line without its node: {line}"));
-            *per_node.entry(node).or_default() += 1;
+/// Fetch requests sent per node since the capture was last taken.
+fn take_fetches(logs: &LogCapture) -> BTreeMap<i32, usize> {
+    let mut per_node = BTreeMap::new();
+    for line in logs.take().lines() {
+        if !line.contains("sending Fetch") {
+            continue;
         }
-        per_node
+        let node = line
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix("node="))
+            .and_then(|n| n.parse::<i32>().ok())
+            .unwrap_or_else(|| panic!("a Fetch trace line without its node: {line}"));
+        *per_node.entry(node).or_default() += 1;
     }
+    per_node
 }
 
 /// Reads the whole topic with `rack` (or none), then polls for 3 s more; returns the Fetch
@@ -69,7 +50,7 @@ async fn fetches_after_reading(
     cluster: &Cluster,
     topic: &str,
     rack: Option<&str>,
-    sink: &Sink,
+    logs: &LogCapture,
 ) -> BTreeMap<i32, usize> {
     let mut builder = ConsumerConfig::builder()
         .bootstrap_servers(cluster.bootstrap.iter().map(String::as_str))
@@ -109,13 +90,13 @@ async fn fetches_after_reading(
             "partition {partition}: in order, once each"
         );
     }
-    sink.take_fetches();
+    take_fetches(logs);
     let idle_until = Instant::now() + Duration::from_secs(3);
     while Instant::now() < idle_until {
         let records = consumer.poll(Duration::from_millis(200)).await.unwrap();
         assert!(records.is_empty(), "nothing more was written");
     }
-    let fetches = sink.take_fetches();
+    let fetches = take_fetches(logs);
     consumer.close(Duration::from_secs(10)).await.unwrap();
     fetches
 }
@@ -123,30 +104,12 @@ async fn fetches_after_reading(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_with_a_rack_fetches_from_the_same_rack_replica() {
     let Some(cluster) = cluster() else { return };
-    let sink = Sink::default();
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_subscriber::EnvFilter::new(
-            "kafka_consumer::internals::fetch_request_manager=trace",
-        ))
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || writer.clone())
-                .with_ansi(false),
-        );
-    // The background task logs from its own thread: the subscriber must be global (this is the
-    // only test of this binary).
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    // The only test of this binary: it may install the process-wide subscriber.
+    let logs = LogCapture::install("kafka_consumer::internals::fetch_request_manager=trace");
 
     let topic = unique("follower-fetch");
     cluster.create_topic(&topic, PARTITIONS).await;
-    let mut producer = JavaProducer::start(&cluster, &topic);
-    producer.write(RECORDS);
-    // Real-broker test only (compiled out under madsim): waits for the producer process.
-    #[allow(clippy::disallowed_methods)]
-    let written = tokio::task::spawn_blocking(move || producer.finish())
-        .await
-        .unwrap();
+    let written = produce(&cluster, &topic, RECORDS).await;
     assert_eq!(written, RECORDS);
 
     let leaders = cluster.leaders(&topic).await;
@@ -161,7 +124,7 @@ async fn a_consumer_with_a_rack_fetches_from_the_same_rack_replica() {
     );
 
     let rack = format!("r{rack_broker}");
-    let with_rack = fetches_after_reading(&cluster, &topic, Some(&rack), &sink).await;
+    let with_rack = fetches_after_reading(&cluster, &topic, Some(&rack), &logs).await;
     eprintln!(
         "client.rack={rack}: Fetch requests per broker in 3 s after reading everything: \
          {with_rack:?} (leaders {leaders:?})"
@@ -176,7 +139,7 @@ async fn a_consumer_with_a_rack_fetches_from_the_same_rack_replica() {
          (leaders {leaders:?})"
     );
 
-    let without_rack = fetches_after_reading(&cluster, &topic, None, &sink).await;
+    let without_rack = fetches_after_reading(&cluster, &topic, None, &logs).await;
     eprintln!("no client.rack: Fetch requests per broker in 3 s: {without_rack:?}");
     assert!(
         without_rack.keys().any(|node| *node != rack_broker),

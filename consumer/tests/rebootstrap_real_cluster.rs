@@ -26,12 +26,11 @@
 
 mod support;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
 use support::real_broker::unique;
-use support::real_cluster::{JavaProducer, NodeAction, OwnCluster};
+use support::real_cluster::{produce, NodeAction, OwnCluster};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Duration, Instant};
 
@@ -123,37 +122,19 @@ async fn read_until(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_known_broker_replaced_the_consumer_rebootstraps() {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(version) = var("KAFKA_REBOOTSTRAP_VERSION") else {
-        assert!(
-            var("REQUIRE_KAFKA_REBOOTSTRAP").as_deref() != Some("1"),
-            "REQUIRE_KAFKA_REBOOTSTRAP=1 but KAFKA_REBOOTSTRAP_VERSION is not set"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: KAFKA_REBOOTSTRAP_VERSION is not set; the real-cluster rebootstrap test \
-             did not run (e.g. KAFKA_REBOOTSTRAP_VERSION=4.4.0)"
-        );
+    let Some(mut own) = OwnCluster::from_env(
+        "REBOOTSTRAP",
+        "KAFKA_REBOOTSTRAP_VERSION",
+        29392,
+        "KAFKA_REBOOTSTRAP_VERSION=4.4.0",
+    ) else {
         return;
     };
-    let port: u16 = var("KAFKA_REBOOTSTRAP_PORT")
-        .map(|p| p.parse().expect("KAFKA_REBOOTSTRAP_PORT is a port"))
-        .unwrap_or(29392);
-    let state_dir = var("KAFKA_REBOOTSTRAP_STATE_DIR").unwrap_or_else(|| {
-        let dir = std::env::temp_dir().join(unique("kafka-rebootstrap"));
-        dir.to_str().unwrap().to_owned()
-    });
-    let mut own = OwnCluster::start(&version, port, &state_dir);
+    let port = own.port();
     let cluster = &mut own.cluster;
     let topic = unique("rebootstrap");
     cluster.create_topic(&topic, PARTITIONS).await;
-    let mut producer = JavaProducer::start(cluster, &topic);
-    producer.write(300);
-    // Real-broker test only (compiled out under madsim): waits for the producer process.
-    #[allow(clippy::disallowed_methods)]
-    let first = tokio::task::spawn_blocking(move || producer.finish())
-        .await
-        .unwrap();
+    let first = produce(cluster, &topic, 300).await;
 
     let proxy = BootstrapProxy::start(cluster.bootstrap.clone()).await;
     let mut rebootstrapping = assigned_consumer(&proxy.address, &topic, "rebootstrap").await;
@@ -175,12 +156,7 @@ async fn every_known_broker_replaced_the_consumer_rebootstraps() {
     }
     eprintln!("rebootstrap: brokers now at {:?}", cluster.bootstrap);
     proxy.retarget(cluster.bootstrap.clone());
-    let mut producer = JavaProducer::start(cluster, &topic);
-    producer.write(300);
-    #[allow(clippy::disallowed_methods)]
-    let second = tokio::task::spawn_blocking(move || producer.finish())
-        .await
-        .unwrap();
+    let second = produce(cluster, &topic, 300).await;
     let total = first + second;
 
     let errors = read_until(

@@ -32,7 +32,6 @@
 
 mod support;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use support::cluster_workload::{Finished, Workload};
@@ -48,32 +47,23 @@ fn release_version(version: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_upgrade_then_migration_to_the_consumer_protocol() {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(from) = var("KAFKA_UPGRADE_FROM") else {
-        assert!(
-            var("REQUIRE_KAFKA_UPGRADE").as_deref() != Some("1"),
-            "REQUIRE_KAFKA_UPGRADE=1 but KAFKA_UPGRADE_FROM is not set"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: KAFKA_UPGRADE_FROM is not set; the rolling-upgrade test did not run \
-             (e.g. KAFKA_UPGRADE_FROM=3.9.2 KAFKA_UPGRADE_TO=4.4.0)"
-        );
-        return;
-    };
-    let to = var("KAFKA_UPGRADE_TO").unwrap_or_else(|| "4.4.0".to_owned());
+    let to = std::env::var("KAFKA_UPGRADE_TO")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "4.4.0".to_owned());
     assert!(
         kafka_major(&to) >= 4,
         "KAFKA_UPGRADE_TO={to}: the migration to group.protocol=consumer needs Kafka 4.0 or newer"
     );
-    let port: u16 = var("KAFKA_UPGRADE_PORT")
-        .map(|p| p.parse().expect("KAFKA_UPGRADE_PORT is a port"))
-        .unwrap_or(29292);
-    let state_dir = var("KAFKA_UPGRADE_STATE_DIR").unwrap_or_else(|| {
-        let dir = std::env::temp_dir().join(unique("kafka-upgrade"));
-        dir.to_str().unwrap().to_owned()
-    });
-    let own = OwnCluster::start(&from, port, &state_dir);
+    let Some(own) = OwnCluster::from_env(
+        "UPGRADE",
+        "KAFKA_UPGRADE_FROM",
+        29292,
+        "KAFKA_UPGRADE_FROM=3.9.2 KAFKA_UPGRADE_TO=4.4.0",
+    ) else {
+        return;
+    };
+    let from = own.cluster.version().to_owned();
     let cluster = &own.cluster;
     eprintln!("upgrade: a 3-broker cluster on Kafka {from}, to be upgraded to {to}");
 

@@ -4,40 +4,18 @@
 //! per reconnect backoff.
 #![cfg(not(madsim))]
 
-use std::sync::{Arc, Mutex};
+mod support;
+
 use tokio::time::{Duration, Instant};
 
 use kafka_consumer::{Consumer, ConsumerConfig, TopicPartition};
-use tracing_subscriber::layer::SubscriberExt;
-
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use support::log_capture::LogCapture;
 
 #[tokio::test]
 async fn an_unreachable_broker_is_warned_about_once_per_streak() {
     // Nothing listens on port 1 of loopback: every attempt is refused at once.
-    let sink = Sink::default();
-    let writer = sink.clone();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_subscriber::EnvFilter::new("kafka_consumer=debug"))
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(move || writer.clone())
-                .with_ansi(false),
-        );
-    // The background task logs from its own thread: the subscriber must be global (this is the
-    // only test of this binary).
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    // The only test of this binary: it may install the process-wide subscriber.
+    let logs = LogCapture::install("kafka_consumer=debug");
     let config = ConsumerConfig::from_pairs([
         ("bootstrap.servers", "127.0.0.1:1"),
         ("reconnect.backoff.ms", "20"),
@@ -55,7 +33,7 @@ async fn an_unreachable_broker_is_warned_about_once_per_streak() {
         assert!(records.is_empty());
     }
     consumer.close(Duration::from_secs(1)).await.unwrap();
-    let logged = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    let logged = logs.take();
     let warnings: Vec<&str> = logged
         .lines()
         .filter(|line| line.contains(" WARN "))

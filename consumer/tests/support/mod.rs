@@ -7,6 +7,8 @@ pub mod fake_broker;
 #[cfg(not(madsim))]
 pub mod group;
 #[cfg(not(madsim))]
+pub mod log_capture;
+#[cfg(not(madsim))]
 pub mod real_broker;
 #[cfg(not(madsim))]
 pub mod real_cluster;

@@ -33,9 +33,53 @@ pub struct Cluster {
 /// must keep (its version). Stopped, and its data deleted, when dropped.
 pub struct OwnCluster {
     pub cluster: Cluster,
+    /// The first broker's port as started (`KAFKA_PORT`): brokers use it and the three after.
+    port: u16,
 }
 
 impl OwnCluster {
+    /// The cluster of a test named `name` (`UPGRADE`, `REBOOTSTRAP`), started on the version
+    /// `version_var` names, on `KAFKA_<name>_PORT` (default `default_port`) and in
+    /// `KAFKA_<name>_STATE_DIR` (default: a new temporary dir). Without `version_var` the test
+    /// does not run: `None` after a loud SKIPPED line (`example` shows how to run it), or a
+    /// failure when `REQUIRE_KAFKA_<name>=1`.
+    pub fn from_env(
+        name: &str,
+        version_var: &str,
+        default_port: u16,
+        example: &str,
+    ) -> Option<Self> {
+        let var = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        let require_var = format!("REQUIRE_KAFKA_{name}");
+        let Some(version) = var(version_var) else {
+            assert!(
+                var(&require_var).as_deref() != Some("1"),
+                "{require_var}=1 but {version_var} is not set"
+            );
+            // The stderr handle, not `eprintln!` (captured for passing tests): a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: {version_var} is not set; the {} test on a cluster of its own did \
+                 not run (e.g. {example})",
+                name.to_lowercase()
+            );
+            return None;
+        };
+        let port_var = format!("KAFKA_{name}_PORT");
+        let port = var(&port_var).map_or(default_port, |p| {
+            p.parse()
+                .unwrap_or_else(|_| panic!("{port_var} is a port, got {p:?}"))
+        });
+        let state_dir = var(&format!("KAFKA_{name}_STATE_DIR")).unwrap_or_else(|| {
+            let dir = std::env::temp_dir().join(super::real_broker::unique(&format!(
+                "kafka-{}",
+                name.to_lowercase()
+            )));
+            dir.to_str().unwrap().to_owned()
+        });
+        Some(Self::start(&version, port, &state_dir))
+    }
+
     pub fn start(version: &str, port: u16, state_dir: &str) -> Self {
         // A cluster left running in `state_dir` by an interrupted run would be reused by `up`,
         // on whatever versions its nodes reached: stopped first, so every run starts afresh.
@@ -71,7 +115,13 @@ impl OwnCluster {
                 state_dir: state_dir.to_owned(),
                 version: version.to_owned(),
             },
+            port,
         }
+    }
+
+    /// The first broker's port as started; the controller's is 3 above.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 }
 
@@ -347,6 +397,17 @@ impl Cluster {
             sleep(Duration::from_millis(300)).await;
         }
     }
+}
+
+/// Writes `count` records to `topic` with Kafka's own producer and waits until all are acked;
+/// returns the count.
+pub async fn produce(cluster: &Cluster, topic: &str, count: usize) -> usize {
+    let mut producer = JavaProducer::start(cluster, topic);
+    producer.write(count);
+    // Real-broker support only (compiled out under madsim): waits for the producer process.
+    #[allow(clippy::disallowed_methods)]
+    let written = tokio::task::spawn_blocking(move || producer.finish());
+    written.await.unwrap()
 }
 
 /// Kafka's own Java producer (ConsoleProducer: acks=all, idempotent, retries until its
