@@ -213,7 +213,7 @@ impl BlockingConsumer {
     }
 
     /// See [`Consumer::paused`].
-    pub fn paused(&self) -> &BTreeSet<TopicPartition> {
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
         self.consumer.paused()
     }
 

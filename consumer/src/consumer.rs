@@ -2,7 +2,7 @@
 //! events, drains background events, runs rebalance listener and commit callbacks in order, and
 //! hands out records from the shared fetch buffer. It never does network I/O.
 
-mod held_records;
+mod handle;
 
 #[cfg(all(test, not(madsim)))]
 mod background_panic_tests;
@@ -37,13 +37,12 @@ use crate::rebalance::{
     ListenerSlot,
 };
 use crate::rt::{Duration, Instant};
-use crate::sabotage::{self, Sabotage};
 use crate::topic_name::validate_topic_name;
 use crate::types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, OffsetAndTimestamp,
     PartitionInfo, TopicPartition,
 };
-use held_records::HeldRecords;
+pub use handle::ConsumerHandle;
 
 /// Offsets to commit, by partition.
 pub type Offsets = BTreeMap<TopicPartition, OffsetAndMetadata>;
@@ -136,6 +135,47 @@ pub struct ConsumerMetrics {
     pub lookup_requests_sent: u64,
 }
 
+impl ConsumerMetrics {
+    /// The numbers as of now.
+    fn snapshot(buffer: &FetchBuffer, metrics: &SharedMetrics) -> Self {
+        let (progress, records_consumed) = buffer.progress();
+        let partitions = progress
+            .into_iter()
+            .map(
+                |(
+                    tp,
+                    PartitionProgress {
+                        position,
+                        high_watermark,
+                    },
+                )| {
+                    let lag = position.zip(high_watermark).map(|(p, hw)| (hw - p).max(0));
+                    (
+                        tp,
+                        PartitionMetrics {
+                            position,
+                            high_watermark,
+                            lag,
+                        },
+                    )
+                },
+            )
+            .collect();
+        ConsumerMetrics {
+            partitions,
+            records_consumed,
+            fetch_responses: metrics.fetch_responses(),
+            last_commit_latency_us: metrics.last_commit_latency_us(),
+            background_loop_iterations: metrics.loop_iterations(),
+            poll_wakeups: metrics.poll_wakeups(),
+            rebalances: metrics.rebalances(),
+            last_rebalance_ms: metrics.last_rebalance_ms(),
+            group_requests_sent: metrics.group_requests(),
+            lookup_requests_sent: metrics.lookup_requests(),
+        }
+    }
+}
+
 /// How partitions are chosen, as the application side tracks it (the modes exclude each
 /// other, as in Java).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +197,31 @@ impl Mode {
     fn is_subscribed(&self) -> bool {
         matches!(self, Mode::Topics(_) | Mode::Pattern(_) | Mode::Regex(_))
     }
+}
+
+/// What every commit needs, wherever it comes from: a group, and no negative offset.
+fn check_commit_offsets(group_id: Option<&str>, offsets: &Offsets) -> Result<()> {
+    if group_id.is_none() {
+        return Err(Error::IllegalState(
+            "committing offsets needs a group.id".to_owned(),
+        ));
+    }
+    if let Some((tp, o)) = offsets.iter().find(|(_, o)| o.offset < 0) {
+        return Err(Error::InvalidArgument(format!(
+            "negative offset {} for {tp}",
+            o.offset
+        )));
+    }
+    Ok(())
+}
+
+/// What a poll does with the records it collects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delivery {
+    /// Returns them (`poll`).
+    Return,
+    /// Holds them in the fetch buffer for `recv`, which hands them out one at a time.
+    Hold,
 }
 
 struct AsyncCommit {
@@ -193,11 +258,10 @@ pub struct Consumer {
     listener: ListenerSlot,
     in_callback: Arc<AtomicBool>,
     group: watch::Receiver<GroupSnapshot>,
-    paused: BTreeSet<TopicPartition>,
-    /// Records taken from the buffer for `recv` but not yet returned.
-    pending: HeldRecords,
     async_commits: VecDeque<AsyncCommit>,
     closed: bool,
+    /// Tells this consumer's handles that it is closed.
+    closed_flag: Arc<AtomicBool>,
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
     /// kept until a `poll` sends it, wherever the request was read.
     poll_requested: bool,
@@ -340,10 +404,9 @@ impl Consumer {
             listener: Arc::new(Mutex::new(None)),
             in_callback: Arc::new(AtomicBool::new(false)),
             group: group_rx,
-            paused: BTreeSet::new(),
-            pending: HeldRecords::default(),
             async_commits: VecDeque::new(),
             closed: false,
+            closed_flag: Arc::new(AtomicBool::new(false)),
             poll_requested: false,
             failure,
             _not_sync: PhantomData,
@@ -354,6 +417,21 @@ impl Consumer {
     /// A handle that interrupts this consumer's blocking calls from any thread or task.
     pub fn wakeup_handle(&self) -> WakeupHandle {
         self.wakeup.clone()
+    }
+
+    /// A handle other tasks use to commit, seek, pause, resume and read positions while this
+    /// consumer polls or streams (see [`ConsumerHandle`]). Cloneable, `Send` and `Sync`.
+    pub fn handle(&self) -> ConsumerHandle {
+        ConsumerHandle::new(handle::Shared {
+            app_events: self.app_events.downgrade(),
+            buffer: Arc::clone(&self.buffer),
+            metrics: Arc::clone(&self.metrics),
+            failure: self.failure.clone(),
+            closed: Arc::clone(&self.closed_flag),
+            group: self.group.clone(),
+            group_id: self.settings.group_id.clone(),
+            default_api_timeout_ms: self.settings.default_api_timeout_ms,
+        })
     }
 
     // ----- plumbing -----
@@ -512,8 +590,7 @@ impl Consumer {
     /// The application's view of the assignment changes: records held for `recv` and pause
     /// marks of partitions that went away are dropped.
     fn set_assignment_view(&mut self, assignment: BTreeSet<TopicPartition>) {
-        self.pending.retain_assigned(&assignment);
-        self.paused.retain(|tp| assignment.contains(tp));
+        self.buffer.retain_application_view(&assignment);
         self.assignment = assignment;
     }
 
@@ -588,7 +665,6 @@ impl Consumer {
     /// positions, moved back to the first record still held for `recv`.
     fn consumed_positions(&self) -> Offsets {
         let mut positions = self.buffer.consumed_positions();
-        positions.extend(self.pending.first_positions());
         let assignment = self.assignment_view();
         positions.retain(|tp, _| assignment.contains(tp));
         positions
@@ -607,10 +683,6 @@ impl Consumer {
             }
         }
         Ok(())
-    }
-
-    fn drop_pending(&mut self, partitions: &[TopicPartition]) {
-        self.pending.drop_partitions(partitions);
     }
 
     // ----- assignment and subscription -----
@@ -844,6 +916,11 @@ impl Consumer {
     ///
     /// Cancellation-safe: records are taken from the buffer only when the call returns them.
     pub async fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
+        self.poll_for(timeout, Delivery::Return).await
+    }
+
+    /// `poll`, handing the records to the caller or holding them for `recv`.
+    async fn poll_for(&mut self, timeout: Duration, delivery: Delivery) -> Result<ConsumerRecords> {
         self.ensure_open()?;
         if self.in_callback.load(Ordering::SeqCst) {
             return Err(Error::IllegalState(
@@ -864,15 +941,11 @@ impl Consumer {
             offsets_to_commit: self.consumed_positions(),
             ack: None,
         })?;
-        if self.pending.has_deliverable(&self.paused) {
-            let mut records = ConsumerRecords::default();
-            while records.count() < self.settings.max_poll_records {
-                let Some(record) = self.pending.next(&self.paused) else {
-                    break;
-                };
-                records.push(record);
+        if delivery == Delivery::Return {
+            let held = self.buffer.take_held(self.settings.max_poll_records);
+            if !held.is_empty() {
+                return Ok(held);
             }
-            return Ok(records);
         }
         let buffer = Arc::clone(&self.buffer);
         let wakeup = self.wakeup.clone();
@@ -889,13 +962,22 @@ impl Consumer {
             let notified = buffer.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let records = buffer.collect(self.settings.max_poll_records)?;
-            if !records.is_empty() {
-                tracing::trace!(count = records.count(), "poll returns records");
-                return Ok(records);
+            match delivery {
+                Delivery::Return => {
+                    let records = buffer.collect(self.settings.max_poll_records)?;
+                    if !records.is_empty() {
+                        tracing::trace!(count = records.count(), "poll returns records");
+                        return Ok(records);
+                    }
+                }
+                Delivery::Hold => {
+                    if buffer.collect_and_hold(self.settings.max_poll_records)? > 0 {
+                        return Ok(ConsumerRecords::default());
+                    }
+                }
             }
             if Instant::now() >= deadline {
-                return Ok(records);
+                return Ok(ConsumerRecords::default());
             }
             enum Woke {
                 Data,
@@ -949,11 +1031,13 @@ impl Consumer {
     /// only when returned.
     pub async fn recv(&mut self) -> Result<ConsumerRecord> {
         loop {
-            if let Some(record) = self.pending.next(&self.paused) {
+            if let Some(record) = self.buffer.next_held() {
                 return Ok(record);
             }
-            let records = self.poll(Duration::from_secs(3_600)).await?;
-            self.pending.hold(records);
+            // Taken and held under the buffer's lock, so a seek from a handle on another task
+            // cannot slip between the two and leave records of the old position held.
+            self.poll_for(Duration::from_secs(3_600), Delivery::Hold)
+                .await?;
         }
     }
 
@@ -978,19 +1062,8 @@ impl Consumer {
     // ----- commits -----
 
     fn check_commit(&self, offsets: &Offsets) -> Result<()> {
-        if self.settings.group_id.is_none() {
-            return Err(Error::IllegalState(
-                "committing offsets needs a group.id".to_owned(),
-            ));
-        }
-        self.check_assigned(offsets.keys())?;
-        if let Some((tp, o)) = offsets.iter().find(|(_, o)| o.offset < 0) {
-            return Err(Error::InvalidArgument(format!(
-                "negative offset {} for {tp}",
-                o.offset
-            )));
-        }
-        Ok(())
+        check_commit_offsets(self.settings.group_id.as_deref(), offsets)?;
+        self.check_assigned(offsets.keys())
     }
 
     /// Commits `offsets` (or, with `None`, the positions of every record handed out so far),
@@ -1009,6 +1082,7 @@ impl Consumer {
         self.send(ApplicationEvent::Commit {
             offsets,
             retry: true,
+            assigned_only: false,
             completion,
         })?;
         self.wait(receiver).await
@@ -1027,6 +1101,7 @@ impl Consumer {
         self.send(ApplicationEvent::Commit {
             offsets: offsets.clone(),
             retry: false,
+            assigned_only: false,
             completion,
         })?;
         self.async_commits.push_back(AsyncCommit {
@@ -1088,7 +1163,7 @@ impl Consumer {
     async fn seek_to(&mut self, partitions: Vec<TopicPartition>, target: SeekTarget) -> Result<()> {
         self.ensure_open()?;
         self.check_assigned(&partitions)?;
-        self.drop_pending(&partitions);
+        // The background side drops the records `recv` holds for them as it seeks.
         let (completion, receiver) = Self::completion("seek", self.default_timeout());
         self.send(ApplicationEvent::Seek {
             partitions,
@@ -1144,7 +1219,7 @@ impl Consumer {
     pub async fn position(&mut self, partition: &TopicPartition, timeout: Duration) -> Result<i64> {
         self.ensure_open()?;
         self.check_assigned([partition])?;
-        if let Some(offset) = self.pending.first_offset(partition) {
+        if let Some(offset) = self.buffer.first_held_offset(partition) {
             return Ok(offset);
         }
         let (completion, receiver) = Self::completion("position", timeout);
@@ -1179,29 +1254,20 @@ impl Consumer {
         self.ensure_open()?;
         self.check_assigned(&partitions)?;
         // Records `recv` holds for these partitions stay held (their position is past them):
-        // `recv` and `poll` skip them while paused.
+        // `recv` and `poll` skip them while paused. The background side marks them paused in
+        // the fetch buffer before it answers.
         let (completion, receiver) = Self::completion("pause", self.default_timeout());
         self.send(ApplicationEvent::SetPaused {
-            partitions: partitions.clone(),
+            partitions,
             paused,
             completion,
         })?;
-        if paused && sabotage::active(Sabotage::PauseDropsTakenRecords) {
-            self.pending.drop_partitions(&partitions);
-        }
-        for tp in partitions {
-            if paused {
-                self.paused.insert(tp);
-            } else {
-                self.paused.remove(&tp);
-            }
-        }
         self.failure.wait(&mut receiver.clone()).await
     }
 
-    /// The paused partitions.
-    pub fn paused(&self) -> &BTreeSet<TopicPartition> {
-        &self.paused
+    /// The paused partitions (paused by this consumer or by one of its handles).
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
+        self.buffer.paused()
     }
 
     // ----- offsets and metadata lookups -----
@@ -1306,41 +1372,7 @@ impl Consumer {
 
     /// A snapshot of per-partition lag and counters.
     pub fn metrics(&self) -> ConsumerMetrics {
-        let (progress, records_consumed) = self.buffer.progress();
-        let partitions = progress
-            .into_iter()
-            .map(
-                |(
-                    tp,
-                    PartitionProgress {
-                        position,
-                        high_watermark,
-                    },
-                )| {
-                    let lag = position.zip(high_watermark).map(|(p, hw)| (hw - p).max(0));
-                    (
-                        tp,
-                        PartitionMetrics {
-                            position,
-                            high_watermark,
-                            lag,
-                        },
-                    )
-                },
-            )
-            .collect();
-        ConsumerMetrics {
-            partitions,
-            records_consumed,
-            fetch_responses: self.metrics.fetch_responses(),
-            last_commit_latency_us: self.metrics.last_commit_latency_us(),
-            background_loop_iterations: self.metrics.loop_iterations(),
-            poll_wakeups: self.metrics.poll_wakeups(),
-            rebalances: self.metrics.rebalances(),
-            last_rebalance_ms: self.metrics.last_rebalance_ms(),
-            group_requests_sent: self.metrics.group_requests(),
-            lookup_requests_sent: self.metrics.lookup_requests(),
-        }
+        ConsumerMetrics::snapshot(&self.buffer, &self.metrics)
     }
 
     // ----- close -----
@@ -1415,6 +1447,7 @@ impl Consumer {
             first_error.get_or_insert(error);
         }
         self.closed = true;
+        self.closed_flag.store(true, Ordering::SeqCst);
         let remaining = deadline.saturating_duration_since(Instant::now());
         let (completion, mut receiver) = Self::completion::<()>("close", remaining);
         if self.send(ApplicationEvent::Close { completion }).is_ok() {

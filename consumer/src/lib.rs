@@ -57,7 +57,7 @@ pub mod types;
 pub use background_runtime::BackgroundRuntime;
 pub use close_options::{CloseOptions, GroupMembershipOperation};
 pub use config::{AutoOffsetReset, ConsumerConfig, IsolationLevel, MetadataRecoveryStrategy};
-pub use consumer::{Consumer, WakeupHandle};
+pub use consumer::{Consumer, ConsumerHandle, WakeupHandle};
 pub use error::{Error, Result};
 pub use rebalance::ConsumerRebalanceListener;
 pub use types::{

@@ -108,6 +108,12 @@ pub(crate) enum ApplicationEvent {
         offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
         /// Whether retriable errors are retried.
         retry: bool,
+        /// Refuse the commit if a partition is no longer assigned when the background side
+        /// takes it up: a [`ConsumerHandle`](crate::consumer::ConsumerHandle)'s commit races
+        /// the polling task's rebalance callbacks, and a commit of a partition whose revocation
+        /// has completed could overwrite its new owner's progress. The consumer's own commits
+        /// are checked against its view before they are sent.
+        assigned_only: bool,
         /// Done when the broker accepted the commit (or it failed).
         completion: Completion<()>,
     },

@@ -11,6 +11,12 @@
 //! dropped instead of delivered. Auto-commit never reads this live state from the background
 //! side: the application snapshots it at the start of each `poll` and sends the snapshot in the
 //! poll event, so only records returned by earlier polls are ever committed.
+//!
+//! Records `recv` took but has not returned yet ([`HeldRecords`]) and the application's pause
+//! marks live here too, under the same lock: a seek (from the consumer or from a
+//! [`ConsumerHandle`](crate::consumer::ConsumerHandle) on another task) drops a partition's
+//! held records in the same step that moves its position, so no record fetched for the old
+//! position can be taken and held after the seek has dropped the others.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -18,10 +24,11 @@ use std::sync::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::completed_fetch::CompletedFetch;
+use super::held_records::HeldRecords;
 use crate::error::Error;
 use crate::records::DecompressionBuffer;
 use crate::sabotage::{self, Sabotage};
-use crate::types::{ConsumerRecords, OffsetAndMetadata, TopicPartition};
+use crate::types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};
 
 /// A partition's position: the next offset to hand out, the leader epoch of the last record
 /// handed out (its "offset epoch", used for commits and truncation detection), and the leader
@@ -68,6 +75,10 @@ struct Inner {
     decompression: DecompressionBuffer,
     last_generation: u64,
     records_consumed: u64,
+    /// Records `recv` took from `completed` and has not returned yet.
+    held: HeldRecords,
+    /// The partitions the application paused: their held records wait for the resume.
+    paused: BTreeSet<TopicPartition>,
 }
 
 impl Inner {
@@ -136,6 +147,42 @@ impl FetchBuffer {
             state.position = Some(position);
         }
         Some(generation)
+    }
+
+    /// The application's seek to `position`: moves it as [`set_position`](Self::set_position)
+    /// does and, under the same lock, drops the records `recv` holds for the partition (they
+    /// were fetched for the old position). Returns `None` if the partition is not assigned.
+    pub fn seek(&self, partition: &TopicPartition, position: FetchPosition) -> Option<u64> {
+        let mut inner = self.lock();
+        let generation = inner.bump(partition)?;
+        if let Some(state) = inner.partitions.get_mut(partition) {
+            state.position = Some(position);
+        }
+        inner.held.drop_partitions(std::slice::from_ref(partition));
+        Some(generation)
+    }
+
+    /// The application's seek to the beginning or end: drops buffered, in-flight and held
+    /// data of the partition; its position is reset later (by a ListOffsets lookup).
+    pub fn seek_to_reset(&self, partition: &TopicPartition) {
+        let mut inner = self.lock();
+        inner.bump(partition);
+        inner.held.drop_partitions(std::slice::from_ref(partition));
+    }
+
+    /// The application pauses or resumes a partition: a pause drops its buffered and in-flight
+    /// data (the records `recv` holds wait for the resume).
+    pub fn set_paused(&self, partition: &TopicPartition, paused: bool) {
+        let mut inner = self.lock();
+        if paused {
+            inner.bump(partition);
+            if sabotage::active(Sabotage::PauseDropsTakenRecords) {
+                inner.held.drop_partitions(std::slice::from_ref(partition));
+            }
+            inner.paused.insert(partition.clone());
+        } else {
+            inner.paused.remove(partition);
+        }
     }
 
     /// Records that the partition's position belongs to topic incarnation `topic_id` and
@@ -234,8 +281,10 @@ impl FetchBuffer {
 
     /// Hands out up to `max_records` records, advancing positions past them.
     pub fn collect(&self, max_records: usize) -> Result<ConsumerRecords, Error> {
-        let mut guard = self.lock();
-        let inner = &mut *guard;
+        Self::collect_locked(&mut self.lock(), max_records)
+    }
+
+    fn collect_locked(inner: &mut Inner, max_records: usize) -> Result<ConsumerRecords, Error> {
         let mut out = ConsumerRecords::default();
         while out.count() < max_records {
             let Some(fetch) = inner.completed.front_mut() else {
@@ -287,9 +336,65 @@ impl FetchBuffer {
         Ok(out)
     }
 
-    /// Every assigned partition's consumed position as an offset to commit.
+    /// Collects up to `max_records` records, as [`collect`](Self::collect) does, and holds them
+    /// for `recv` under the same lock; returns how many were taken.
+    pub fn collect_and_hold(&self, max_records: usize) -> Result<usize, Error> {
+        let mut inner = self.lock();
+        let records = Self::collect_locked(&mut inner, max_records)?;
+        let count = records.count();
+        inner.held.hold(records);
+        Ok(count)
+    }
+
+    /// The first held record of a partition that is not paused.
+    pub fn next_held(&self) -> Option<ConsumerRecord> {
+        let inner = &mut *self.lock();
+        inner.held.next(&inner.paused)
+    }
+
+    /// Up to `max_records` held records of partitions that are not paused, in order.
+    pub fn take_held(&self, max_records: usize) -> ConsumerRecords {
+        let inner = &mut *self.lock();
+        let mut records = ConsumerRecords::default();
+        while records.count() < max_records {
+            let Some(record) = inner.held.next(&inner.paused) else {
+                break;
+            };
+            records.push(record);
+        }
+        records
+    }
+
+    /// The offset of the first record held for `partition`: its position as the application
+    /// sees it.
+    pub fn first_held_offset(&self, partition: &TopicPartition) -> Option<i64> {
+        self.lock().held.first_offset(partition)
+    }
+
+    /// The application's view of the assignment changed: held records and pause marks of
+    /// partitions that went away are dropped.
+    pub fn retain_application_view(&self, assignment: &BTreeSet<TopicPartition>) {
+        let inner = &mut *self.lock();
+        inner.held.retain_assigned(assignment);
+        inner.paused.retain(|tp| assignment.contains(tp));
+    }
+
+    /// The partitions the application paused.
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
+        self.lock().paused.clone()
+    }
+
+    /// Every assigned partition's consumed position as an offset to commit: the position of
+    /// the records handed out so far, moved back to the first record still held for `recv`.
     pub fn consumed_positions(&self) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
-        self.lock()
+        let inner = self.lock();
+        let mut positions = Self::buffer_positions(&inner);
+        positions.extend(inner.held.first_positions());
+        positions
+    }
+
+    fn buffer_positions(inner: &Inner) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+        inner
             .partitions
             .iter()
             .filter_map(|(tp, s)| {
@@ -399,6 +504,51 @@ mod tests {
         assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
         assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert_eq!(buffer.progress().1, 5);
+    }
+
+    /// A seek drops what `recv` holds for the partition in the step that moves the position,
+    /// and only for that partition; a pause keeps held records back until the resume.
+    #[test]
+    fn a_seek_drops_held_records_and_a_pause_holds_them_back() {
+        let buffer = FetchBuffer::default();
+        buffer.set_assignment(&[tp(0), tp(1)].into_iter().collect());
+        let g0 = buffer.set_position(&tp(0), FetchPosition::new(0)).unwrap();
+        let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
+        assert!(buffer.add(completed(tp(0), g0, 0, 3)));
+        assert!(buffer.add(completed(tp(1), g1, 0, 3)));
+        assert_eq!(buffer.collect_and_hold(10).unwrap(), 6);
+        assert_eq!(
+            buffer.consumed_positions()[&tp(0)].offset,
+            0,
+            "held, not handed out"
+        );
+        assert_eq!(
+            buffer.next_held().map(|r| (r.partition, r.offset)),
+            Some((0, 0))
+        );
+        assert_eq!(buffer.first_held_offset(&tp(0)), Some(1));
+
+        buffer.set_paused(&tp(1), true);
+        assert_eq!(buffer.paused(), [tp(1)].into_iter().collect());
+        buffer.seek(&tp(0), FetchPosition::new(100)).unwrap();
+        assert_eq!(
+            buffer.first_held_offset(&tp(0)),
+            None,
+            "held records of the old position"
+        );
+        assert!(
+            buffer.next_held().is_none(),
+            "tp1's held records wait for the resume"
+        );
+        assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 0);
+
+        buffer.set_paused(&tp(1), false);
+        let resumed: Vec<i64> = std::iter::from_fn(|| buffer.next_held())
+            .map(|r| r.offset)
+            .collect();
+        assert_eq!(resumed, [0, 1, 2]);
+        buffer.retain_application_view(&[tp(0)].into_iter().collect());
+        assert!(buffer.paused().is_empty());
     }
 
     #[test]

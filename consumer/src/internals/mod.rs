@@ -18,6 +18,7 @@ pub(crate) mod events;
 pub(crate) mod fetch_buffer;
 pub(crate) mod fetch_request_manager;
 pub(crate) mod fetch_session;
+pub(crate) mod held_records;
 pub(crate) mod membership;
 pub(crate) mod metrics;
 pub(crate) mod network_thread;

@@ -437,8 +437,21 @@ impl ConsumerNetworkThread {
             ApplicationEvent::Commit {
                 offsets,
                 retry,
+                assigned_only,
                 completion,
             } => {
+                if assigned_only {
+                    if let Some(tp) = offsets
+                        .keys()
+                        .find(|tp| !self.subscriptions.is_assigned(tp))
+                    {
+                        completion.complete(Err(Error::IllegalState(format!(
+                            "cannot commit partition {tp}: it is not assigned to this \
+                             consumer (any more)"
+                        ))));
+                        return;
+                    }
+                }
                 self.reaper.add(&completion);
                 self.commit.commit(offsets, retry, completion);
             }
@@ -462,12 +475,22 @@ impl ConsumerNetworkThread {
                 paused,
                 completion,
             } => {
+                // All or nothing, as Java's `pause` checks every partition's assignment first.
+                if let Some(tp) = partitions
+                    .iter()
+                    .find(|tp| !self.subscriptions.is_assigned(tp))
+                {
+                    let verb = if paused { "pause" } else { "resume" };
+                    completion.complete(Err(Error::IllegalState(format!(
+                        "cannot {verb} partition {tp}: it is not assigned"
+                    ))));
+                    return;
+                }
                 for tp in &partitions {
                     self.subscriptions.set_paused(tp, paused);
-                    if paused {
-                        // Buffered and in-flight data of a paused partition is not delivered.
-                        self.channels.buffer.drop_buffered(tp);
-                    }
+                    // A paused partition's buffered and in-flight data is not delivered; the
+                    // records `recv` holds wait for the resume.
+                    self.channels.buffer.set_paused(tp, paused);
                 }
                 completion.complete(Ok(()));
             }
@@ -475,6 +498,12 @@ impl ConsumerNetworkThread {
                 partition,
                 completion,
             } => {
+                if !self.subscriptions.is_assigned(&partition) {
+                    completion.complete(Err(Error::IllegalState(format!(
+                        "cannot read the position of partition {partition}: it is not assigned"
+                    ))));
+                    return;
+                }
                 self.reaper.add(&completion);
                 self.offsets.on_position_request(&partition);
                 self.position_waiters.push((partition, completion));

@@ -25,8 +25,8 @@ pub(crate) fn seek_partition(
 ) {
     match target {
         SeekTarget::Offset(offset) => {
-            // Drops data fetched for the old position, buffered or in flight.
-            buffer.set_position(
+            // Drops data fetched for the old position, buffered, in flight or held for `recv`.
+            buffer.seek(
                 tp,
                 FetchPosition {
                     offset: offset.offset,
@@ -51,7 +51,7 @@ pub(crate) fn seek_partition(
                 AutoOffsetReset::Latest
             };
             tracing::info!(partition = %tp, ?strategy, "seek to reset");
-            buffer.drop_buffered(tp);
+            buffer.seek_to_reset(tp);
             subscriptions.seek_to_state(tp, FetchState::AwaitingReset(strategy));
         }
     }

@@ -1,4 +1,5 @@
-//! Records `recv` / `stream` took from the fetch buffer but have not returned yet.
+//! Records `recv` / `stream` took from the fetch buffer but have not returned yet (kept in
+//! the buffer, under its lock).
 //!
 //! Taking them from the buffer already moved the partitions' consumed positions past them, so
 //! they are the only copy: dropping them loses them for good (the next fetch starts after them,
@@ -13,7 +14,7 @@ use crate::types::{ConsumerRecord, OffsetAndMetadata, TopicPartition};
 
 /// Records held for `recv`, in the order they were fetched.
 #[derive(Debug, Default)]
-pub(super) struct HeldRecords {
+pub(crate) struct HeldRecords {
     records: VecDeque<ConsumerRecord>,
 }
 
@@ -30,11 +31,6 @@ impl HeldRecords {
             .iter()
             .position(|r| !Self::is_paused(r, paused))?;
         self.records.remove(index)
-    }
-
-    /// Whether some held record may be handed out now.
-    pub fn has_deliverable(&self, paused: &BTreeSet<TopicPartition>) -> bool {
-        self.records.iter().any(|r| !Self::is_paused(r, paused))
     }
 
     /// Drops the records of `partitions` (the application moved their positions).
@@ -120,9 +116,8 @@ mod tests {
         held.hold([record(0, 5), record(1, 7), record(0, 6), record(1, 8)]);
         let paused: BTreeSet<TopicPartition> = [tp(0)].into_iter().collect();
 
-        assert!(held.has_deliverable(&paused));
         assert_eq!(offsets(&mut held, &paused), vec![(1, 7), (1, 8)]);
-        assert!(!held.has_deliverable(&paused), "only paused records left");
+        assert!(held.next(&paused).is_none(), "only paused records left");
         assert_eq!(
             held.first_offset(&tp(0)),
             Some(5),
