@@ -547,25 +547,28 @@ async fn exchange_any(
             ])),
         ApiKey::AlterConfigs => {
             use kafka_protocol::messages::alter_configs_request::*;
-            go!(AlterConfigsRequest::default().with_resources(vec![
-                AlterConfigsResource::default()
-                    .with_resource_type(2)
-                    .with_resource_name(StrBytes::from_static_str("t"))
-                    .with_configs(vec![AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_value(Some(StrBytes::from_static_str("1000")))])
-            ]))
+            go!(
+                AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default(
+                )
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_value(Some(StrBytes::from_static_str("1000")))])])
+            )
         }
         ApiKey::IncrementalAlterConfigs => {
             use kafka_protocol::messages::incremental_alter_configs_request::*;
-            go!(IncrementalAlterConfigsRequest::default().with_resources(vec![
-                AlterConfigsResource::default()
-                    .with_resource_type(2)
-                    .with_resource_name(StrBytes::from_static_str("t"))
-                    .with_configs(vec![AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_value(Some(StrBytes::from_static_str("2000")))])
-            ]))
+            go!(
+                IncrementalAlterConfigsRequest::default().with_resources(vec![
+                    AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(StrBytes::from_static_str("t"))
+                        .with_configs(vec![AlterableConfig::default()
+                            .with_name(StrBytes::from_static_str("retention.ms"))
+                            .with_value(Some(StrBytes::from_static_str("2000")))])
+                ])
+            )
         }
         ApiKey::DescribeCluster => go!(DescribeClusterRequest::default()),
         ApiKey::DeleteRecords => {

@@ -37,7 +37,9 @@ fn offset_delete(
                         .with_partitions(
                             partitions
                                 .iter()
-                                .map(|p| OffsetDeleteRequestPartition::default().with_partition_index(*p))
+                                .map(|p| {
+                                    OffsetDeleteRequestPartition::default().with_partition_index(*p)
+                                })
                                 .collect(),
                         )
                 })
@@ -128,7 +130,12 @@ fn subscribed_topics_are_refused_while_the_others_go() {
         0
     );
     commit(&mut fx, shard.as_mut(), "cg", "m1", 1, "u", 7);
-    let answer = offset_delete(&mut fx, shard.as_mut(), "cg", &[("t", &[0, 1]), ("u", &[0])]);
+    let answer = offset_delete(
+        &mut fx,
+        shard.as_mut(),
+        "cg",
+        &[("t", &[0, 1]), ("u", &[0])],
+    );
     assert_eq!(
         answer,
         (

@@ -122,7 +122,10 @@ pub fn normalize(name: &str, value: &str) -> Result<String, InvalidConfig> {
     match def.kind {
         ConfigType::Boolean => match trimmed.to_ascii_lowercase().as_str() {
             b @ ("true" | "false") => Ok(b.to_owned()),
-            _ => Err(invalid(trimmed, "Expected value to be either true or false")),
+            _ => Err(invalid(
+                trimmed,
+                "Expected value to be either true or false",
+            )),
         },
         ConfigType::Int | ConfigType::Short | ConfigType::Long => {
             let number = match def.kind {
@@ -253,7 +256,9 @@ pub fn describe_topic(overrides: &BTreeMap<String, String>) -> Vec<DescribedConf
             let mut synonyms: Vec<(String, Option<String>, ConfigSource)> = def
                 .synonyms
                 .iter()
-                .map(|(name, value, source)| ((*name).to_owned(), Some((*value).to_owned()), *source))
+                .map(|(name, value, source)| {
+                    ((*name).to_owned(), Some((*value).to_owned()), *source)
+                })
                 .collect();
             let value = match overrides.get(def.name) {
                 Some(value) => {

@@ -46,10 +46,7 @@ fn values_are_normalized_as_kafka_describes_them() {
 
 #[test]
 fn bad_values_get_kafkas_messages() {
-    assert_eq!(
-        refused("nope", "1"),
-        "Unknown topic config name: nope"
-    );
+    assert_eq!(refused("nope", "1"), "Unknown topic config name: nope");
     assert_eq!(
         refused("retention.ms", "abc"),
         "Invalid value abc for configuration retention.ms: Not a number of type LONG"
@@ -96,10 +93,12 @@ fn bad_values_get_kafkas_messages() {
         refused("compression.zstd.level", "99"),
         "Invalid value 99 for configuration compression.zstd.level: Value must be no more than 22"
     );
-    assert!(refused("leader.replication.throttled.replicas", "foo").starts_with(
-        "Invalid value [foo] for configuration leader.replication.throttled.replicas: \
+    assert!(
+        refused("leader.replication.throttled.replicas", "foo").starts_with(
+            "Invalid value [foo] for configuration leader.replication.throttled.replicas: \
          leader.replication.throttled.replicas must be the literal '*'"
-    ));
+        )
+    );
 }
 
 #[test]
@@ -113,7 +112,11 @@ fn describe_reports_sources_and_synonyms_as_kafka_does() {
     let retention = get("retention.ms");
     assert_eq!(retention.value.as_deref(), Some("3600000"));
     assert_eq!(retention.source, ConfigSource::DynamicTopicConfig);
-    assert_eq!(retention.synonyms.len(), 1, "log.retention.ms has no default");
+    assert_eq!(
+        retention.synonyms.len(),
+        1,
+        "log.retention.ms has no default"
+    );
     let cleanup = get("cleanup.policy");
     assert_eq!(
         cleanup.synonyms,

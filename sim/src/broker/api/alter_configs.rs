@@ -63,7 +63,10 @@ fn alter(
     alter_topic(state, name, wanted, validate_only)
 }
 
-fn answer(resource: &AlterConfigsResource, error: Option<ApiError>) -> AlterConfigsResourceResponse {
+fn answer(
+    resource: &AlterConfigsResource,
+    error: Option<ApiError>,
+) -> AlterConfigsResourceResponse {
     let response = AlterConfigsResourceResponse::default()
         .with_resource_type(resource.resource_type)
         .with_resource_name(resource.resource_name.clone());

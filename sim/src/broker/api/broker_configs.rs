@@ -53,7 +53,13 @@ pub(crate) fn broker_entries(
             Some(config.auto_create_topics_enable.to_string()),
             true,
         ),
-        setting("broker.id", ConfigType::Int, Some("-1"), Some(id.clone()), true),
+        setting(
+            "broker.id",
+            ConfigType::Int,
+            Some("-1"),
+            Some(id.clone()),
+            true,
+        ),
         setting("broker.rack", ConfigType::String, None, rack, true),
         setting(
             "default.replication.factor",
@@ -100,9 +106,19 @@ pub(crate) fn broker_entries(
             true,
         ),
     ];
-    entries.extend(BROKER_LOG_CONFIGS.iter().map(|(name, kind, default, read_only)| {
-        setting(name, *kind, *default, default.map(str::to_owned), *read_only)
-    }));
+    entries.extend(
+        BROKER_LOG_CONFIGS
+            .iter()
+            .map(|(name, kind, default, read_only)| {
+                setting(
+                    name,
+                    *kind,
+                    *default,
+                    default.map(str::to_owned),
+                    *read_only,
+                )
+            }),
+    );
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries)
 }

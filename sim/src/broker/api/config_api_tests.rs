@@ -43,7 +43,10 @@ fn topic_config(tb: &TestBroker, topic: &str, name: &str) -> (Option<String>, i8
         .iter()
         .find(|c| c.name.as_str() == name)
         .unwrap_or_else(|| panic!("no {name}"));
-    (config.value.as_ref().map(|v| v.to_string()), config.config_source)
+    (
+        config.value.as_ref().map(|v| v.to_string()),
+        config.config_source,
+    )
 }
 
 /// (error code, message) of each resource of an IncrementalAlterConfigs.
@@ -76,24 +79,37 @@ fn incremental(
     answer(incremental_alter_configs::handle(&tb.ctx(1), request))
         .responses
         .iter()
-        .map(|r| (r.error_code, r.error_message.as_ref().map(|m| m.to_string())))
+        .map(|r| {
+            (
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
         .collect()
 }
 
 fn legacy(tb: &TestBroker, topic: &str, configs: &[(&str, Option<&str>)]) -> (i16, Option<String>) {
     use kafka_protocol::messages::alter_configs_request::*;
-    let request = AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-        .with_resource_type(TOPIC)
-        .with_resource_name(s(topic))
-        .with_configs(
-            configs
-                .iter()
-                .map(|(n, v)| AlterableConfig::default().with_name(s(n)).with_value(v.map(s)))
-                .collect(),
-        )]);
+    let request =
+        AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+            .with_resource_type(TOPIC)
+            .with_resource_name(s(topic))
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(n, v)| {
+                        AlterableConfig::default()
+                            .with_name(s(n))
+                            .with_value(v.map(s))
+                    })
+                    .collect(),
+            )]);
     let response = answer(alter_configs::handle(&tb.ctx(2), request));
     let r = &response.responses[0];
-    (r.error_code, r.error_message.as_ref().map(|m| m.to_string()))
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
 }
 
 const SET: i8 = 0;
@@ -104,33 +120,74 @@ const SUBTRACT: i8 = 3;
 #[test]
 fn a_topic_describes_kafkas_defaults_until_a_change_round_trips() {
     let tb = TestBroker::new(1, &[("t", 1)]);
-    assert_eq!(topic_config(&tb, "t", "retention.ms"), (Some("604800000".into()), 5));
-    assert_eq!(topic_config(&tb, "t", "cleanup.policy"), (Some("delete".into()), 5));
-    assert_eq!(topic_config(&tb, "t", "min.insync.replicas"), (Some("1".into()), 3));
+    assert_eq!(
+        topic_config(&tb, "t", "retention.ms"),
+        (Some("604800000".into()), 5)
+    );
+    assert_eq!(
+        topic_config(&tb, "t", "cleanup.policy"),
+        (Some("delete".into()), 5)
+    );
+    assert_eq!(
+        topic_config(&tb, "t", "min.insync.replicas"),
+        (Some("1".into()), 3)
+    );
 
-    let set = [("retention.ms", SET, Some("3600000")), ("cleanup.policy", APPEND, Some("compact"))];
+    let set = [
+        ("retention.ms", SET, Some("3600000")),
+        ("cleanup.policy", APPEND, Some("compact")),
+    ];
     assert_eq!(incremental(&tb, &[(TOPIC, "t", &set)]), vec![(0, None)]);
-    assert_eq!(topic_config(&tb, "t", "retention.ms"), (Some("3600000".into()), 1));
+    assert_eq!(
+        topic_config(&tb, "t", "retention.ms"),
+        (Some("3600000".into()), 1)
+    );
     assert_eq!(
         topic_config(&tb, "t", "cleanup.policy"),
         (Some("delete,compact".into()), 1)
     );
     let remove = [("cleanup.policy", SUBTRACT, Some("delete"))];
     assert_eq!(incremental(&tb, &[(TOPIC, "t", &remove)]), vec![(0, None)]);
-    assert_eq!(topic_config(&tb, "t", "cleanup.policy"), (Some("compact".into()), 1));
+    assert_eq!(
+        topic_config(&tb, "t", "cleanup.policy"),
+        (Some("compact".into()), 1)
+    );
     assert!(!tb.controller().read().topics["t"].honoured().delete_policy);
 
     // LogAppendTime is honoured by Produce (`TopicState::honoured`).
-    let stamp = [("message.timestamp.type", SET, Some("LogAppendTime")), ("retention.ms", DELETE, None)];
+    let stamp = [
+        ("message.timestamp.type", SET, Some("LogAppendTime")),
+        ("retention.ms", DELETE, None),
+    ];
     assert_eq!(incremental(&tb, &[(TOPIC, "t", &stamp)]), vec![(0, None)]);
-    assert!(tb.controller().read().topics["t"].honoured().log_append_time);
-    assert_eq!(topic_config(&tb, "t", "retention.ms"), (Some("604800000".into()), 5));
+    assert!(
+        tb.controller().read().topics["t"]
+            .honoured()
+            .log_append_time
+    );
+    assert_eq!(
+        topic_config(&tb, "t", "retention.ms"),
+        (Some("604800000".into()), 5)
+    );
 
     // The legacy form replaces everything: cleanup.policy and the timestamp type go back.
-    assert_eq!(legacy(&tb, "t", &[("retention.bytes", Some("1000"))]), (0, None));
-    assert_eq!(topic_config(&tb, "t", "retention.bytes"), (Some("1000".into()), 1));
-    assert_eq!(topic_config(&tb, "t", "cleanup.policy"), (Some("delete".into()), 5));
-    assert!(!tb.controller().read().topics["t"].honoured().log_append_time);
+    assert_eq!(
+        legacy(&tb, "t", &[("retention.bytes", Some("1000"))]),
+        (0, None)
+    );
+    assert_eq!(
+        topic_config(&tb, "t", "retention.bytes"),
+        (Some("1000".into()), 1)
+    );
+    assert_eq!(
+        topic_config(&tb, "t", "cleanup.policy"),
+        (Some("delete".into()), 5)
+    );
+    assert!(
+        !tb.controller().read().topics["t"]
+            .honoured()
+            .log_append_time
+    );
 }
 
 #[test]
@@ -143,7 +200,10 @@ fn alter_errors_are_kafkas() {
     let fine = [("retention.ms", SET, Some("1"))];
     let not_list = [("retention.ms", APPEND, Some("1"))];
     let null = [("retention.ms", SET, None)];
-    let twice = [("retention.ms", SET, Some("1")), ("retention.ms", SET, Some("2"))];
+    let twice = [
+        ("retention.ms", SET, Some("1")),
+        ("retention.ms", SET, Some("2")),
+    ];
     let answers = incremental(
         &tb,
         &[
@@ -163,10 +223,16 @@ fn alter_errors_are_kafkas() {
         ],
     );
     let expected: Vec<(i16, Option<String>)> = vec![
-        (invalid_config, Some("Unknown topic config name: no.such.config".into())),
         (
             invalid_config,
-            Some("Invalid value abc for configuration retention.ms: Not a number of type LONG".into()),
+            Some("Unknown topic config name: no.such.config".into()),
+        ),
+        (
+            invalid_config,
+            Some(
+                "Invalid value abc for configuration retention.ms: Not a number of type LONG"
+                    .into(),
+            ),
         ),
         (
             ResponseError::UnknownTopicOrPartition.code(),
@@ -176,9 +242,18 @@ fn alter_errors_are_kafkas() {
             invalid_config,
             Some("Can't APPEND to key retention.ms because its type is not LIST.".into()),
         ),
-        (invalid_request, Some("Null value not supported for : retention.ms".into())),
-        (invalid_request, Some("Error due to duplicate config keys".into())),
-        (invalid_request, Some("Default topic resources are not allowed.".into())),
+        (
+            invalid_request,
+            Some("Null value not supported for : retention.ms".into()),
+        ),
+        (
+            invalid_request,
+            Some("Error due to duplicate config keys".into()),
+        ),
+        (
+            invalid_request,
+            Some("Default topic resources are not allowed.".into()),
+        ),
         (
             ResponseError::InvalidTopicException.code(),
             Some(
@@ -187,8 +262,14 @@ fn alter_errors_are_kafkas() {
                     .into(),
             ),
         ),
-        (invalid_request, Some("Unexpected broker id, expected 1, but received 7".into())),
-        (invalid_request, Some("Node id must be an integer, but it is: x".into())),
+        (
+            invalid_request,
+            Some("Unexpected broker id, expected 1, but received 7".into()),
+        ),
+        (
+            invalid_request,
+            Some("Node id must be an integer, but it is: x".into()),
+        ),
         (
             invalid_request,
             Some("Dynamic broker configs are not modelled by the simulated broker".into()),
@@ -202,12 +283,18 @@ fn alter_errors_are_kafkas() {
     assert_eq!(answers, expected);
     // A resource named twice fails both times; nothing was applied anywhere.
     let answers = incremental(&tb, &[(TOPIC, "t", &fine), (TOPIC, "t", &fine)]);
-    let twice = (invalid_request, Some("Each resource must appear at most once.".into()));
+    let twice = (
+        invalid_request,
+        Some("Each resource must appear at most once.".into()),
+    );
     assert_eq!(answers, vec![twice.clone(), twice]);
     assert!(tb.controller().read().topics["t"].configs.is_empty());
     // Deleting what the topic does not set is no change, so even an unknown name passes.
     let delete_unknown = [("no.such.config", DELETE, None)];
-    assert_eq!(incremental(&tb, &[(TOPIC, "t", &delete_unknown)]), vec![(0, None)]);
+    assert_eq!(
+        incremental(&tb, &[(TOPIC, "t", &delete_unknown)]),
+        vec![(0, None)]
+    );
     // The legacy form checks the same way.
     assert_eq!(
         legacy(&tb, "t", &[("cleanup.policy", Some("Compact"))]),
@@ -240,7 +327,10 @@ fn validate_only_changes_nothing() {
                 .with_value(Some(s("5")))])]);
     let response = answer(incremental_alter_configs::handle(&tb.ctx(1), request));
     assert_eq!(response.responses[0].error_code, 0);
-    assert_eq!(topic_config(&tb, "t", "retention.ms"), (Some("604800000".into()), 5));
+    assert_eq!(
+        topic_config(&tb, "t", "retention.ms"),
+        (Some("604800000".into()), 5)
+    );
 }
 
 #[test]
@@ -248,12 +338,23 @@ fn describe_errors_and_brokers_are_kafkas() {
     let tb = TestBroker::new(2, &[("t", 1)]);
     let described = describe(
         &tb,
-        &[(TOPIC, "missing"), (TOPIC, ""), (BROKER, "2"), (BROKER, "x"), (8, "1")],
+        &[
+            (TOPIC, "missing"),
+            (TOPIC, ""),
+            (BROKER, "2"),
+            (BROKER, "x"),
+            (8, "1"),
+        ],
     );
     let codes: Vec<(i16, Option<String>)> = described
         .results
         .iter()
-        .map(|r| (r.error_code, r.error_message.as_ref().map(|m| m.to_string())))
+        .map(|r| {
+            (
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
         .collect();
     assert_eq!(
         codes,
@@ -279,23 +380,38 @@ fn describe_errors_and_brokers_are_kafkas() {
     );
     // An unknown resource type fails every resource of the request, as in Kafka.
     let described = describe(&tb, &[(TOPIC, "t"), (77, "x")]);
-    assert!(described.results.iter().all(|r| r.error_code
-        == ResponseError::InvalidRequest.code()
-        && r.error_message.as_deref() == Some("Unexpected resource type UNKNOWN for resource x")));
+    assert!(described
+        .results
+        .iter()
+        .all(|r| r.error_code == ResponseError::InvalidRequest.code()
+            && r.error_message.as_deref()
+                == Some("Unexpected resource type UNKNOWN for resource x")));
 
     // This broker: the cluster settings, with static sources where they differ from Kafka's
     // defaults (`auto.create.topics.enable` is off in the simulator).
     let described = describe(&tb, &[(BROKER, "1"), (BROKER, "")]);
     let broker = &described.results[0];
     assert_eq!(broker.error_code, 0);
-    let get = |name: &str| broker.configs.iter().find(|c| c.name.as_str() == name).unwrap();
+    let get = |name: &str| {
+        broker
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap()
+    };
     assert_eq!(get("node.id").value.as_deref(), Some("1"));
     let auto_create = get("auto.create.topics.enable");
-    assert_eq!((auto_create.value.as_deref(), auto_create.config_source), (Some("false"), 4));
+    assert_eq!(
+        (auto_create.value.as_deref(), auto_create.config_source),
+        (Some("false"), 4)
+    );
     assert_eq!(auto_create.synonyms.len(), 2);
     assert!(auto_create.read_only);
     let retention = get("log.retention.hours");
-    assert_eq!((retention.value.as_deref(), retention.config_source), (Some("168"), 5));
+    assert_eq!(
+        (retention.value.as_deref(), retention.config_source),
+        (Some("168"), 5)
+    );
     assert!(get("log.retention.ms").value.is_none());
     let defaults = &described.results[1];
     assert_eq!(defaults.configs.len(), 1);
@@ -303,12 +419,11 @@ fn describe_errors_and_brokers_are_kafkas() {
     assert_eq!(defaults.configs[0].config_source, 3);
 
     // `configuration_keys` picks configs; without synonyms asked, none are listed.
-    let request = DescribeConfigsRequest::default().with_resources(vec![
-        DescribeConfigsResource::default()
+    let request =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
             .with_resource_type(TOPIC)
             .with_resource_name(s("t"))
-            .with_configuration_keys(Some(vec![s("segment.bytes")])),
-    ]);
+            .with_configuration_keys(Some(vec![s("segment.bytes")]))]);
     let described = answer(describe_configs::handle(&tb.ctx(1), request));
     let configs = &described.results[0].configs;
     assert_eq!(configs.len(), 1);

@@ -40,7 +40,9 @@ fn topic_configs(
     for config in &topic.configs {
         let name = config.name.as_str();
         let value = config.value.as_ref().ok_or_else(|| {
-            InvalidConfig(format!("Null value not supported for topic configs: {name}"))
+            InvalidConfig(format!(
+                "Null value not supported for topic configs: {name}"
+            ))
         })?;
         configs.insert(name.to_owned(), topic_config::normalize(name, value)?);
     }
@@ -78,9 +80,8 @@ pub(crate) async fn handle(
                 // The name first, with or without `validate_only` (Kafka's controller runs
                 // `Topic.validate` before anything else).
                 let configs = topic_configs(topic);
-                let checked = validate_topic_name(name).and_then(|()| {
-                    configs.clone().map_err(|_| TopicError::InvalidConfig)
-                });
+                let checked = validate_topic_name(name)
+                    .and_then(|()| configs.clone().map_err(|_| TopicError::InvalidConfig));
                 let result = match checked {
                     Err(error) => Err(error),
                     Ok(_) if request.validate_only => {

@@ -40,8 +40,7 @@ pub(crate) async fn handle(
         for topic in &request.topics {
             for partition in &topic.partitions {
                 let index = partition.partition_index;
-                let answer = match delete(state, node_id, &topic.name.0, index, partition.offset)
-                {
+                let answer = match delete(state, node_id, &topic.name.0, index, partition.offset) {
                     Ok(low_watermark) => DeleteRecordsPartitionResult::default()
                         .with_partition_index(index)
                         .with_low_watermark(low_watermark),

@@ -132,7 +132,10 @@ fn list_parts(configs: &BTreeMap<String, String>, key: &str) -> Vec<String> {
     value.split(',').map(|p| p.trim().to_owned()).collect()
 }
 
-fn answer(resource: &AlterConfigsResource, error: Option<ApiError>) -> AlterConfigsResourceResponse {
+fn answer(
+    resource: &AlterConfigsResource,
+    error: Option<ApiError>,
+) -> AlterConfigsResourceResponse {
     let response = AlterConfigsResourceResponse::default()
         .with_resource_type(resource.resource_type)
         .with_resource_name(resource.resource_name.clone());

@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use kafka_consumer::records::{NewRecord, RecordBatchBuilder};
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -108,22 +110,42 @@ fn delete_records_moves_the_log_start_and_refuses_what_kafka_refuses() {
             // A partition named again replaces its earlier answer, as Kafka's map does.
             ("t".into(), 0, -1, out_of_range),
             ("t".into(), 1, -1, ResponseError::NotLeaderOrFollower.code()),
-            ("t".into(), 7, -1, ResponseError::UnknownTopicOrPartition.code()),
-            ("missing".into(), 0, -1, ResponseError::UnknownTopicOrPartition.code()),
+            (
+                "t".into(),
+                7,
+                -1,
+                ResponseError::UnknownTopicOrPartition.code()
+            ),
+            (
+                "missing".into(),
+                0,
+                -1,
+                ResponseError::UnknownTopicOrPartition.code()
+            ),
             (
                 "__consumer_offsets".into(),
                 0,
                 -1,
                 ResponseError::InvalidTopicException.code()
             ),
-            ("compacted".into(), 0, -1, ResponseError::PolicyViolation.code()),
+            (
+                "compacted".into(),
+                0,
+                -1,
+                ResponseError::PolicyViolation.code()
+            ),
         ]
     );
     // -1 is the high watermark: everything goes.
     assert_eq!(delete(&tb, &[("t", 0, -1)]), vec![("t".into(), 0, 10, 0)]);
     assert_eq!(earliest(&tb, "t"), 10);
     assert_eq!(
-        tb.controller().read().partition("t", 0).unwrap().log.log_start_offset(),
+        tb.controller()
+            .read()
+            .partition("t", 0)
+            .unwrap()
+            .log
+            .log_start_offset(),
         10
     );
 }
