@@ -49,10 +49,13 @@ fn topic_config(tb: &TestBroker, topic: &str, name: &str) -> (Option<String>, i8
     )
 }
 
+/// (name, operation, value) of one config change.
+type Change<'a> = (&'a str, i8, Option<&'a str>);
+
 /// (error code, message) of each resource of an IncrementalAlterConfigs.
 fn incremental(
     tb: &TestBroker,
-    resources: &[(i8, &str, &[(&str, i8, Option<&str>)])],
+    resources: &[(i8, &str, &[Change<'_>])],
 ) -> Vec<(i16, Option<String>)> {
     use kafka_protocol::messages::incremental_alter_configs_request::*;
     let request = IncrementalAlterConfigsRequest::default().with_resources(
