@@ -20,6 +20,7 @@ use crate::config::ClusterConfig;
 use crate::kafka_version::KafkaVersion;
 use crate::log::PartitionLog;
 use crate::sasl::{AuthEvent, AuthEventKind};
+use crate::topic_config::HonouredConfigs;
 
 /// Kafka's group offsets topic.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -65,10 +66,18 @@ pub struct TopicState {
     pub topic_id: Uuid,
     /// `__consumer_offsets` and friends.
     pub internal: bool,
-    /// `message.timestamp.type=LogAppendTime`.
-    pub log_append_time: bool,
+    /// The configs set on the topic (Kafka's dynamic topic configs), by name, with values
+    /// normalized by [`crate::topic_config::normalize`]; the rest are Kafka's defaults.
+    pub configs: BTreeMap<String, String>,
     /// Partitions by index.
     pub partitions: Vec<PartitionState>,
+}
+
+impl TopicState {
+    /// What the topic's configs change in the simulator.
+    pub fn honoured(&self) -> HonouredConfigs {
+        crate::topic_config::honoured(&self.configs)
+    }
 }
 
 /// The whole image. Mutated only through [`Controller`], which publishes each change.
@@ -104,7 +113,7 @@ pub enum TopicError {
     UnknownTopic,
     /// `INVALID_REQUEST` (e.g. deleting an internal topic).
     InvalidRequest,
-    /// `INVALID_CONFIG` (an unknown value of a modelled topic config).
+    /// `INVALID_CONFIG` (a topic config Kafka would refuse).
     InvalidConfig,
 }
 
@@ -161,7 +170,7 @@ impl ClusterState {
                 name: name.to_owned(),
                 topic_id,
                 internal: name == OFFSETS_TOPIC,
-                log_append_time: false,
+                configs: BTreeMap::new(),
                 partitions,
             },
         );
@@ -202,6 +211,18 @@ impl ClusterState {
         let id = topic.topic_id;
         self.topics.remove(name);
         Ok(id)
+    }
+
+    /// Replaces the configs set on topic `name` (values normalized by
+    /// [`crate::topic_config::normalize`]), as the controller applies `ConfigRecord`s.
+    pub fn set_topic_configs(
+        &mut self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        let topic = self.topics.get_mut(name).ok_or(TopicError::UnknownTopic)?;
+        topic.configs = configs;
+        Ok(())
     }
 
     fn place_replicas(

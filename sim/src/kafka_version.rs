@@ -32,7 +32,7 @@ pub enum KafkaVersion {
 }
 
 /// `(api, 3.9's validVersions)`, before the cut to what `kafka-protocol` decodes.
-const KAFKA_3_9: [(ApiKey, VersionRange); 22] = [
+const KAFKA_3_9: [(ApiKey, VersionRange); 28] = [
     (ApiKey::Produce, range(0, 11)),
     (ApiKey::Fetch, range(0, 17)),
     (ApiKey::ListOffsets, range(0, 9)),
@@ -55,10 +55,16 @@ const KAFKA_3_9: [(ApiKey, VersionRange); 22] = [
     (ApiKey::DeleteGroups, range(0, 2)),
     (ApiKey::SaslHandshake, range(0, 1)),
     (ApiKey::SaslAuthenticate, range(0, 2)),
+    (ApiKey::DeleteRecords, range(0, 2)),
+    (ApiKey::DescribeConfigs, range(0, 4)),
+    (ApiKey::AlterConfigs, range(0, 2)),
+    (ApiKey::IncrementalAlterConfigs, range(0, 1)),
+    (ApiKey::OffsetDelete, range(0, 0)),
+    (ApiKey::DescribeCluster, range(0, 1)),
 ];
 
 /// `(api, 4.1.1's ApiVersions range)`.
-const KAFKA_4_1: [(ApiKey, VersionRange); 24] = [
+const KAFKA_4_1: [(ApiKey, VersionRange); 30] = [
     (ApiKey::Produce, range(0, 13)),
     (ApiKey::Fetch, range(4, 18)),
     (ApiKey::ListOffsets, range(1, 10)),
@@ -83,6 +89,12 @@ const KAFKA_4_1: [(ApiKey, VersionRange); 24] = [
     (ApiKey::ConsumerGroupDescribe, range(0, 1)),
     (ApiKey::SaslHandshake, range(0, 1)),
     (ApiKey::SaslAuthenticate, range(0, 2)),
+    (ApiKey::DeleteRecords, range(0, 2)),
+    (ApiKey::DescribeConfigs, range(1, 4)),
+    (ApiKey::AlterConfigs, range(0, 2)),
+    (ApiKey::IncrementalAlterConfigs, range(0, 1)),
+    (ApiKey::OffsetDelete, range(0, 0)),
+    (ApiKey::DescribeCluster, range(0, 2)),
 ];
 
 const fn range(min: i16, max: i16) -> VersionRange {
@@ -116,6 +128,12 @@ fn decodable(api: ApiKey) -> Option<VersionRange> {
         ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::VERSIONS,
         ApiKey::SaslHandshake => SaslHandshakeRequest::VERSIONS,
         ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
+        ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
+        ApiKey::DescribeConfigs => DescribeConfigsRequest::VERSIONS,
+        ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
+        ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+        ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
+        ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
         _ => return None,
     })
 }
@@ -213,8 +231,11 @@ mod tests {
         );
         assert_eq!(new.api_range(ApiKey::Fetch), Some(range(4, 18)));
         assert_eq!(new.api_range(ApiKey::Produce), Some(range(3, 13)));
-        assert_eq!(new.apis().len(), 24);
-        assert_eq!(old.apis().len(), 22);
+        assert_eq!(new.apis().len(), 30);
+        assert_eq!(old.apis().len(), 28);
+        assert_eq!(old.api_range(ApiKey::DescribeConfigs), Some(range(1, 4)));
+        assert_eq!(old.api_range(ApiKey::DescribeCluster), Some(range(0, 1)));
+        assert_eq!(new.api_range(ApiKey::DescribeCluster), Some(range(0, 2)));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //!
 //! - [`controller`]: the cluster state KRaft would hold (metadata image) plus the durable logs.
 //! - [`log`]: one partition's log.
+//! - [`topic_config`]: topic configs by Kafka's names (defaults, checks, what the simulator
+//!   honours).
 //! - [`kafka_version`]: the Kafka release each broker runs (its ApiVersions table).
 //! - [`broker`]: the wire front end, one file per API under `broker/api/`.
 //! - [`coordinator`]: the seam group coordinators plug into ([`coordinator::GroupShard`]).
@@ -32,3 +34,4 @@ pub mod real;
 pub mod sasl;
 pub mod shrink;
 pub mod swarm;
+pub mod topic_config;

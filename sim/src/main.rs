@@ -1,17 +1,11 @@
 //! `sim serve --brokers 3 --port 9092 [--topic name:partitions]...`: a local in-memory Kafka on
-//! 127.0.0.1, brokers on consecutive ports, with both group protocols. Group settings are those
-//! of the repo's real-broker harness (`testing/kafka/run`), so the two answer alike: initial
-//! rebalance delay 0, classic minimum session 1 s, KIP-848 heartbeat 500 ms and session 6 s.
+//! 127.0.0.1, brokers on consecutive ports, with both group protocols and the admin APIs Kafka's
+//! command-line tools use. The settings are `LocalClusterOptions::serve`'s (shared with the tests
+//! that drive Kafka's tools against it).
 
 #[cfg(not(madsim))]
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    use std::sync::Arc;
-
-    use sim::config::ClusterConfig;
-    use sim::group::classic::ClassicGroupConfig;
-    use sim::group::consumer::ConsumerGroupConfig;
-    use sim::group::shard::GroupCoordinatorFactory;
     use sim::real::{LocalCluster, LocalClusterOptions};
 
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,28 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "usage: sim serve [--brokers N] [--port P] [--topic NAME:PARTITIONS]...".into(),
         );
     }
-    let mut options = LocalClusterOptions {
-        brokers: 1,
-        base_port: 9092,
-        config: ClusterConfig {
-            auto_create_topics_enable: true,
-            ..ClusterConfig::default()
-        },
-        group_shards: Some(Arc::new(GroupCoordinatorFactory {
-            classic: ClassicGroupConfig {
-                group_initial_rebalance_delay_ms: 0,
-                group_min_session_timeout_ms: 1_000,
-                ..ClassicGroupConfig::default()
-            },
-            consumer: ConsumerGroupConfig {
-                heartbeat_interval_ms: 500,
-                session_timeout_ms: 6_000,
-                ..ConsumerGroupConfig::default()
-            },
-            seed: 0,
-            ..GroupCoordinatorFactory::default()
-        })),
-    };
+    let mut options = LocalClusterOptions::serve(1, 9092);
     let mut rest = args[1..].iter();
     while let Some(flag) = rest.next() {
         let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;

@@ -14,6 +14,9 @@ use crate::config::ClusterConfig;
 use crate::controller::Controller;
 use crate::coordinator::GroupShardFactory;
 use crate::fault::FaultControls;
+use crate::group::classic::ClassicGroupConfig;
+use crate::group::consumer::ConsumerGroupConfig;
+use crate::group::shard::GroupCoordinatorFactory;
 
 /// How to start a [`LocalCluster`].
 #[derive(Clone, Default)]
@@ -26,6 +29,37 @@ pub struct LocalClusterOptions {
     pub config: ClusterConfig,
     /// The group coordinator; without it the group APIs are not offered.
     pub group_shards: Option<Arc<dyn GroupShardFactory>>,
+}
+
+impl LocalClusterOptions {
+    /// What `sim serve` runs: `brokers` brokers from `base_port`, topics auto-created, and both
+    /// group protocols with the group settings of the repo's real-broker harness
+    /// (`testing/kafka/run`), so the two answer alike: initial rebalance delay 0, classic minimum
+    /// session 1 s, KIP-848 heartbeat 500 ms and session 6 s.
+    pub fn serve(brokers: usize, base_port: u16) -> Self {
+        Self {
+            brokers,
+            base_port,
+            config: ClusterConfig {
+                auto_create_topics_enable: true,
+                ..ClusterConfig::default()
+            },
+            group_shards: Some(Arc::new(GroupCoordinatorFactory {
+                classic: ClassicGroupConfig {
+                    group_initial_rebalance_delay_ms: 0,
+                    group_min_session_timeout_ms: 1_000,
+                    ..ClassicGroupConfig::default()
+                },
+                consumer: ConsumerGroupConfig {
+                    heartbeat_interval_ms: 500,
+                    session_timeout_ms: 6_000,
+                    ..ConsumerGroupConfig::default()
+                },
+                seed: 0,
+                ..GroupCoordinatorFactory::default()
+            })),
+        }
+    }
 }
 
 struct Running {

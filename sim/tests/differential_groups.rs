@@ -1386,6 +1386,12 @@ async fn group_api_versions_match_kafka() {
             ApiKey::CreatePartitions,
             ApiKey::ConsumerGroupHeartbeat,
             ApiKey::ConsumerGroupDescribe,
+            ApiKey::DeleteRecords,
+            ApiKey::DescribeConfigs,
+            ApiKey::AlterConfigs,
+            ApiKey::IncrementalAlterConfigs,
+            ApiKey::OffsetDelete,
+            ApiKey::DescribeCluster,
         ] {
             let range = r
                 .api_keys

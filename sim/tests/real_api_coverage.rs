@@ -537,6 +537,60 @@ async fn exchange_any(
             go!(SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")))
         }
         ApiKey::SaslAuthenticate => go!(SaslAuthenticateRequest::default()),
+        ApiKey::DescribeConfigs => go!(DescribeConfigsRequest::default()
+            .with_include_synonyms(version >= 1)
+            .with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("t"))
+                    .with_configuration_keys(None)
+            ])),
+        ApiKey::AlterConfigs => {
+            use kafka_protocol::messages::alter_configs_request::*;
+            go!(
+                AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default(
+                )
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_value(Some(StrBytes::from_static_str("1000")))])])
+            )
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            use kafka_protocol::messages::incremental_alter_configs_request::*;
+            go!(
+                IncrementalAlterConfigsRequest::default().with_resources(vec![
+                    AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(StrBytes::from_static_str("t"))
+                        .with_configs(vec![AlterableConfig::default()
+                            .with_name(StrBytes::from_static_str("retention.ms"))
+                            .with_value(Some(StrBytes::from_static_str("2000")))])
+                ])
+            )
+        }
+        ApiKey::DescribeCluster => go!(DescribeClusterRequest::default()),
+        ApiKey::DeleteRecords => {
+            use kafka_protocol::messages::delete_records_request::*;
+            go!(DeleteRecordsRequest::default()
+                .with_timeout_ms(1_000)
+                .with_topics(vec![DeleteRecordsTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(0)])]))
+        }
+        ApiKey::OffsetDelete => {
+            use kafka_protocol::messages::offset_delete_request::*;
+            go!(OffsetDeleteRequest::default()
+                .with_group_id(group)
+                .with_topics(vec![OffsetDeleteRequestTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![
+                        OffsetDeleteRequestPartition::default().with_partition_index(0)
+                    ])]))
+        }
         other => Err(format!("no request built for {other:?}")),
     }
 }
@@ -567,6 +621,7 @@ fn answered_by_test_shard(api: ApiKey) -> bool {
             | ApiKey::DescribeGroups
             | ApiKey::ListGroups
             | ApiKey::DeleteGroups
+            | ApiKey::OffsetDelete
             | ApiKey::ConsumerGroupHeartbeat
             | ApiKey::ConsumerGroupDescribe
     )

@@ -239,6 +239,7 @@ fn summary(request: &GroupRequest) -> (&'static str, Option<String>, Option<i32>
         GroupRequest::ListGroups(_) => ("ListGroups", None, None),
         GroupRequest::ConsumerGroupDescribe(_) => ("ConsumerGroupDescribe", None, None),
         GroupRequest::DeleteGroups(_) => ("DeleteGroups", None, None),
+        GroupRequest::OffsetDelete(_) => ("OffsetDelete", None, None),
     }
 }
 
@@ -274,6 +275,7 @@ fn response_summary(response: &GroupResponse) -> (i16, Option<String>, Option<i3
         | GroupResponse::ListGroups(_)
         | GroupResponse::ConsumerGroupDescribe(_)
         | GroupResponse::DeleteGroups(_) => (0, None, None),
+        GroupResponse::OffsetDelete(r) => (r.error_code, None, None),
     }
 }
 

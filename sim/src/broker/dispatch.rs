@@ -156,6 +156,22 @@ pub(super) async fn handle(
         ApiKey::DescribeGroups => serve!(describe_groups, DescribeGroupsRequest, ctx, body, error),
         ApiKey::ListGroups => serve!(list_groups, ListGroupsRequest, ctx, body, error),
         ApiKey::DeleteGroups => serve!(delete_groups, DeleteGroupsRequest, ctx, body, error),
+        ApiKey::OffsetDelete => serve!(offset_delete, OffsetDeleteRequest, ctx, body, error),
+        ApiKey::DeleteRecords => serve!(delete_records, DeleteRecordsRequest, ctx, body, error),
+        ApiKey::DescribeConfigs => {
+            serve!(describe_configs, DescribeConfigsRequest, ctx, body, error)
+        }
+        ApiKey::AlterConfigs => serve!(alter_configs, AlterConfigsRequest, ctx, body, error),
+        ApiKey::IncrementalAlterConfigs => serve!(
+            incremental_alter_configs,
+            IncrementalAlterConfigsRequest,
+            ctx,
+            body,
+            error
+        ),
+        ApiKey::DescribeCluster => {
+            serve!(describe_cluster, DescribeClusterRequest, ctx, body, error)
+        }
         ApiKey::ConsumerGroupHeartbeat => serve!(
             consumer_group_heartbeat,
             ConsumerGroupHeartbeatRequest,

@@ -37,6 +37,25 @@ pub(crate) struct Broker {
     stop: watch::Receiver<bool>,
 }
 
+#[cfg(test)]
+impl Broker {
+    /// Broker `node_id` of `controller`'s cluster without a listener or a group coordinator,
+    /// for calling API handlers in unit tests.
+    pub(crate) fn for_tests(node_id: i32, controller: Controller) -> Self {
+        let version = controller.read().broker_version(node_id);
+        Self {
+            node_id,
+            version,
+            controller,
+            faults: FaultControls::new(0),
+            sessions: Mutex::new(FetchSessionCache::new(10, SeededRng::seed_from_u64(0))),
+            coordinator: None,
+            wire_tap: None,
+            stop: watch::channel(false).1,
+        }
+    }
+}
+
 /// What a broker process needs to run.
 #[derive(Clone)]
 pub struct BrokerSpec {

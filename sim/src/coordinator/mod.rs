@@ -21,8 +21,9 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, DeleteGroupsResponse,
     DescribeGroupsRequest, DescribeGroupsResponse, HeartbeatRequest, HeartbeatResponse,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
 
 pub use durable::{CoordinatorLog, CoordinatorLogError, CoordinatorRecord};
@@ -63,6 +64,7 @@ pub enum GroupRequest {
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest),
     ConsumerGroupDescribe(ConsumerGroupDescribeRequest),
     DeleteGroups(DeleteGroupsRequest),
+    OffsetDelete(OffsetDeleteRequest),
 }
 
 /// A shard's answer; the variant must match the request's.
@@ -80,6 +82,7 @@ pub enum GroupResponse {
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
     ConsumerGroupDescribe(ConsumerGroupDescribeResponse),
     DeleteGroups(DeleteGroupsResponse),
+    OffsetDelete(OffsetDeleteResponse),
 }
 
 /// One `__consumer_offsets` partition's group state machine (classic and KIP-848 groups).

@@ -25,6 +25,8 @@ pub mod migration;
 mod migration_tests;
 #[cfg(test)]
 mod move_tests;
+#[cfg(test)]
+mod offset_delete_tests;
 pub mod offset_record;
 pub mod offsets;
 pub mod offsets_retention;

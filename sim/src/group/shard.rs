@@ -23,11 +23,13 @@
 //!   shard loaded after a move or a restart replays them ([`LoadedGroups`]) and starts the
 //!   members' timers in [`GroupShard::on_loaded`]. A write the log refuses (leadership moved
 //!   on) fences the shard: it answers nothing more and the runtime answers NOT_COORDINATOR.
-//! - Deletion: DeleteGroups ([`delete_groups`]) and the periodic offset expiry
-//!   ([`offset_expiry`], `offsets.retention.minutes`) write offset and group tombstones.
+//! - Deletion: DeleteGroups ([`delete_groups`]), OffsetDelete ([`offset_delete`]) and the
+//!   periodic offset expiry ([`offset_expiry`], `offsets.retention.minutes`) write offset and
+//!   group tombstones.
 
 mod delete_groups;
 mod deleted_topics;
+mod offset_delete;
 mod offset_expiry;
 
 use std::collections::BTreeMap;
@@ -739,6 +741,11 @@ impl GroupCoordinatorShard {
                 let response = self.delete_groups(&r);
                 self.outbox
                     .push((context.request_id, GroupResponse::DeleteGroups(response)));
+            }
+            GroupRequest::OffsetDelete(r) => {
+                let response = self.offset_delete(&r);
+                self.outbox
+                    .push((context.request_id, GroupResponse::OffsetDelete(response)));
             }
             GroupRequest::ConsumerGroupDescribe(r) => {
                 let response = self.consumer.consumer_group_describe(&r, now_ms);

@@ -10,7 +10,7 @@ use crate::broker::dispatch::RequestCtx;
 use crate::broker::Broker;
 
 /// The group APIs: offered only when a group coordinator is plugged in.
-const GROUP_APIS: [ApiKey; 11] = [
+const GROUP_APIS: [ApiKey; 12] = [
     ApiKey::OffsetCommit,
     ApiKey::OffsetFetch,
     ApiKey::JoinGroup,
@@ -20,6 +20,7 @@ const GROUP_APIS: [ApiKey; 11] = [
     ApiKey::DescribeGroups,
     ApiKey::ListGroups,
     ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
     ApiKey::ConsumerGroupHeartbeat,
     ApiKey::ConsumerGroupDescribe,
 ];

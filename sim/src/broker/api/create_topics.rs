@@ -1,6 +1,8 @@
 //! CreateTopics (19): creates topics at once (our controller commits instantly), with Kafka's
 //! defaults for -1 partitions / replication factor and its validation errors.
 
+use std::collections::BTreeMap;
+
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::*;
@@ -9,6 +11,7 @@ use uuid::Uuid;
 
 use crate::broker::dispatch::RequestCtx;
 use crate::controller::{validate_topic_name, TopicError};
+use crate::topic_config::{self, InvalidConfig};
 use kafka_consumer::topic_name::invalid_topic_reason;
 
 pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
@@ -28,19 +31,22 @@ pub(crate) fn topic_error_code(error: TopicError) -> ResponseError {
 /// for a topic that does not exist (whatever its name).
 pub(crate) const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
 
-/// The one topic config we model, `message.timestamp.type`: whether it is `LogAppendTime`.
-/// Other configs are accepted and ignored; an unknown timestamp type is INVALID_CONFIG.
-fn log_append_time(topic: &create_topics_request::CreatableTopic) -> Result<bool, TopicError> {
-    let value = topic
-        .configs
-        .iter()
-        .find(|c| c.name.as_str() == "message.timestamp.type")
-        .and_then(|c| c.value.as_ref());
-    match value.map(|v| v.as_str()) {
-        None | Some("CreateTime") => Ok(false),
-        Some("LogAppendTime") => Ok(true),
-        Some(_) => Err(TopicError::InvalidConfig),
+/// The topic's configs, checked and normalized as Kafka's controller does before creating it
+/// (`LogConfig.validate`: an unknown name or a bad value is INVALID_CONFIG).
+fn topic_configs(
+    topic: &create_topics_request::CreatableTopic,
+) -> Result<BTreeMap<String, String>, InvalidConfig> {
+    let mut configs = BTreeMap::new();
+    for config in &topic.configs {
+        let name = config.name.as_str();
+        let value = config.value.as_ref().ok_or_else(|| {
+            InvalidConfig(format!(
+                "Null value not supported for topic configs: {name}"
+            ))
+        })?;
+        configs.insert(name.to_owned(), topic_config::normalize(name, value)?);
     }
+    Ok(configs)
 }
 
 pub(crate) async fn handle(
@@ -73,7 +79,10 @@ pub(crate) async fn handle(
                 let name = topic.name.0.as_str();
                 // The name first, with or without `validate_only` (Kafka's controller runs
                 // `Topic.validate` before anything else).
-                let result = match validate_topic_name(name).and_then(|()| log_append_time(topic)) {
+                let configs = topic_configs(topic);
+                let checked = validate_topic_name(name)
+                    .and_then(|()| configs.clone().map_err(|_| TopicError::InvalidConfig));
+                let result = match checked {
                     Err(error) => Err(error),
                     Ok(_) if request.validate_only => {
                         if state.topics.contains_key(name) {
@@ -82,13 +91,9 @@ pub(crate) async fn handle(
                             Ok(Uuid::nil())
                         }
                     }
-                    Ok(log_append_time) => {
-                        let created = state.create_topic(name, partitions, rf, assignment);
-                        if let Some(created) = state.topics.get_mut(name) {
-                            created.log_append_time = log_append_time;
-                        }
-                        created
-                    }
+                    Ok(configs) => state
+                        .create_topic(name, partitions, rf, assignment)
+                        .and_then(|id| state.set_topic_configs(name, configs).map(|()| id)),
                 };
                 let mut out = CreatableTopicResult::default().with_name(topic.name.clone());
                 match result {
@@ -115,6 +120,9 @@ pub(crate) async fn handle(
                             Some(reason) if error == TopicError::InvalidName => {
                                 format!("Topic name is invalid: {reason}")
                             }
+                            _ if error == TopicError::InvalidConfig => configs
+                                .err()
+                                .map_or_else(|| topic_error_code(error).to_string(), |e| e.0),
                             _ => topic_error_code(error).to_string(),
                         };
                         let error = topic_error_code(error);

@@ -4,31 +4,46 @@
 //! the response Kafka would send if handling failed with `code` everywhere (used by error
 //! injection and by coordinator-level failures).
 
+pub(crate) mod alter_configs;
 pub(crate) mod api_versions;
+mod broker_configs;
+mod config_alter;
+#[cfg(test)]
+mod config_api_tests;
+mod config_resource;
 pub(crate) mod consumer_group_describe;
 pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
 pub(crate) mod delete_groups;
+pub(crate) mod delete_records;
 pub(crate) mod delete_topics;
+pub(crate) mod describe_cluster;
+pub(crate) mod describe_configs;
 pub(crate) mod describe_groups;
 pub(crate) mod fetch;
 pub(crate) mod find_coordinator;
 mod group_routing;
 pub(crate) mod heartbeat;
+pub(crate) mod incremental_alter_configs;
 pub(crate) mod init_producer_id;
 pub(crate) mod join_group;
 pub(crate) mod leave_group;
 pub(crate) mod list_groups;
 pub(crate) mod list_offsets;
+#[cfg(test)]
+mod log_admin_tests;
 pub(crate) mod metadata;
 pub(crate) mod offset_commit;
+pub(crate) mod offset_delete;
 pub(crate) mod offset_fetch;
 pub(crate) mod offset_for_leader_epoch;
 pub(crate) mod produce;
 pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
 pub(crate) mod sync_group;
+#[cfg(test)]
+mod test_support;
 
 use kafka_protocol::error::ResponseError;
 

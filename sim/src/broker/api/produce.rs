@@ -86,8 +86,11 @@ fn append(
     if topic_state.internal {
         return Err(ResponseError::InvalidTopicException);
     }
-    let log_append_time = topic_state.log_append_time.then_some(now_ms);
-    let max_message_bytes = state.config.max_message_bytes;
+    let honoured = topic_state.honoured();
+    let log_append_time = honoured.log_append_time.then_some(now_ms);
+    let max_message_bytes = honoured
+        .max_message_bytes
+        .unwrap_or(state.config.max_message_bytes);
     // acks=all waits for the ISR, which then holds the whole log (followers fetch in order);
     // with lagging followers an acks=0/1 append is acknowledged by the leader alone.
     let replicated = acks == -1 || !state.config.lagging_followers;

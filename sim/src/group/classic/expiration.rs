@@ -49,7 +49,8 @@ impl ClassicGroup {
         }
     }
 
-    fn uses_consumer_group_protocol(&self) -> bool {
+    /// `usesConsumerGroupProtocol`: the protocol type is `consumer`.
+    pub fn uses_consumer_group_protocol(&self) -> bool {
         self.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE)
     }
 

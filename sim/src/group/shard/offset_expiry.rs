@@ -90,7 +90,7 @@ impl GroupCoordinatorShard {
     }
 
     /// `Group.isSubscribedToTopic` of `group_id`, as a predicate.
-    fn subscribed_topics(&self, group_id: &str) -> Box<dyn Fn(&str) -> bool + '_> {
+    pub(super) fn subscribed_topics(&self, group_id: &str) -> Box<dyn Fn(&str) -> bool + '_> {
         if let Some(group) = self.consumer.group(group_id) {
             // `ModernGroup.subscribedTopicNames`: names and regex-resolved topics.
             let topics: BTreeSet<String> = group
