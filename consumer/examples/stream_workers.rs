@@ -121,14 +121,20 @@ pub mod service {
         handle: ConsumerHandle,
         tp: TopicPartition,
         work: Duration,
-    ) -> (mpsc::UnboundedSender<ConsumerRecord>, JoinHandle<Vec<(i32, i64)>>) {
+    ) -> (
+        mpsc::UnboundedSender<ConsumerRecord>,
+        JoinHandle<Vec<(i32, i64)>>,
+    ) {
         let (tx, mut rx) = mpsc::unbounded_channel::<ConsumerRecord>();
         let task = tokio::spawn(async move {
             let mut done = Vec::new();
             while let Some(record) = rx.recv().await {
                 tokio::time::sleep(work).await;
                 let next = [(tp.clone(), OffsetAndMetadata::new(record.offset + 1))];
-                match handle.commit_sync(next.into_iter().collect(), TIMEOUT).await {
+                match handle
+                    .commit_sync(next.into_iter().collect(), TIMEOUT)
+                    .await
+                {
                     Ok(()) => done.push((record.partition, record.offset)),
                     // The partition moved to another member: its new owner goes on from the
                     // last commit; what this worker did not commit will be redone there.

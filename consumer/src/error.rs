@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::network::NetworkError;
-use crate::protocol::ResponseError;
+pub use crate::network::{CloseReason, NetworkError};
+pub use crate::protocol::versions::ApiVersionsError;
+pub use crate::protocol::{Api, ProtocolError, ResponseError, UnsupportedApi};
 use crate::records::RecordsError;
 use crate::types::TopicPartition;
 

@@ -5,18 +5,24 @@
 //! the same code runs on real tokio in production and, built with `--cfg madsim`, inside the
 //! madsim deterministic simulator.
 //!
-//! Layers, bottom up:
-//! - [`rt`]: the runtime seam — virtual-time-safe clocks and the one seeded randomness source.
-//! - [`background_runtime`]: where each consumer's background task runs.
-//! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
-//! - [`protocol`]: framing, request/response encoding, API version negotiation.
-//! - [`network`]: broker connections (one task each), the network client, metadata.
+//! The public modules:
+//! - [`consumer`]: the application-facing [`Consumer`] and its shareable [`ConsumerHandle`].
+//! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
+//! - [`security`]: the types a secured connection is configured with (SASL, token
+//!   providers, TLS), for code that builds them.
+//! - [`rebalance`]: the rebalance listener.
+//! - [`types`]: records, partitions, offsets; [`error`]: the error type.
 //! - [`assignor`]: classic-protocol partition assignors (range, roundrobin, sticky,
 //!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
-//! - [`config`]: Java-compatible consumer configuration: keys, defaults, validation.
-//! - [`internals`]: the background task, request managers, events and the fetch buffer.
+//! - [`records`]: zero-copy record-batch reading (magic v2, every codec) and a batch writer.
+//! - [`rt`]: the runtime seam — virtual-time-safe clocks and the one seeded randomness source.
+//! - [`background_runtime`]: where each consumer's background task runs.
 //! - [`topic_name`]: Kafka's topic-name rules (`Topic.validate`).
-//! - [`consumer`]: the application-facing [`Consumer`].
+//!
+//! The wire protocol, the network client and the background task's request managers are
+//! private. The repository's testbed (the simulated cluster, scenarios, benchmarks, fuzzing)
+//! reaches them through the `__internal` feature, which is not part of the API: nothing
+//! behind it follows semantic versioning.
 //!
 //! # Using it from sync and async code
 //!
@@ -43,14 +49,30 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "__internal")]
+#[doc(hidden)]
 pub mod internals;
+#[cfg(not(feature = "__internal"))]
+pub(crate) mod internals;
+#[cfg(feature = "__internal")]
+#[doc(hidden)]
 pub mod network;
+#[cfg(not(feature = "__internal"))]
+pub(crate) mod network;
+#[cfg(feature = "__internal")]
+#[doc(hidden)]
 pub mod protocol;
+#[cfg(not(feature = "__internal"))]
+pub(crate) mod protocol;
 pub mod rebalance;
 pub mod records;
 pub mod rt;
+#[cfg(feature = "__internal")]
 #[doc(hidden)]
 pub mod sabotage;
+#[cfg(not(feature = "__internal"))]
+pub(crate) mod sabotage;
+pub mod security;
 pub mod topic_name;
 pub mod types;
 

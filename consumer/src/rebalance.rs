@@ -4,7 +4,7 @@
 //! The background side asks for a callback with a callback-needed event; the application side
 //! runs the listener inside `poll`, `unsubscribe` or `close` and answers with exactly one
 //! callback-completed event — also when the listener returns an error, panics, or the caller's
-//! future is dropped halfway ([`CallbackCompletion`] answers from its `Drop`). The rebalance on
+//! future is dropped halfway (its completion answers from its `Drop`). The rebalance on
 //! the background side only waits for that answer; the listener's own error is returned to the
 //! caller of `poll`.
 

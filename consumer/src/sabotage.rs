@@ -97,6 +97,7 @@ pub enum Sabotage {
     PauseDropsTakenRecords,
 }
 
+#[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
 impl Sabotage {
     /// Every entry, in catalogue order.
     pub const ALL: [Sabotage; 26] = [
@@ -209,6 +210,7 @@ mod switch {
     static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
     /// Sabotages the consumer with `sabotage` (or nothing) from now on, process-wide.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn activate(sabotage: Option<Sabotage>) {
         let index = sabotage
             .and_then(|s| Sabotage::ALL.iter().position(|a| *a == s))
@@ -226,6 +228,7 @@ mod switch {
 }
 
 #[cfg(madsim)]
+#[cfg_attr(not(feature = "__internal"), allow(unused_imports))] // The testbed's API.
 pub use switch::activate;
 
 #[cfg(madsim)]

@@ -260,8 +260,10 @@ async fn a_commit_racing_a_revocation_is_accepted_during_it_and_refused_after_it
                 if during.is_none() {
                     during = during_rx.try_recv().ok();
                 }
-                if during.is_some() && consumer.assignment().len() == PARTITIONS as usize / 2 {
-                    break during.unwrap();
+                if let Some(during) = &during {
+                    if consumer.assignment().len() == PARTITIONS as usize / 2 {
+                        break during.clone();
+                    }
                 }
             };
             let gone: Vec<TopicPartition> = (0..PARTITIONS)

@@ -1,6 +1,6 @@
 //! `sasl.login.callback.handler.class` and the keys of Kafka's OAUTHBEARER token-endpoint
 //! login (`OAuthBearerLoginCallbackHandler`), resolved into an
-//! [`OidcTokenProvider`](crate::network::sasl::OidcTokenProvider) when the `oidc` feature is
+//! [`OidcTokenProvider`](crate::security::OidcTokenProvider) when the `oidc` feature is
 //! on. Without the feature, or under `--cfg madsim` (no real HTTP in the simulation), choosing
 //! that handler is refused naming the key.
 //!

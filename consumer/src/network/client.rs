@@ -151,6 +151,7 @@ impl NetworkClient {
     }
 
     /// Sends `request` at the highest version both sides support.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn send<R>(&mut self, target: Target, request: R) -> ResponseFuture<R::Response>
     where
         R: Request + Send + 'static,
@@ -446,11 +447,13 @@ impl NetworkClient {
     }
 
     /// The versions negotiated with a node, while it is connected.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn api_versions(&self, node_id: i32) -> Option<ApiVersionsTable> {
         read_status(&self.nodes.get(&node_id)?.status).versions
     }
 
     /// The version `send` would use for `R` on a connected node.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn negotiated_version<R: Request>(&self, node_id: i32) -> Option<i16> {
         self.api_versions(node_id)?
             .select(Api(R::KEY), R::VERSIONS)
@@ -458,6 +461,7 @@ impl NetworkClient {
     }
 
     /// Whether a node currently has an established, negotiated connection.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn is_connected(&self, node_id: i32) -> bool {
         self.api_versions(node_id).is_some()
     }

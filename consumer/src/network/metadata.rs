@@ -211,11 +211,13 @@ impl Metadata {
     }
 
     /// The controller's node id, if known.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn controller_id(&self) -> Option<i32> {
         self.controller_id
     }
 
     /// The cluster id, if known.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn cluster_id(&self) -> Option<&str> {
         self.cluster_id.as_deref()
     }
@@ -226,6 +228,7 @@ impl Metadata {
     }
 
     /// A topic by id.
+    #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
     pub fn topic_by_id(&self, topic_id: Uuid) -> Option<&TopicMetadata> {
         self.topics.get(self.names_by_id.get(&topic_id)?)
     }
@@ -330,6 +333,7 @@ pub fn metadata_request_for_topics<'a>(
 }
 
 /// A Metadata request for topics by id (Metadata v10+).
+#[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
 pub fn metadata_request_for_topic_ids(ids: impl IntoIterator<Item = Uuid>) -> MetadataRequest {
     let topics = ids
         .into_iter()

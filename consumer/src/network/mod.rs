@@ -24,6 +24,7 @@ pub use config::NetworkConfig;
 pub use error::{CloseReason, NetworkError};
 pub use metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 pub use node::NodeEvent;
+#[cfg_attr(not(feature = "__internal"), allow(unused_imports))] // The testbed's API.
 pub use request::{Response, ResponseFuture};
 pub use secret::Secret;
 pub use security::{SecurityConfig, SecurityProtocol};

@@ -14,6 +14,7 @@ use super::{Api, ResponseError};
 pub const CLIENT_SOFTWARE_NAME: &str = "kafka-consumer-rs";
 
 /// The APIs the consumer sends. A broker lacking any of them cannot serve this client.
+#[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
 pub const CONSUMER_APIS: [ApiKey; 13] = [
     ApiKey::ApiVersions,
     ApiKey::Metadata,

@@ -271,7 +271,14 @@ impl OidcTokenProviderBuilder {
 }
 
 /// OAUTHBEARER tokens from an OAuth token endpoint (client credentials) or a token file, with
-/// Kafka's validation, retries and refresh schedule. See the [module docs](self).
+/// Kafka's validation, retries and refresh schedule (Kafka's
+/// `OAuthBearerLoginCallbackHandler` with `ClientCredentialsJwtRetriever` and
+/// `FileJwtRetriever`, KIP-768). [`TokenProvider::token`] only reads a cached token, so the
+/// consumer's network task never waits on the endpoint; [`TokenProvider::login`] fetches the
+/// first token when the consumer is constructed (a wrong secret or an unreachable endpoint
+/// fails the constructor with a typed error); afterwards a thread of the provider's own
+/// refreshes it ahead of its expiry and, when a refresh fails, keeps the old token until it
+/// expires and tries again 10 seconds later.
 ///
 /// (Not compiled as a doctest: `cargo stest` builds doctests against the simulation library,
 /// where this type is absent; `builder_validates_without_fetching` covers the same calls.)
@@ -279,8 +286,7 @@ impl OidcTokenProviderBuilder {
 /// ```ignore
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
-/// use kafka_consumer::network::sasl::OidcTokenProvider;
-/// use kafka_consumer::network::SecurityProtocol;
+/// use kafka_consumer::security::{OidcTokenProvider, SecurityProtocol};
 /// use kafka_consumer::{Consumer, ConsumerConfig};
 ///
 /// let provider = OidcTokenProvider::builder("https://idp.example.com/oauth2/token")
