@@ -38,6 +38,9 @@
 //!   and its background task leaves the group on its own (bounded), without committing or
 //!   running the listener (see [`Consumer`]).
 
+// Every public item is documented; the testbed's `__internal` modules are not the API.
+#![cfg_attr(not(feature = "__internal"), deny(missing_docs))]
+
 pub mod assignor;
 pub mod background_runtime;
 #[cfg(not(madsim))]
