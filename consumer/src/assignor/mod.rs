@@ -16,6 +16,7 @@ pub mod cooperative_sticky;
 pub mod error;
 pub mod protocol;
 pub mod range;
+mod registered;
 pub mod round_robin;
 pub mod sticky;
 
@@ -36,6 +37,7 @@ use bytes::Bytes;
 pub use cooperative_sticky::CooperativeStickyAssignor;
 pub use error::{AssignorError, ConsumerProtocolError, ConsumerProtocolMessage};
 pub use range::RangeAssignor;
+pub use registered::RegisteredAssignor;
 pub use round_robin::RoundRobinAssignor;
 pub use sticky::StickyAssignor;
 

@@ -12,6 +12,7 @@ use super::values::{
     Assignor, AutoOffsetReset, GroupProtocol, IsolationLevel, MetadataRecoveryStrategy,
 };
 use super::{ConsumerConfig, Parsed};
+use crate::assignor::{ConsumerPartitionAssignor, RegisteredAssignor};
 use crate::network::sasl::{SaslMechanism, TokenProvider};
 use crate::network::SecurityProtocol;
 
@@ -22,6 +23,7 @@ pub struct ConsumerConfigBuilder {
     pairs: Vec<(String, String)>,
     token_provider: Option<Arc<dyn TokenProvider>>,
     oauthbearer_allowed_urls: Option<Vec<String>>,
+    assignors: Vec<RegisteredAssignor>,
 }
 
 impl Drop for ConsumerConfigBuilder {
@@ -212,6 +214,61 @@ impl ConsumerConfigBuilder {
         self.set("metadata.recovery.strategy", strategy.as_str())
     }
 
+    /// Registers an assignor of the application's own for the classic protocol (Java: a
+    /// `ConsumerPartitionAssignor` class named in `partition.assignment.strategy`). Its
+    /// [`name`](crate::assignor::ConsumerPartitionAssignor::name) then works in
+    /// `partition.assignment.strategy` like a built-in one (`"my-assignor,range"`, or
+    /// [`Assignor::Custom`] in [`partition_assignment_strategy`](Self::partition_assignment_strategy));
+    /// registering alone does not select it. `make` is called once per consumer for a fresh
+    /// instance. A name of a built-in assignor, or one registered twice, fails `build`.
+    ///
+    /// ```
+    /// use std::collections::BTreeSet;
+    /// use kafka_consumer::assignor::{
+    ///     AssignorError, ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment,
+    ///     GroupSubscription, RangeAssignor,
+    /// };
+    /// use kafka_consumer::config::Assignor;
+    /// use kafka_consumer::ConsumerConfig;
+    ///
+    /// /// Range, under a name of its own.
+    /// #[derive(Debug, Default)]
+    /// struct MyAssignor;
+    ///
+    /// impl ConsumerPartitionAssignor for MyAssignor {
+    ///     fn name(&self) -> &'static str {
+    ///         "my-assignor"
+    ///     }
+    ///     fn assign(
+    ///         &self,
+    ///         cluster: &ClusterMetadata,
+    ///         subscriptions: &GroupSubscription,
+    ///     ) -> Result<GroupAssignment, AssignorError> {
+    ///         RangeAssignor.assign(cluster, subscriptions)
+    ///     }
+    /// }
+    ///
+    /// let config = ConsumerConfig::builder()
+    ///     .bootstrap_servers(["localhost:9092"])
+    ///     .group_id("orders")
+    ///     .assignor(MyAssignor::default)
+    ///     .set("partition.assignment.strategy", "my-assignor,range")
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(
+    ///     config.partition_assignment_strategy(),
+    ///     [Assignor::Custom("my-assignor"), Assignor::Range]
+    /// );
+    /// ```
+    pub fn assignor<A, F>(mut self, make: F) -> Self
+    where
+        A: ConsumerPartitionAssignor + 'static,
+        F: Fn() -> A + Send + Sync + 'static,
+    {
+        self.assignors.push(RegisteredAssignor::new(make));
+        self
+    }
+
     /// Sets `partition.assignment.strategy` (classic protocol only).
     pub fn partition_assignment_strategy(self, assignors: &[Assignor]) -> Self {
         let names: Vec<&str> = assignors.iter().map(|a| a.class_name()).collect();
@@ -280,6 +337,7 @@ impl ConsumerConfigBuilder {
             pairs,
             self.token_provider.take(),
             allowed_urls.as_deref(),
+            std::mem::take(&mut self.assignors),
         )
     }
 }

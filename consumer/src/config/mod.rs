@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use zeroize::Zeroizing;
 
+use crate::assignor::RegisteredAssignor;
 use crate::network::sasl::TokenProvider;
 use crate::network::SecurityConfig;
 
@@ -100,6 +101,8 @@ pub struct ConsumerConfig {
     security_pairs: Vec<(&'static str, String)>,
     /// The supplied secret keys, shown as `[hidden]` by `Display`.
     secrets_set: Vec<&'static str>,
+    /// Assignors the application registered; `partition.assignment.strategy` may name them.
+    custom_assignors: Vec<RegisteredAssignor>,
 }
 
 /// A configuration together with the warnings its construction produced.
@@ -125,7 +128,7 @@ impl ConsumerConfig {
         K: AsRef<str>,
         V: Into<String>,
     {
-        Self::parse_with_provider(pairs, None, None)
+        Self::parse_with_provider(pairs, None, None, Vec::new())
     }
 
     /// [`ConsumerConfig::parse`] with an OAUTHBEARER token provider and an allow-list of token
@@ -134,6 +137,7 @@ impl ConsumerConfig {
         pairs: I,
         provider: Option<Arc<dyn TokenProvider>>,
         allowed_urls: Option<&[String]>,
+        custom_assignors: Vec<RegisteredAssignor>,
     ) -> Result<Parsed, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,
@@ -150,7 +154,21 @@ impl ConsumerConfig {
             supplied.insert(spec.name, value);
         }
         let resolver = Resolver::new(supplied);
-        let mut config = Self::from_resolver(&resolver)?;
+        if let Some(clash) = custom_assignors.iter().enumerate().find_map(|(i, a)| {
+            let builtin = Assignor::parse(a.name()).is_some();
+            let repeated = custom_assignors[..i].iter().any(|b| b.name() == a.name());
+            (builtin || repeated).then_some(a.name())
+        }) {
+            return Err(ConfigError::InvalidValue {
+                key: "partition.assignment.strategy",
+                value: format!("\"{clash}\""),
+                expected: "registered assignors with names of their own (not a built-in \
+                           assignor's, not registered twice)"
+                    .to_owned(),
+            });
+        }
+        let mut config = Self::from_resolver(&resolver, &custom_assignors)?;
+        config.custom_assignors = custom_assignors;
         let mut warnings = validate::check_unstored_keys(&resolver)?;
         config.security = security::resolve(&resolver, provider, allowed_urls, &mut warnings)?;
         for spec in KEYS {
@@ -317,7 +335,10 @@ impl ConsumerConfig {
         pairs
     }
 
-    fn from_resolver(r: &Resolver) -> Result<Self, ConfigError> {
+    fn from_resolver(
+        r: &Resolver,
+        custom_assignors: &[RegisteredAssignor],
+    ) -> Result<Self, ConfigError> {
         let non_blank = |value: Option<String>| value.filter(|v| !v.is_empty());
         Ok(Self {
             bootstrap_servers: r.typed_list(
@@ -338,7 +359,14 @@ impl ConsumerConfig {
             partition_assignment_strategy: r.typed_list(
                 "partition.assignment.strategy",
                 true,
-                Assignor::parse,
+                |name| {
+                    Assignor::parse(name).or_else(|| {
+                        custom_assignors
+                            .iter()
+                            .find(|a| a.name() == name)
+                            .map(|a| Assignor::Custom(a.name()))
+                    })
+                },
             )?,
             session_timeout_ms: r.int("session.timeout.ms")?,
             heartbeat_interval_ms: r.int("heartbeat.interval.ms")?,
@@ -383,6 +411,7 @@ impl ConsumerConfig {
             security: SecurityConfig::default(),
             security_pairs: Vec::new(),
             secrets_set: Vec::new(),
+            custom_assignors: Vec::new(),
         })
     }
 
@@ -431,6 +460,13 @@ impl ConsumerConfig {
     /// `partition.assignment.strategy`, by preference.
     pub fn partition_assignment_strategy(&self) -> &[Assignor] {
         &self.partition_assignment_strategy
+    }
+
+    /// The assignors the application registered with
+    /// [`ConsumerConfigBuilder::assignor`]; those named in `partition.assignment.strategy`
+    /// take part in the group.
+    pub fn custom_assignors(&self) -> &[RegisteredAssignor] {
+        &self.custom_assignors
     }
 }
 

@@ -1137,3 +1137,104 @@ fn every_key_is_documented() {
     }
     assert_eq!(ConsumerConfig::key_doc("no.such.key"), None);
 }
+
+/// An application's assignor, registered with the builder, works in
+/// `partition.assignment.strategy` by its name; unregistered names and names that clash are
+/// refused.
+mod custom_assignors {
+    use super::*;
+    use crate::assignor::{
+        AssignorError, ClusterMetadata, ConsumerPartitionAssignor, GroupAssignment,
+        GroupSubscription, RangeAssignor,
+    };
+
+    #[derive(Debug, Default)]
+    struct Named(&'static str);
+
+    impl ConsumerPartitionAssignor for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn assign(
+            &self,
+            cluster: &ClusterMetadata,
+            subscriptions: &GroupSubscription,
+        ) -> Result<GroupAssignment, AssignorError> {
+            RangeAssignor.assign(cluster, subscriptions)
+        }
+    }
+
+    fn builder() -> ConsumerConfigBuilder {
+        ConsumerConfig::builder()
+            .bootstrap_servers(["localhost:9092"])
+            .group_id("g")
+    }
+
+    #[test]
+    fn a_registered_name_is_a_strategy_entry() {
+        let config = builder()
+            .assignor(|| Named("mine"))
+            .set("partition.assignment.strategy", "mine, roundrobin")
+            .build()
+            .unwrap();
+        assert_eq!(
+            config.partition_assignment_strategy(),
+            [Assignor::Custom("mine"), Assignor::RoundRobin]
+        );
+        assert_eq!(config.custom_assignors().len(), 1);
+        assert_eq!(config.custom_assignors()[0].instance().name(), "mine");
+        let typed = builder()
+            .assignor(|| Named("mine"))
+            .partition_assignment_strategy(&[Assignor::Custom("mine")])
+            .build()
+            .unwrap();
+        assert_eq!(
+            typed.partition_assignment_strategy(),
+            [Assignor::Custom("mine")]
+        );
+    }
+
+    #[test]
+    fn registering_does_not_select() {
+        let config = builder().assignor(|| Named("mine")).build().unwrap();
+        assert_eq!(
+            config.partition_assignment_strategy(),
+            [Assignor::Range, Assignor::CooperativeSticky]
+        );
+    }
+
+    #[test]
+    fn an_unregistered_name_is_refused() {
+        let error = builder()
+            .set("partition.assignment.strategy", "mine")
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::InvalidValue {
+                    key: "partition.assignment.strategy",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_built_in_name_or_a_second_registration_is_refused() {
+        for error in [
+            builder().assignor(|| Named("range")).build().unwrap_err(),
+            builder()
+                .assignor(|| Named("mine"))
+                .assignor(|| Named("mine"))
+                .build()
+                .unwrap_err(),
+        ] {
+            assert!(
+                matches!(&error, ConfigError::InvalidValue { key: "partition.assignment.strategy", value, .. } if value.contains("range") || value.contains("mine")),
+                "{error}"
+            );
+        }
+    }
+}

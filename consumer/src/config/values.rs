@@ -325,7 +325,9 @@ impl Cursor<'_> {
     }
 }
 
-/// One entry of `partition.assignment.strategy`: Java's four built-in assignors.
+/// One entry of `partition.assignment.strategy`: Java's four built-in assignors, or one the
+/// application registered with
+/// [`ConsumerConfigBuilder::assignor`](crate::config::ConsumerConfigBuilder::assignor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Assignor {
     /// `RangeAssignor` (`range`).
@@ -336,6 +338,9 @@ pub enum Assignor {
     Sticky,
     /// `CooperativeStickyAssignor` (`cooperative-sticky`).
     CooperativeSticky,
+    /// An application's own assignor, by the name it sends in JoinGroup
+    /// ([`ConsumerPartitionAssignor::name`](crate::assignor::ConsumerPartitionAssignor::name)).
+    Custom(&'static str),
 }
 
 impl Assignor {
@@ -361,10 +366,11 @@ impl Assignor {
             Self::RoundRobin => "roundrobin",
             Self::Sticky => "sticky",
             Self::CooperativeSticky => "cooperative-sticky",
+            Self::Custom(name) => name,
         }
     }
 
-    /// The Java class name.
+    /// The Java class name (a custom assignor's name).
     pub fn class_name(self) -> &'static str {
         match self {
             Self::Range => "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -373,6 +379,7 @@ impl Assignor {
             Self::CooperativeSticky => {
                 "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
             }
+            Self::Custom(name) => name,
         }
     }
 }

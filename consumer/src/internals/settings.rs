@@ -34,6 +34,8 @@ pub(crate) struct ConsumerSettings {
     pub max_poll_interval_ms: u64,
     /// `partition.assignment.strategy` (classic protocol), in preference order.
     pub partition_assignment_strategy: Vec<Assignor>,
+    /// The application's registered assignors, for the [`Assignor::Custom`] entries above.
+    pub custom_assignors: Vec<crate::assignor::RegisteredAssignor>,
     /// `group.remote.assignor` (consumer protocol): the server-side assignor to ask for;
     /// `None` lets the broker choose.
     pub group_remote_assignor: Option<String>,
@@ -107,6 +109,7 @@ impl Default for ConsumerSettings {
             heartbeat_interval_ms: 3_000,
             max_poll_interval_ms: 300_000,
             partition_assignment_strategy: vec![Assignor::Range, Assignor::CooperativeSticky],
+            custom_assignors: Vec::new(),
             group_remote_assignor: None,
             exclude_internal_topics: true,
             auto_offset_reset: AutoOffsetReset::Latest,
@@ -173,6 +176,7 @@ impl ConsumerSettings {
             heartbeat_interval_ms: u64::try_from(config.heartbeat_interval_ms()).unwrap_or(0),
             max_poll_interval_ms: config.max_poll_interval_ms().into(),
             partition_assignment_strategy: config.partition_assignment_strategy().to_vec(),
+            custom_assignors: config.custom_assignors().to_vec(),
             group_remote_assignor: config.group_remote_assignor().map(str::to_owned),
             exclude_internal_topics: config.exclude_internal_topics(),
             auto_offset_reset: config.auto_offset_reset(),
@@ -427,6 +431,7 @@ mod tests {
             heartbeat_interval_ms: _,
             max_poll_interval_ms: _,
             partition_assignment_strategy: _,
+            custom_assignors: _,
             exclude_internal_topics: _,
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together

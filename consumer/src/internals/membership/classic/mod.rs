@@ -35,6 +35,7 @@ use super::state::MemberState;
 use super::MemberIdentity;
 use crate::assignor::{assignor_by_name, ConsumerPartitionAssignor, RebalanceProtocol};
 use crate::close_options::GroupMembershipOperation;
+use crate::config::Assignor;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
@@ -216,10 +217,15 @@ impl ClassicMembershipManager {
         };
         let mut assignors = Vec::new();
         for assignor in &settings.partition_assignment_strategy {
-            assignors.push(
-                assignor_by_name(assignor.name())
+            let registered = settings
+                .custom_assignors
+                .iter()
+                .find(|a| matches!(assignor, Assignor::Custom(name) if *name == a.name()));
+            assignors.push(match registered {
+                Some(registered) => registered.instance(),
+                None => assignor_by_name(assignor.name())
                     .map_err(|e| Error::InvalidArgument(e.to_string()))?,
-            );
+            });
         }
         if assignors.is_empty() {
             return Err(Error::InvalidArgument(
