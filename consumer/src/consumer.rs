@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch, Notify};
+use tracing::Instrument;
 
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::close_options::{CloseOptions, GroupMembershipOperation};
@@ -199,6 +200,16 @@ impl Mode {
     }
 }
 
+/// The span every line the application side logs is inside: the consumer, named as Java's
+/// `[Consumer clientId=…, groupId=…]` log prefix names it.
+fn consumer_span(settings: &ConsumerSettings) -> tracing::Span {
+    tracing::info_span!(
+        "consumer",
+        client_id = %settings.client_id,
+        group_id = settings.group_id.as_deref().unwrap_or_default()
+    )
+}
+
 /// What every commit needs, wherever it comes from: a group, and no negative offset.
 fn check_commit_offsets(group_id: Option<&str>, offsets: &Offsets) -> Result<()> {
     if group_id.is_none() {
@@ -262,6 +273,9 @@ pub struct Consumer {
     closed: bool,
     /// Tells this consumer's handles that it is closed.
     closed_flag: Arc<AtomicBool>,
+    /// The parent of the application side's spans (`poll`, `commit_sync`, rebalance
+    /// callbacks, `close`): names the consumer as the background task's span does.
+    span: tracing::Span,
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
     /// kept until a `poll` sends it, wherever the request was read.
     poll_requested: bool,
@@ -391,6 +405,7 @@ impl Consumer {
             },
             runtime,
         )?;
+        let span = consumer_span(&settings);
         let consumer = Self {
             settings,
             app_events: app_tx,
@@ -407,6 +422,7 @@ impl Consumer {
             async_commits: VecDeque::new(),
             closed: false,
             closed_flag: Arc::new(AtomicBool::new(false)),
+            span,
             poll_requested: false,
             failure,
             _not_sync: PhantomData,
@@ -431,6 +447,7 @@ impl Consumer {
             group: self.group.clone(),
             group_id: self.settings.group_id.clone(),
             default_api_timeout_ms: self.settings.default_api_timeout_ms,
+            span: self.span.clone(),
         })
     }
 
@@ -547,26 +564,32 @@ impl Consumer {
         callback: RebalanceCallback,
         partitions: &BTreeSet<TopicPartition>,
     ) -> Result<()> {
+        let span = {
+            let group = self.group.borrow();
+            tracing::info_span!(
+                parent: &self.span,
+                "rebalance_callback",
+                callback = callback.method_name(),
+                partitions = partitions.len(),
+                member_id = %group.metadata.member_id,
+                generation = group.metadata.generation_id,
+            )
+        };
         let completion = CallbackCompletion::start(&self.app_events, &self.in_callback, id);
         let mut borrowed = BorrowedListener::take(&self.listener);
         let (name, result) = match borrowed.get() {
             None => ("", Ok(())),
             Some(listener) => {
-                let (name, future) = match callback {
-                    RebalanceCallback::Revoked => (
-                        "on_partitions_revoked",
-                        listener.on_partitions_revoked(self, partitions),
-                    ),
-                    RebalanceCallback::Assigned => (
-                        "on_partitions_assigned",
-                        listener.on_partitions_assigned(self, partitions),
-                    ),
-                    RebalanceCallback::Lost => (
-                        "on_partitions_lost",
-                        listener.on_partitions_lost(self, partitions),
-                    ),
+                let name = callback.method_name();
+                let future = match callback {
+                    RebalanceCallback::Revoked => listener.on_partitions_revoked(self, partitions),
+                    RebalanceCallback::Assigned => {
+                        listener.on_partitions_assigned(self, partitions)
+                    }
+                    RebalanceCallback::Lost => listener.on_partitions_lost(self, partitions),
                 };
-                (name, callback_error(name, CatchUnwind::new(future).await))
+                let result = CatchUnwind::new(future).instrument(span).await;
+                (name, callback_error(name, result))
             }
         };
         drop(borrowed);
@@ -916,7 +939,14 @@ impl Consumer {
     ///
     /// Cancellation-safe: records are taken from the buffer only when the call returns them.
     pub async fn poll(&mut self, timeout: Duration) -> Result<ConsumerRecords> {
-        self.poll_for(timeout, Delivery::Return).await
+        let span = self.poll_span(timeout);
+        self.poll_for(timeout, Delivery::Return)
+            .instrument(span)
+            .await
+    }
+
+    fn poll_span(&self, timeout: Duration) -> tracing::Span {
+        tracing::debug_span!(parent: &self.span, "poll", timeout_ms = timeout.as_millis() as u64)
     }
 
     /// `poll`, handing the records to the caller or holding them for `recv`.
@@ -1036,7 +1066,10 @@ impl Consumer {
             }
             // Taken and held under the buffer's lock, so a seek from a handle on another task
             // cannot slip between the two and leave records of the old position held.
-            self.poll_for(Duration::from_secs(3_600), Delivery::Hold)
+            let timeout = Duration::from_secs(3_600);
+            let span = self.poll_span(timeout);
+            self.poll_for(timeout, Delivery::Hold)
+                .instrument(span)
                 .await?;
         }
     }
@@ -1070,6 +1103,17 @@ impl Consumer {
     /// retrying retriable errors until `timeout`. Earlier async commits complete, and their
     /// callbacks run, first.
     pub async fn commit_sync(&mut self, offsets: Option<Offsets>, timeout: Duration) -> Result<()> {
+        let span = tracing::debug_span!(parent: &self.span, "commit_sync", timeout_ms = timeout.as_millis() as u64);
+        self.commit_sync_inner(offsets, timeout)
+            .instrument(span)
+            .await
+    }
+
+    async fn commit_sync_inner(
+        &mut self,
+        offsets: Option<Offsets>,
+        timeout: Duration,
+    ) -> Result<()> {
         self.ensure_open()?;
         let deadline = Instant::now() + timeout;
         let offsets = offsets.unwrap_or_else(|| self.consumed_positions());
@@ -1400,6 +1444,11 @@ impl Consumer {
         if self.closed {
             return Ok(());
         }
+        let span = tracing::info_span!(parent: &self.span, "close", timeout_ms = options.timeout.as_millis() as u64);
+        self.close_inner(options).instrument(span).await
+    }
+
+    async fn close_inner(&mut self, options: CloseOptions) -> Result<()> {
         let deadline = Instant::now() + options.timeout;
         // Java's `firstException`: every step runs; the first failure is returned at the end.
         let mut first_error: Option<Error> = None;

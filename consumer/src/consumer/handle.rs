@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use super::{check_commit_offsets, Consumer, ConsumerMetrics, Offsets};
 use crate::error::{Error, Result};
@@ -48,6 +49,8 @@ pub(super) struct Shared {
     pub group: watch::Receiver<GroupSnapshot>,
     pub group_id: Option<String>,
     pub default_api_timeout_ms: u64,
+    /// The consumer's span: the handle's calls log inside it.
+    pub span: tracing::Span,
 }
 
 /// A cloneable, `Send + Sync` handle to a [`Consumer`](super::Consumer), from
@@ -123,8 +126,18 @@ impl ConsumerHandle {
             .map_err(|_| self.shared.failure.stopped_error())
     }
 
-    async fn wait<T: Clone>(&self, mut receiver: CompletionReceiver<T>) -> Result<T> {
-        self.shared.failure.wait(&mut receiver).await
+    /// Waits for the answer inside a span naming the call (under the consumer's span).
+    async fn wait<T: Clone>(
+        &self,
+        operation: &'static str,
+        mut receiver: CompletionReceiver<T>,
+    ) -> Result<T> {
+        let span = tracing::debug_span!(parent: &self.shared.span, "handle", operation);
+        self.shared
+            .failure
+            .wait(&mut receiver)
+            .instrument(span)
+            .await
     }
 
     fn default_timeout(&self) -> Duration {
@@ -140,7 +153,7 @@ impl ConsumerHandle {
     /// partition may already be consumed by its new owner).
     pub async fn commit_sync(&self, offsets: Offsets, timeout: Duration) -> Result<()> {
         let receiver = self.start_commit(offsets, true, timeout)?;
-        self.wait(receiver).await
+        self.wait("commit_sync", receiver).await
     }
 
     /// Commits `offsets` without retrying (checked as [`commit_sync`](Self::commit_sync) is);
@@ -196,7 +209,7 @@ impl ConsumerHandle {
             partitions: partitions.into_iter().collect(),
             completion,
         })?;
-        self.wait(receiver).await
+        self.wait("committed", receiver).await
     }
 
     // ----- positions -----
@@ -208,7 +221,7 @@ impl ConsumerHandle {
             target,
             completion,
         })?;
-        self.wait(receiver).await
+        self.wait("seek", receiver).await
     }
 
     /// Makes `offset` the next offset the polling task hands out for `partition`; records of
@@ -263,7 +276,7 @@ impl ConsumerHandle {
             partition: partition.clone(),
             completion,
         })?;
-        let position = self.wait(receiver).await?.offset;
+        let position = self.wait("position", receiver).await?.offset;
         // Records the polling task holds for `recv` come first; read after the background
         // answered, so a record taken meanwhile is counted either way.
         Ok(self
@@ -294,7 +307,8 @@ impl ConsumerHandle {
             paused,
             completion,
         })?;
-        self.wait(receiver).await
+        self.wait(if paused { "pause" } else { "resume" }, receiver)
+            .await
     }
 
     /// The paused partitions (paused by the consumer or any of its handles).

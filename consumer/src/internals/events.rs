@@ -53,6 +53,17 @@ pub(crate) enum RebalanceCallback {
     Lost,
 }
 
+impl RebalanceCallback {
+    /// The listener method's name, for logs and spans.
+    pub(crate) fn method_name(self) -> &'static str {
+        match self {
+            Self::Revoked => "on_partitions_revoked",
+            Self::Assigned => "on_partitions_assigned",
+            Self::Lost => "on_partitions_lost",
+        }
+    }
+}
+
 /// Application side → background side.
 #[derive(Debug)]
 pub(crate) enum ApplicationEvent {
