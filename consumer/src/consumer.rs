@@ -210,6 +210,17 @@ fn consumer_span(settings: &ConsumerSettings) -> tracing::Span {
     )
 }
 
+/// A seek's offset must not be negative, wherever the seek comes from.
+fn check_seek_offset(offset: &OffsetAndMetadata) -> Result<()> {
+    if offset.offset < 0 {
+        return Err(Error::InvalidArgument(format!(
+            "seek offset must not be negative, got {}",
+            offset.offset
+        )));
+    }
+    Ok(())
+}
+
 /// What every commit needs, wherever it comes from: a group, and no negative offset.
 fn check_commit_offsets(group_id: Option<&str>, offsets: &Offsets) -> Result<()> {
     if group_id.is_none() {
@@ -1230,12 +1241,7 @@ impl Consumer {
         partition: &TopicPartition,
         offset: OffsetAndMetadata,
     ) -> Result<()> {
-        if offset.offset < 0 {
-            return Err(Error::InvalidArgument(format!(
-                "seek offset must not be negative, got {}",
-                offset.offset
-            )));
-        }
+        check_seek_offset(&offset)?;
         self.seek_to(vec![partition.clone()], SeekTarget::Offset(offset))
             .await
     }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use super::{check_commit_offsets, Consumer, ConsumerMetrics, Offsets};
+use super::{check_commit_offsets, check_seek_offset, Consumer, ConsumerMetrics, Offsets};
 use crate::error::{Error, Result};
 use crate::internals::background_failure::BackgroundFailure;
 use crate::internals::completion::{Completion, CompletionReceiver};
@@ -239,12 +239,7 @@ impl ConsumerHandle {
         partition: &TopicPartition,
         offset: OffsetAndMetadata,
     ) -> Result<()> {
-        if offset.offset < 0 {
-            return Err(Error::InvalidArgument(format!(
-                "seek offset must not be negative, got {}",
-                offset.offset
-            )));
-        }
+        check_seek_offset(&offset)?;
         self.seek_to(vec![partition.clone()], SeekTarget::Offset(offset))
             .await
     }

@@ -15,24 +15,41 @@ use kafka_protocol::error::ResponseError;
 use super::config_resource::{
     duplicate_keys, not_modelled, validate_broker_name, validate_topic, ApiError, ResourceType,
 };
+use crate::broker::dispatch::RequestCtx;
 use crate::controller::ClusterState;
 use crate::topic_config::normalize;
 
-/// For each `(type, name)` in request order, whether another resource has the same pair:
-/// Kafka answers both "Each resource must appear at most once.".
-pub(crate) fn duplicated(resources: &[(i8, &str)]) -> Vec<bool> {
-    resources
-        .iter()
-        .map(|r| resources.iter().filter(|other| *other == r).count() > 1)
-        .collect()
-}
-
-/// The error for a resource named twice.
-pub(crate) fn duplicate_resource() -> ApiError {
-    ApiError::new(
-        ResponseError::InvalidRequest,
-        "Each resource must appear at most once.",
-    )
+/// Alters each of `resources` in request order under one cluster-state update and answers
+/// each: a resource named twice (same type and name, as `key` gives them) fails both of its
+/// entries with "Each resource must appear at most once.", as Kafka answers; the others get
+/// `alter`'s outcome.
+pub(crate) fn alter_each<R, A>(
+    ctx: &RequestCtx<'_>,
+    resources: &[R],
+    key: impl Fn(&R) -> (i8, &str),
+    alter: impl Fn(&mut ClusterState, i32, &R) -> Result<(), ApiError>,
+    answer: impl Fn(&R, Option<ApiError>) -> A,
+) -> Vec<A> {
+    let keys: Vec<(i8, &str)> = resources.iter().map(&key).collect();
+    let node_id = ctx.broker.node_id;
+    ctx.broker.controller.update(|state| {
+        resources
+            .iter()
+            .zip(&keys)
+            .map(|(resource, k)| {
+                let twice = keys.iter().filter(|other| *other == k).count() > 1;
+                let outcome = if twice {
+                    Err(ApiError::new(
+                        ResponseError::InvalidRequest,
+                        "Each resource must appear at most once.",
+                    ))
+                } else {
+                    alter(state, node_id, resource)
+                };
+                answer(resource, outcome.err())
+            })
+            .collect()
+    })
 }
 
 /// `ConfigAdminManager.preprocess` for one resource: `configs` are the names with whether each

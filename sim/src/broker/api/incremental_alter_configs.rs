@@ -18,9 +18,7 @@ use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsRes
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::*;
 
-use super::config_alter::{
-    alter_topic, current_topic_configs, duplicate_resource, duplicated, preprocess,
-};
+use super::config_alter::{alter_each, alter_topic, current_topic_configs, preprocess};
 use super::config_resource::ApiError;
 use crate::broker::dispatch::RequestCtx;
 use crate::controller::ClusterState;
@@ -35,27 +33,14 @@ pub(crate) async fn handle(
     ctx: &RequestCtx<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let keys: Vec<(i8, &str)> = request
-        .resources
-        .iter()
-        .map(|r| (r.resource_type, r.resource_name.as_str()))
-        .collect();
-    let twice = duplicated(&keys);
-    let responses = ctx.broker.controller.update(|state| {
-        request
-            .resources
-            .iter()
-            .zip(twice)
-            .map(|(resource, twice)| {
-                let outcome = if twice {
-                    Err(duplicate_resource())
-                } else {
-                    alter(state, ctx.broker.node_id, resource, request.validate_only)
-                };
-                answer(resource, outcome.err())
-            })
-            .collect()
-    });
+    let validate_only = request.validate_only;
+    let responses = alter_each(
+        ctx,
+        &request.resources,
+        |r| (r.resource_type, r.resource_name.as_str()),
+        |state, node_id, resource| alter(state, node_id, resource, validate_only),
+        answer,
+    );
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
