@@ -290,6 +290,10 @@ pub struct Consumer {
     /// The background side asked for an acknowledged poll ([`BackgroundEvent::PollRequested`]);
     /// kept until a `poll` sends it, wherever the request was read.
     poll_requested: bool,
+    /// The acknowledged poll sent for that request, until its answer is seen: kept across
+    /// calls, so a `poll` whose own timeout ends first (or whose future is dropped) returns
+    /// without collecting, and a later one finds the answer.
+    pending_ack: Option<CompletionReceiver<()>>,
     /// Why the background task stopped, if it panicked: calls that find it gone report that
     /// ([`Error::Internal`]) rather than [`Error::Closed`].
     failure: BackgroundFailure,
@@ -435,6 +439,7 @@ impl Consumer {
             closed_flag: Arc::new(AtomicBool::new(false)),
             span,
             poll_requested: false,
+            pending_ack: None,
             failure,
             _not_sync: PhantomData,
         };
@@ -997,8 +1002,12 @@ impl Consumer {
         loop {
             self.metrics.record_poll_wakeup();
             self.process_background_events().await?;
-            if std::mem::take(&mut self.poll_requested) {
-                self.acknowledged_poll().await?;
+            if self.pending_ack.is_none() && std::mem::take(&mut self.poll_requested) {
+                self.pending_ack = Some(self.send_acknowledged_poll()?);
+            }
+            if !self.acknowledged_poll_answered(deadline).await? {
+                // The poll's own timeout ended first: nothing is collected before the answer.
+                return Ok(ConsumerRecords::default());
             }
             let notified = buffer.notified();
             tokio::pin!(notified);
@@ -1050,21 +1059,39 @@ impl Consumer {
     }
 
     /// A rebalance waits for this poll: tell the background side the application has
-    /// processed what it was given, and collect nothing until the rebalance has started (its
-    /// partitions to revoke are then no longer handed out). The background answers within one
-    /// round of its loop; `default.api.timeout.ms` bounds the wait if it has stopped.
-    async fn acknowledged_poll(&mut self) -> Result<()> {
+    /// processed what it was given; nothing is collected until the rebalance has started (its
+    /// partitions to revoke are then no longer handed out).
+    fn send_acknowledged_poll(&self) -> Result<CompletionReceiver<()>> {
         let (completion, receiver) = Self::completion("poll", self.default_timeout());
         self.send(ApplicationEvent::Poll {
             offsets_to_commit: self.consumed_positions(),
             ack: Some(completion),
         })?;
-        match self.failure.wait(&mut receiver.clone()).await {
+        Ok(receiver)
+    }
+
+    /// Waits for the answer to the acknowledged poll in flight, if any, but not past the
+    /// poll's own `deadline`: `false` if the deadline came first (the answer is looked for
+    /// again by the next call). The background answers within one round of its loop;
+    /// `default.api.timeout.ms` bounds the wait for a background task that has stopped.
+    async fn acknowledged_poll_answered(&mut self, deadline: Instant) -> Result<bool> {
+        let Some(receiver) = self.pending_ack.as_mut() else {
+            return Ok(true);
+        };
+        // `timeout` polls the answer before its timer (tokio and madsim alike): one already
+        // there is seen even by a zero-timeout poll.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let answer = tokio::time::timeout(left, self.failure.wait(receiver)).await;
+        let Ok(answer) = answer else {
+            return Ok(false);
+        };
+        self.pending_ack = None;
+        match answer {
             Err(Error::Timeout { .. }) => {
                 tracing::warn!("the background task did not answer an acknowledged poll");
-                Ok(())
+                Ok(true)
             }
-            result => result,
+            result => result.map(|()| true),
         }
     }
 
