@@ -29,10 +29,12 @@ use crate::internals::events::{
 };
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
+use crate::internals::metrics_snapshot::measure_all;
 use crate::internals::network_thread::{self, Channels, GroupSnapshot};
 use crate::internals::settings::ConsumerSettings;
 use crate::internals::subscription_state::TopicPattern;
 use crate::internals::PartitionProgress;
+use crate::metric::Metric;
 use crate::rebalance::{
     callback_error, BorrowedListener, CallbackCompletion, CatchUnwind, ConsumerRebalanceListener,
     ListenerSlot,
@@ -107,8 +109,13 @@ pub struct PartitionMetrics {
 }
 
 /// A snapshot of the consumer's metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConsumerMetrics {
+    /// Apache Kafka's metrics under Java's groups, names and tags (`records-lag-max`,
+    /// `fetch-latency-avg`, `commit-rate`, `rebalance-latency-avg`, `assigned-partitions`,
+    /// …), computed as Java computes them; see [`crate::metric`].
+    /// [`kafka_metric`](Self::kafka_metric) looks one up.
+    pub kafka: Vec<Metric>,
     /// Per assigned partition.
     pub partitions: BTreeMap<TopicPartition, PartitionMetrics>,
     /// Records handed out since the consumer started.
@@ -137,6 +144,15 @@ pub struct ConsumerMetrics {
 }
 
 impl ConsumerMetrics {
+    /// The value of the client-level Kafka metric `name` in `group` (one tagged only with
+    /// `client-id`), e.g. `kafka_metric(FETCH_MANAGER_GROUP, "records-lag-max")`.
+    pub fn kafka_metric(&self, group: &str, name: &str) -> Option<f64> {
+        self.kafka
+            .iter()
+            .find(|m| m.name.group == group && m.name.name == name && m.name.tags.len() == 1)
+            .map(|m| m.value)
+    }
+
     /// The numbers as of now.
     fn snapshot(buffer: &FetchBuffer, metrics: &SharedMetrics) -> Self {
         let (progress, records_consumed) = buffer.progress();
@@ -163,6 +179,7 @@ impl ConsumerMetrics {
             )
             .collect();
         ConsumerMetrics {
+            kafka: measure_all(buffer, metrics, Instant::now()),
             partitions,
             records_consumed,
             fetch_responses: metrics.fetch_responses(),
@@ -396,8 +413,14 @@ impl Consumer {
         }
         let (app_tx, app_rx) = mpsc::unbounded_channel();
         let (bg_tx, bg_rx) = mpsc::unbounded_channel();
-        let buffer = Arc::new(FetchBuffer::default());
-        let metrics = Arc::new(SharedMetrics::default());
+        let buffer = Arc::new(FetchBuffer::new(
+            settings.metric_config,
+            &settings.client_id,
+        ));
+        let metrics = Arc::new(SharedMetrics::new(
+            settings.metric_config,
+            &settings.client_id,
+        ));
         let (group_tx, group_rx) = watch::channel(GroupSnapshot {
             metadata: ConsumerGroupMetadata {
                 group_id: settings.group_id.clone().unwrap_or_default(),
@@ -965,8 +988,20 @@ impl Consumer {
         tracing::debug_span!(parent: &self.span, "poll", timeout_ms = timeout.as_millis() as u64)
     }
 
-    /// `poll`, handing the records to the caller or holding them for `recv`.
+    /// `poll`, handing the records to the caller or holding them for `recv`; timed for
+    /// `time-between-poll-*` and `poll-idle-ratio-avg` as Java times its `poll`.
     async fn poll_for(&mut self, timeout: Duration, delivery: Delivery) -> Result<ConsumerRecords> {
+        self.metrics.client().record_poll_start(Instant::now());
+        let result = self.poll_timed(timeout, delivery).await;
+        self.metrics.client().record_poll_end(Instant::now());
+        result
+    }
+
+    async fn poll_timed(
+        &mut self,
+        timeout: Duration,
+        delivery: Delivery,
+    ) -> Result<ConsumerRecords> {
         self.ensure_open()?;
         if self.in_callback.load(Ordering::SeqCst) {
             return Err(Error::IllegalState(
@@ -1014,14 +1049,15 @@ impl Consumer {
             notified.as_mut().enable();
             match delivery {
                 Delivery::Return => {
-                    let records = buffer.collect(self.settings.max_poll_records)?;
+                    let records = buffer.collect(self.settings.max_poll_records, Instant::now())?;
                     if !records.is_empty() {
                         tracing::trace!(count = records.count(), "poll returns records");
                         return Ok(records);
                     }
                 }
                 Delivery::Hold => {
-                    if buffer.collect_and_hold(self.settings.max_poll_records)? > 0 {
+                    if buffer.collect_and_hold(self.settings.max_poll_records, Instant::now())? > 0
+                    {
                         return Ok(ConsumerRecords::default());
                     }
                 }

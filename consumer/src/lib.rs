@@ -11,6 +11,7 @@
 //! - [`security`]: the types a secured connection is configured with (SASL, token
 //!   providers, TLS), for code that builds them.
 //! - [`rebalance`]: the rebalance listener.
+//! - [`metric`]: the consumer's metrics under Apache Kafka's names.
 //! - [`types`]: records, partitions, offsets; [`error`]: the error type.
 //! - [`assignor`]: classic-protocol partition assignors (range, roundrobin, sticky,
 //!   cooperative-sticky) and the ConsumerProtocol subscription/assignment format.
@@ -57,6 +58,7 @@ pub mod fuzzing;
 pub mod internals;
 #[cfg(not(feature = "__internal"))]
 pub(crate) mod internals;
+pub mod metric;
 #[cfg(feature = "__internal")]
 #[doc(hidden)]
 pub mod network;

@@ -301,6 +301,8 @@ impl ConsumerConfigBuilder {
         "metadata.max.age.ms" metadata_max_age_ms: u64;
         "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger_ms: u64;
         "connections.max.idle.ms" connections_max_idle_ms: i64;
+        "metrics.num.samples" metrics_num_samples: u32;
+        "metrics.sample.window.ms" metrics_sample_window_ms: u64;
         "send.buffer.bytes" send_buffer_bytes: i32;
         "receive.buffer.bytes" receive_buffer_bytes: i32;
     }
@@ -322,6 +324,7 @@ impl ConsumerConfigBuilder {
         "metadata.max.age.ms" metadata_max_age;
         "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger;
         "connections.max.idle.ms" connections_max_idle;
+        "metrics.sample.window.ms" metrics_sample_window;
     }
 
     /// Checks and builds; warnings are logged.

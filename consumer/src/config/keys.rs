@@ -94,7 +94,7 @@ use DefaultValue::{Null, Required, Value};
 use Role::{Field, Ignored, OnlyDefault};
 
 const JAVA_PLUGIN: &str = "Java classes cannot be loaded by a Rust client";
-const METRICS: &str = "Java metrics are not implemented; this client reports through `tracing`";
+const METRICS: &str = "Java metrics reporters cannot be loaded; enable the `metrics` feature to export the metrics through the `metrics` crate";
 
 /// Every key, sorted by name (the order `Display` lists them in, like Java's log).
 #[rustfmt::skip]
@@ -180,13 +180,14 @@ pub(crate) const KEYS: &[KeySpec] = &[
     key("metric.reporters", Kind::List { allow_empty: true },
         Value("org.apache.kafka.common.metrics.JmxReporter"), Ignored(METRICS),
         "Java MetricsReporter classes."),
-    key("metrics.num.samples", int(1), Value("2"), Ignored(METRICS),
-        "Samples kept per Java metric."),
+    key("metrics.num.samples", int(1), Value("2"), Field,
+        "Samples a windowed metric (an average, maximum or rate) is computed over."),
     key("metrics.recording.level",
         Kind::OneOf { options: &["INFO", "DEBUG", "TRACE"], ignore_case: false },
-        Value("INFO"), Ignored(METRICS), "Which Java metrics are recorded."),
-    key("metrics.sample.window.ms", long(0), Value("30000"), Ignored(METRICS),
-        "Window of one Java metrics sample."),
+        Value("INFO"), Ignored("every metric this client has is recorded at INFO"),
+        "Which Java metrics are recorded."),
+    key("metrics.sample.window.ms", long(0), Value("30000"), Field,
+        "How long one sample of a windowed metric lasts."),
     key("partition.assignment.strategy",
         Kind::Typed { expected: "a duplicate-free list of range, roundrobin, sticky, cooperative-sticky or their Java class names" },
         Value("org.apache.kafka.clients.consumer.RangeAssignor,org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),

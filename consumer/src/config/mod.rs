@@ -94,6 +94,8 @@ pub struct ConsumerConfig {
     metadata_recovery_strategy: MetadataRecoveryStrategy,
     metadata_recovery_rebootstrap_trigger_ms: u64,
     connections_max_idle_ms: i64,
+    metrics_num_samples: u32,
+    metrics_sample_window_ms: u64,
     send_buffer_bytes: i32,
     receive_buffer_bytes: i32,
     security: SecurityConfig,
@@ -279,6 +281,11 @@ impl ConsumerConfig {
                 "metadata.recovery.strategy",
                 self.metadata_recovery_strategy.as_str().to_owned(),
             ),
+            ("metrics.num.samples", self.metrics_num_samples.to_string()),
+            (
+                "metrics.sample.window.ms",
+                self.metrics_sample_window_ms.to_string(),
+            ),
             (
                 "partition.assignment.strategy",
                 self.partition_assignment_strategy
@@ -406,6 +413,8 @@ impl ConsumerConfig {
             metadata_recovery_rebootstrap_trigger_ms: r
                 .non_negative_long("metadata.recovery.rebootstrap.trigger.ms")?,
             connections_max_idle_ms: r.long("connections.max.idle.ms")?,
+            metrics_num_samples: r.non_negative_int("metrics.num.samples")?,
+            metrics_sample_window_ms: r.non_negative_long("metrics.sample.window.ms")?,
             send_buffer_bytes: r.int("send.buffer.bytes")?,
             receive_buffer_bytes: r.int("receive.buffer.bytes")?,
             security: SecurityConfig::default(),
@@ -513,6 +522,8 @@ copy_getters! {
     "metadata.recovery.strategy" metadata_recovery_strategy: MetadataRecoveryStrategy;
     "metadata.recovery.rebootstrap.trigger.ms" metadata_recovery_rebootstrap_trigger_ms: u64;
     "connections.max.idle.ms (negative disables closing idle connections)" connections_max_idle_ms: i64;
+    "metrics.num.samples" metrics_num_samples: u32;
+    "metrics.sample.window.ms" metrics_sample_window_ms: u64;
     "send.buffer.bytes (-1: OS default)" send_buffer_bytes: i32;
     "receive.buffer.bytes (-1: OS default)" receive_buffer_bytes: i32;
 }

@@ -810,7 +810,7 @@ fn java_plugin_keys_warn_and_are_ignored() {
             "org.apache.kafka.common.serialization.StringDeserializer",
         ),
         ("interceptor.classes", "com.example.Interceptor"),
-        ("metrics.num.samples", "3"),
+        ("metric.reporters", "com.example.Reporter"),
     ])
     .unwrap();
     let keys: Vec<&str> = parsed
@@ -826,7 +826,7 @@ fn java_plugin_keys_warn_and_are_ignored() {
         [
             "interceptor.classes",
             "key.deserializer",
-            "metrics.num.samples"
+            "metric.reporters"
         ]
     );
     assert_eq!(parsed.config, config(&[]));
@@ -935,6 +935,7 @@ fn duration_setters_equal_the_millisecond_ones() {
         .metadata_max_age(ms(70))
         .metadata_recovery_rebootstrap_trigger(ms(75))
         .connections_max_idle(ms(80))
+        .metrics_sample_window(ms(90))
         .build()
         .unwrap();
     let with_millis = ConsumerConfig::builder()
@@ -956,6 +957,7 @@ fn duration_setters_equal_the_millisecond_ones() {
         .metadata_max_age_ms(70)
         .metadata_recovery_rebootstrap_trigger_ms(75)
         .connections_max_idle_ms(80)
+        .metrics_sample_window_ms(90)
         .build()
         .unwrap();
     assert_eq!(with_durations, with_millis);
@@ -1007,6 +1009,8 @@ fn builder_equals_map() {
         .metadata_recovery_strategy(MetadataRecoveryStrategy::None)
         .metadata_recovery_rebootstrap_trigger_ms(75)
         .connections_max_idle_ms(80)
+        .metrics_num_samples(3)
+        .metrics_sample_window_ms(1_000)
         .send_buffer_bytes(-1)
         .receive_buffer_bytes(-1)
         .build()
@@ -1045,6 +1049,8 @@ fn builder_equals_map() {
         ("metadata.recovery.strategy", "none"),
         ("metadata.recovery.rebootstrap.trigger.ms", "75"),
         ("connections.max.idle.ms", "80"),
+        ("metrics.num.samples", "3"),
+        ("metrics.sample.window.ms", "1000"),
         ("send.buffer.bytes", "-1"),
         ("receive.buffer.bytes", "-1"),
     ]

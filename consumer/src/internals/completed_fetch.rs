@@ -72,6 +72,8 @@ pub(crate) struct CompletedFetch {
     aborted_producer_ids: BTreeSet<i64>,
     pending_error: Option<Error>,
     exhausted: bool,
+    /// Encoded size of the records handed out since the last `take_bytes_read`.
+    bytes_read: usize,
 }
 
 impl CompletedFetch {
@@ -115,6 +117,7 @@ impl CompletedFetch {
             aborted_producer_ids: BTreeSet::new(),
             pending_error: None,
             exhausted: false,
+            bytes_read: 0,
         }
     }
 
@@ -163,6 +166,28 @@ impl CompletedFetch {
         Ok(out)
     }
 
+    /// How far `position` is behind the end a consumer of this isolation level can read (the
+    /// high watermark, or the last stable offset under read_committed), as Java's
+    /// `SubscriptionState.partitionLag` computes it; `None` when the broker did not say.
+    pub fn lag_at(&self, position: i64) -> Option<i64> {
+        let end = match self.isolation_level {
+            IsolationLevel::ReadCommitted => self.info.last_stable_offset,
+            IsolationLevel::ReadUncommitted => self.info.high_watermark,
+        };
+        (end >= 0).then(|| end - position)
+    }
+
+    /// How far `position` is past the log start offset (Java's `partitionLead`).
+    pub fn lead_at(&self, position: i64) -> Option<i64> {
+        (self.info.log_start_offset >= 0).then(|| position - self.info.log_start_offset)
+    }
+
+    /// The encoded size of the records handed out since the last call (for
+    /// `bytes-consumed-*`).
+    pub fn take_bytes_read(&mut self) -> usize {
+        std::mem::take(&mut self.bytes_read)
+    }
+
     /// Keeps an error to report on the next call.
     pub fn defer_error(&mut self, error: Error) {
         self.pending_error = Some(error);
@@ -195,6 +220,7 @@ impl CompletedFetch {
                 continue;
             }
             self.next_fetch_offset = record.offset() + 1;
+            self.bytes_read += record.size_in_bytes();
             return Ok(Some(self.to_consumer_record(&record)));
         }
     }

@@ -25,8 +25,11 @@ use tokio::sync::Notify;
 
 use super::completed_fetch::CompletedFetch;
 use super::held_records::HeldRecords;
+use super::metrics::{Consumed, ConsumedMetrics, MetricConfig};
 use crate::error::Error;
+use crate::metric::Metric;
 use crate::records::DecompressionBuffer;
+use crate::rt::Instant;
 use crate::sabotage::{self, Sabotage};
 use crate::types::{ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition};
 
@@ -79,6 +82,8 @@ struct Inner {
     held: HeldRecords,
     /// The partitions the application paused: their held records wait for the resume.
     paused: BTreeSet<TopicPartition>,
+    /// Kafka's consumption metrics, recorded as records are handed out.
+    metrics: ConsumedMetrics,
 }
 
 impl Inner {
@@ -109,6 +114,13 @@ pub(crate) struct FetchBuffer {
 }
 
 impl FetchBuffer {
+    /// An empty buffer whose consumption metrics sample by `config` and carry `client_id`.
+    pub fn new(config: MetricConfig, client_id: &str) -> Self {
+        let buffer = Self::default();
+        buffer.lock().metrics = ConsumedMetrics::new(config, client_id.to_owned());
+        buffer
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding this lock cannot leave it inconsistent in a way that matters
         // more than stopping: keep going with the data as it is.
@@ -123,6 +135,7 @@ impl FetchBuffer {
         let mut inner = self.lock();
         inner.partitions.retain(|tp, _| assigned.contains(tp));
         inner.completed.retain(|c| assigned.contains(&c.partition));
+        inner.metrics.retain_partitions(assigned);
         for tp in assigned {
             if !inner.partitions.contains_key(tp) {
                 inner.last_generation += 1;
@@ -280,11 +293,15 @@ impl FetchBuffer {
     }
 
     /// Hands out up to `max_records` records, advancing positions past them.
-    pub fn collect(&self, max_records: usize) -> Result<ConsumerRecords, Error> {
-        Self::collect_locked(&mut self.lock(), max_records)
+    pub fn collect(&self, max_records: usize, now: Instant) -> Result<ConsumerRecords, Error> {
+        Self::collect_locked(&mut self.lock(), max_records, now)
     }
 
-    fn collect_locked(inner: &mut Inner, max_records: usize) -> Result<ConsumerRecords, Error> {
+    fn collect_locked(
+        inner: &mut Inner,
+        max_records: usize,
+        now: Instant,
+    ) -> Result<ConsumerRecords, Error> {
         let mut out = ConsumerRecords::default();
         while out.count() < max_records {
             let Some(fetch) = inner.completed.front_mut() else {
@@ -316,6 +333,15 @@ impl FetchBuffer {
                     position.offset_epoch = epoch;
                 }
             }
+            // Java's FetchCollector records lag and lead after every read of a partition,
+            // records or not, and the bytes and records it handed out.
+            let consumed = Consumed {
+                records: records.as_ref().map_or(0, Vec::len),
+                bytes: fetch.take_bytes_read(),
+                lag: fetch.lag_at(next),
+                lead: fetch.lead_at(next),
+            };
+            inner.metrics.record(&fetch.partition, consumed, now);
             match records {
                 Ok(records) => {
                     inner.records_consumed += records.len() as u64;
@@ -338,9 +364,9 @@ impl FetchBuffer {
 
     /// Collects up to `max_records` records, as [`collect`](Self::collect) does, and holds them
     /// for `recv` under the same lock; returns how many were taken.
-    pub fn collect_and_hold(&self, max_records: usize) -> Result<usize, Error> {
+    pub fn collect_and_hold(&self, max_records: usize, now: Instant) -> Result<usize, Error> {
         let mut inner = self.lock();
-        let records = Self::collect_locked(&mut inner, max_records)?;
+        let records = Self::collect_locked(&mut inner, max_records, now)?;
         let count = records.count();
         inner.held.hold(records);
         Ok(count)
@@ -431,6 +457,13 @@ impl FetchBuffer {
             .collect();
         (partitions, inner.records_consumed)
     }
+
+    /// Appends the consumption metrics' values; returns how many partitions are assigned.
+    pub fn measure_into(&self, now: Instant, out: &mut Vec<Metric>) -> usize {
+        let mut inner = self.lock();
+        inner.metrics.measure_into(now, out);
+        inner.partitions.len()
+    }
 }
 
 #[cfg(test)]
@@ -492,14 +525,14 @@ mod tests {
         assert!(buffer.add(completed(tp(1), g1, 0, 2)));
         assert!(buffer.buffered_partitions().contains(&tp(0)));
 
-        let first = buffer.collect(2).unwrap();
+        let first = buffer.collect(2, Instant::now()).unwrap();
         assert_eq!(first.count(), 2);
         let positions = buffer.consumed_positions();
         assert_eq!(positions[&tp(0)].offset, 12);
         assert_eq!(positions[&tp(0)].leader_epoch, Some(5));
         assert_eq!(positions[&tp(1)].offset, 0, "tp1 not handed out yet");
 
-        let second = buffer.collect(10).unwrap();
+        let second = buffer.collect(10, Instant::now()).unwrap();
         assert_eq!(second.count(), 3);
         assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
         assert!(!buffer.buffered_partitions().contains(&tp(0)));
@@ -516,7 +549,7 @@ mod tests {
         let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
         assert!(buffer.add(completed(tp(0), g0, 0, 3)));
         assert!(buffer.add(completed(tp(1), g1, 0, 3)));
-        assert_eq!(buffer.collect_and_hold(10).unwrap(), 6);
+        assert_eq!(buffer.collect_and_hold(10, Instant::now()).unwrap(), 6);
         assert_eq!(
             buffer.consumed_positions()[&tp(0)].offset,
             0,
@@ -573,7 +606,7 @@ mod tests {
         // Pausing drops data too but keeps the position.
         assert!(buffer.add(completed(tp(0), new, 100, 3)));
         buffer.drop_buffered(&tp(0));
-        assert!(buffer.collect(10).unwrap().is_empty());
+        assert!(buffer.collect(10, Instant::now()).unwrap().is_empty());
         assert_eq!(buffer.consumed_positions()[&tp(0)].offset, 100);
         // Unassigning forgets everything.
         buffer.set_assignment(&BTreeSet::new());

@@ -21,6 +21,7 @@ pub(crate) mod fetch_session;
 pub(crate) mod held_records;
 pub(crate) mod membership;
 pub(crate) mod metrics;
+pub(crate) mod metrics_snapshot;
 pub(crate) mod network_thread;
 pub(crate) mod node_versions;
 pub(crate) mod offsets_request_manager;

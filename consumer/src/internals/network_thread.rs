@@ -130,6 +130,9 @@ pub(crate) struct ConsumerNetworkThread {
     /// Nodes a manager waits for a connection to before it builds its request (the request's
     /// version comes from the node's own ApiVersions).
     awaiting_connection: BTreeSet<i32>,
+    /// Sets the `metrics` facade's gauges.
+    #[cfg(feature = "metrics")]
+    publisher: crate::internals::metrics::Publisher,
 }
 
 /// Starts the background task on `runtime`; real mode, dedicated runtime: returns its lease.
@@ -200,6 +203,8 @@ impl ConsumerNetworkThread {
             outstanding_callbacks: BTreeSet::new(),
             application_gone: false,
             awaiting_connection: BTreeSet::new(),
+            #[cfg(feature = "metrics")]
+            publisher: crate::internals::metrics::Publisher::default(),
         }
     }
 
@@ -221,6 +226,8 @@ impl ConsumerNetworkThread {
                 break;
             }
         }
+        #[cfg(feature = "metrics")]
+        self.publish_metrics(Instant::now(), true);
         let stopped = self.channels.failure.stopped_error();
         let failed = self.reaper.reap_all(&stopped);
         for (_, waiter) in self.position_waiters.drain(..) {
@@ -245,6 +252,8 @@ impl ConsumerNetworkThread {
         }
         let now = Instant::now();
         let next = self.poll_managers(now);
+        #[cfg(feature = "metrics")]
+        self.publish_metrics(now, false);
         for ack in self.poll_acks.drain(..) {
             ack.complete(Ok(()));
         }
@@ -256,6 +265,19 @@ impl ConsumerNetworkThread {
             .map_or(now + MAX_POLL_TIMEOUT, |at| at.min(now + MAX_POLL_TIMEOUT));
         let closing_deadline = self.closing.as_ref().map(|c| c.deadline);
         Some(earliest(Some(wake_at), closing_deadline).unwrap_or(wake_at))
+    }
+
+    /// Sets the metrics facade's gauges, once a second at most (`force`: now, the last time).
+    #[cfg(feature = "metrics")]
+    fn publish_metrics(&mut self, now: Instant, force: bool) {
+        if force || self.publisher.due(now) {
+            let metrics = crate::internals::metrics_snapshot::measure_all(
+                &self.channels.buffer,
+                &self.channels.metrics,
+                now,
+            );
+            self.publisher.publish(&metrics, now);
+        }
     }
 
     /// Handles what woke the loop up.
@@ -703,6 +725,10 @@ impl ConsumerNetworkThread {
         if let Some(membership) = &self.membership {
             let (completed, last_ms) = membership.rebalance_stats();
             self.channels.metrics.record_rebalances(completed, last_ms);
+            self.channels
+                .metrics
+                .client()
+                .record_rebalances(completed, last_ms, now);
         }
         self.channels.metrics.record(
             self.fetch.responses_received,
@@ -896,7 +922,16 @@ impl ConsumerNetworkThread {
             manager,
             token,
             result,
+            sent_at,
         } = envelope;
+        if let Some(timed) = result.as_ref().ok().and_then(|(body, _)| body.timed()) {
+            let latency_ms = u64::try_from(now.saturating_duration_since(sent_at).as_millis())
+                .unwrap_or(u64::MAX);
+            self.channels
+                .metrics
+                .client()
+                .record_response(timed, latency_ms, now);
+        }
         if let Some(closing) = self.closing.as_mut() {
             if manager == ManagerId::Fetch && closing.session_close_tokens.remove(&token) {
                 return;
@@ -990,6 +1025,16 @@ impl ConsumerNetworkThread {
         } = request;
         tracing::trace!(?manager, api = %body.api(), ?target, ?version, token, "sending request");
         self.channels.metrics.record_request(body.kind());
+        let sent_at = Instant::now();
+        if matches!(
+            body,
+            RequestBody::Heartbeat(_) | RequestBody::ConsumerGroupHeartbeat(_)
+        ) {
+            self.channels
+                .metrics
+                .client()
+                .record_heartbeat_sent(sent_at);
+        }
         if matches!(body, RequestBody::Metadata(_)) && target == Target::LeastLoaded {
             // KIP-899: every broker Metadata named is backing off: this request goes to a
             // bootstrap server instead.
@@ -1011,6 +1056,7 @@ impl ConsumerNetworkThread {
                         manager,
                         token,
                         result,
+                        sent_at,
                     });
                 });
             }};

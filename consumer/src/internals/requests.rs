@@ -11,9 +11,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 
-use super::metrics::RequestKind;
+use super::metrics::{FetchResponseSize, RequestKind, TimedResponse};
 use crate::network::{NetworkError, Target};
 use crate::protocol::Api;
+use crate::records::count_declared_records;
 use crate::rt::Instant;
 
 /// A topic name as requests carry it.
@@ -108,6 +109,33 @@ impl RequestBody {
     }
 }
 
+impl ResponseBody {
+    /// The metric this response's latency feeds, if any (Java's fetch, commit, heartbeat,
+    /// join and sync sensors).
+    pub fn timed(&self) -> Option<TimedResponse> {
+        match self {
+            Self::Fetch(body) => {
+                let mut size = FetchResponseSize {
+                    throttle_time_ms: body.throttle_time_ms,
+                    ..FetchResponseSize::default()
+                };
+                for partition in body.responses.iter().flat_map(|t| &t.partitions) {
+                    if let Some(records) = &partition.records {
+                        size.bytes += records.len();
+                        size.records += count_declared_records(records);
+                    }
+                }
+                Some(TimedResponse::Fetch(size))
+            }
+            Self::OffsetCommit(_) => Some(TimedResponse::Commit),
+            Self::Heartbeat(_) | Self::ConsumerGroupHeartbeat(_) => Some(TimedResponse::Heartbeat),
+            Self::JoinGroup(body) if body.error_code == 0 => Some(TimedResponse::Join),
+            Self::SyncGroup(body) if body.error_code == 0 => Some(TimedResponse::Sync),
+            _ => None,
+        }
+    }
+}
+
 /// A request and where to send it.
 #[derive(Debug, Clone)]
 pub(crate) struct UnsentRequest {
@@ -132,6 +160,8 @@ pub(crate) struct ResponseEnvelope {
     pub token: u64,
     /// The response and the version it was exchanged at.
     pub result: Result<(ResponseBody, i16), NetworkError>,
+    /// When the request was handed to the network client (for latency metrics).
+    pub sent_at: Instant,
 }
 
 /// What a manager's `poll` returns: requests to send now, and when it wants to be polled again

@@ -8,6 +8,7 @@ use crate::config::{
     Assignor, AutoOffsetReset, ConsumerConfig, GroupProtocol, IsolationLevel,
     MetadataRecoveryStrategy,
 };
+use crate::internals::metrics::MetricConfig;
 use crate::network::{NetworkConfig, SecurityConfig};
 use crate::rt::next_client_id_sequence;
 
@@ -81,6 +82,8 @@ pub(crate) struct ConsumerSettings {
     pub allow_auto_create_topics: bool,
     /// `connections.max.idle.ms` (`None` when negative: never close idle connections).
     pub connections_max_idle_ms: Option<u64>,
+    /// `metrics.num.samples` and `metrics.sample.window.ms`.
+    pub metric_config: MetricConfig,
     /// `send.buffer.bytes` (`None` when -1: the OS default).
     pub send_buffer_bytes: Option<u32>,
     /// `receive.buffer.bytes` (`None` when -1: the OS default).
@@ -132,6 +135,7 @@ impl Default for ConsumerSettings {
             metadata_max_age_ms: 300_000,
             allow_auto_create_topics: true,
             connections_max_idle_ms: Some(540_000),
+            metric_config: MetricConfig::default(),
             send_buffer_bytes: Some(131_072),
             receive_buffer_bytes: Some(65_536),
             metadata_recovery_strategy: MetadataRecoveryStrategy::Rebootstrap,
@@ -205,6 +209,10 @@ impl ConsumerSettings {
             metadata_max_age_ms: config.metadata_max_age_ms(),
             allow_auto_create_topics: config.allow_auto_create_topics(),
             connections_max_idle_ms: u64::try_from(config.connections_max_idle_ms()).ok(),
+            metric_config: MetricConfig {
+                samples: usize::try_from(config.metrics_num_samples()).unwrap_or(2),
+                window_ms: config.metrics_sample_window_ms(),
+            },
             send_buffer_bytes: u32::try_from(config.send_buffer_bytes()).ok(),
             receive_buffer_bytes: u32::try_from(config.receive_buffer_bytes()).ok(),
             metadata_recovery_strategy: config.metadata_recovery_strategy(),
@@ -343,6 +351,12 @@ mod tests {
             ("connections.max.idle.ms", "-1", "None", |s| {
                 format!("{:?}", s.connections_max_idle_ms)
             }),
+            ("metrics.num.samples", "3", "3", |s| {
+                s.metric_config.samples.to_string()
+            }),
+            ("metrics.sample.window.ms", "1000", "1000", |s| {
+                s.metric_config.window_ms.to_string()
+            }),
             ("send.buffer.bytes", "-1", "None", |s| {
                 format!("{:?}", s.send_buffer_bytes)
             }),
@@ -420,6 +434,7 @@ mod tests {
             metadata_max_age_ms: _,
             allow_auto_create_topics: _,
             connections_max_idle_ms: _,
+            metric_config: _,
             send_buffer_bytes: _,
             receive_buffer_bytes: _,
             metadata_recovery_strategy: _,
@@ -436,7 +451,7 @@ mod tests {
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together
         } = settings;
-        assert_eq!(table.len(), 35);
+        assert_eq!(table.len(), 37);
         let secured = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
              sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \

@@ -451,6 +451,30 @@ impl RecordBatch {
     }
 }
 
+/// Records the complete v2 batches of `bytes` declare in their headers, read without
+/// decompressing or checking anything (for `records-per-request-avg`): a cut-off last batch
+/// and batches of other formats count nothing, and the walk stops at the first header that
+/// does not fit.
+pub(crate) fn count_declared_records(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    let mut records = 0;
+    while bytes.len() - at >= BATCH_HEADER_BYTES {
+        let length = read_i32(bytes, at + BATCH_LENGTH_OFFSET);
+        let Some(end) = usize::try_from(length)
+            .ok()
+            .and_then(|l| (at + LOG_OVERHEAD_BYTES).checked_add(l))
+            .filter(|&end| end <= bytes.len())
+        else {
+            break;
+        };
+        if bytes[at + MAGIC_OFFSET] as i8 == MAGIC_V2 {
+            records += usize::try_from(read_i32(bytes, at + RECORD_COUNT_OFFSET)).unwrap_or(0);
+        }
+        at = end;
+    }
+    records
+}
+
 fn read_i16(buf: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([buf[at], buf[at + 1]])
 }
@@ -489,6 +513,33 @@ mod tests {
                 .unwrap();
         }
         builder.build().unwrap().to_vec()
+    }
+
+    #[test]
+    fn declared_records_count_complete_batches_only() {
+        let mut blob = batch(0, Compression::None, &[b"a", b"b", b"c"]);
+        blob.extend(batch(3, Compression::Zstd, &[b"d", b"e"]));
+        assert_eq!(count_declared_records(&blob), 5);
+        let whole = blob.len();
+        // A response cut inside the second batch counts the first only.
+        assert_eq!(count_declared_records(&blob[..whole - 1]), 3);
+        assert_eq!(count_declared_records(&blob[..BATCH_HEADER_BYTES - 1]), 0);
+        assert_eq!(count_declared_records(&[]), 0);
+        // A negative length stops the walk rather than wrapping.
+        blob[BATCH_LENGTH_OFFSET..BATCH_LENGTH_OFFSET + 4].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(count_declared_records(&blob), 0);
+    }
+
+    #[test]
+    fn a_records_size_is_its_length_prefix_and_body() {
+        let blob = batch(0, Compression::None, &[b"value"]);
+        let batch = fetched(Bytes::from(blob.clone()), ReadOptions::default())
+            .next()
+            .unwrap()
+            .unwrap();
+        let record = batch.records().unwrap().next().unwrap().unwrap();
+        // One record: the batch minus its header is the record, length prefix included.
+        assert_eq!(record.size_in_bytes(), blob.len() - BATCH_HEADER_BYTES);
     }
 
     fn error_of(blob: Vec<u8>, options: ReadOptions) -> RecordsError {

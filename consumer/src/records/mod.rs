@@ -53,6 +53,7 @@ mod proptests;
 #[cfg(test)]
 mod test_support;
 
+pub(crate) use batch::count_declared_records;
 pub use batch::{
     FetchedRecords, ReadOptions, RecordBatch, TimestampType, TruncatedTail, BATCH_HEADER_BYTES,
     DEFAULT_MAX_DECOMPRESSED_BYTES, LOG_OVERHEAD_BYTES,

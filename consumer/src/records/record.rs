@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::error::{PartitionContext, RecordsError, RecordsErrorKind};
 use super::header::{read_header, HeaderError, Headers};
-use super::varint::{read_varint, read_varlong, VarintError};
+use super::varint::{read_varint, read_varlong, varint_len, VarintError};
 
 /// Smallest possible encoded record: length, attributes, timestamp delta, offset delta, key
 /// length, value length and header count, one byte each.
@@ -78,6 +78,13 @@ impl Record {
     /// The headers in wire order, duplicates kept.
     pub fn headers(&self) -> Headers<'_> {
         Headers::new(&self.body, self.headers_start, self.header_count)
+    }
+
+    /// The record's encoded size: its length prefix and body (Java's `Record.sizeInBytes`,
+    /// which `bytes-consumed-total` sums).
+    pub fn size_in_bytes(&self) -> usize {
+        let body = self.body.len();
+        body + varint_len(i32::try_from(body).unwrap_or(i32::MAX))
     }
 }
 

@@ -119,7 +119,7 @@ fn one_fetch_per_leader_by_topic_id_and_only_fetchable_partitions() {
     assert!(p.buffer.buffered_partitions().contains(&tp(0)));
     // Node 1 is free again, but p0 has buffered data and p1 is paused: nothing to fetch there.
     assert!(m.poll(&mut p.ctx()).requests.is_empty());
-    assert_eq!(p.buffer.collect(10).unwrap().count(), 3);
+    assert_eq!(p.buffer.collect(10, Instant::now()).unwrap().count(), 3);
     let r = m.poll(&mut p.ctx());
     let (session_id, epoch, partitions, _) = sent(&r.requests[0]);
     assert_eq!((session_id, epoch), (9, 1), "incremental");
@@ -145,7 +145,7 @@ fn a_broker_with_buffered_data_gets_no_fetch_until_it_is_consumed() {
     // p0 has nothing buffered, but its leader still holds p1's data: no fetch to node 1 (it
     // would forget p1 from the session, and could wait at the broker while p1 is consumed).
     assert!(m.poll(&mut p.ctx()).requests.is_empty());
-    assert_eq!(p.buffer.collect(10).unwrap().count(), 3);
+    assert_eq!(p.buffer.collect(10, Instant::now()).unwrap().count(), 3);
     let r = m.poll(&mut p.ctx());
     assert_eq!(r.requests.len(), 1);
     assert_eq!(r.requests[0].target, Target::Node(1));

@@ -1,10 +1,30 @@
-//! Counters the background task updates and `Consumer::metrics` reads.
+//! What the consumer measures: Kafka's named metrics (windowed statistics under Java's names)
+//! and this client's own counters, which the background task updates and `Consumer::metrics`
+//! reads.
+
+mod client;
+mod consumed;
+mod names;
+#[cfg(feature = "metrics")]
+mod publish;
+mod sensor;
+mod stats;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
-/// Background-side counters, shared read-only with the application side.
+pub(crate) use client::{ClientMetrics, FetchResponseSize, TimedResponse};
+pub(crate) use consumed::{Consumed, ConsumedMetrics};
+#[cfg(feature = "metrics")]
+pub(crate) use publish::Publisher;
+pub(crate) use stats::MetricConfig;
+
+/// Background-side counters and metrics, shared with the application side.
 #[derive(Debug, Default)]
 pub(crate) struct SharedMetrics {
+    /// Kafka's named metrics measured from requests, responses and `poll`. Both sides lock it
+    /// briefly to record; nothing else is locked while it is held.
+    client: Mutex<ClientMetrics>,
     fetch_responses: AtomicU64,
     last_commit_latency_us: AtomicU64,
     loop_iterations: AtomicU64,
@@ -28,6 +48,19 @@ pub(crate) enum RequestKind {
 }
 
 impl SharedMetrics {
+    pub fn new(config: MetricConfig, client_id: &str) -> Self {
+        Self {
+            client: Mutex::new(ClientMetrics::new(config, client_id.to_owned())),
+            ..Self::default()
+        }
+    }
+
+    /// The named metrics, to record into or measure.
+    pub fn client(&self) -> MutexGuard<'_, ClientMetrics> {
+        // Recording is a few arithmetic steps: a panic mid-way leaves numbers, not invariants.
+        self.client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Records the manager totals after a loop iteration.
     pub fn record(&self, fetch_responses: u64, commit_latency_us: Option<u64>) {
         self.fetch_responses

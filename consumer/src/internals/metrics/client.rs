@@ -1,0 +1,316 @@
+//! The metrics the background task measures from requests and responses (fetch latency and
+//! size, commits, heartbeats, joins, syncs, rebalances) and the application side's `poll`
+//! timing, under Java's names.
+
+use crate::metric::Metric;
+use crate::rt::Instant;
+
+use super::names::*;
+use super::sensor::{metric, MetricsClock, Sensor};
+use super::stats::MetricConfig;
+
+/// What a Fetch response held, for `fetch-size-*` and `records-per-request-avg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct FetchResponseSize {
+    /// Bytes of record data in the response.
+    pub bytes: usize,
+    /// Records in its complete batches, as their headers count them.
+    pub records: usize,
+    /// The broker's `throttle_time_ms`.
+    pub throttle_time_ms: i32,
+}
+
+/// A response whose latency a metric measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimedResponse {
+    Fetch(FetchResponseSize),
+    Commit,
+    Heartbeat,
+    /// A JoinGroup that succeeded (Java records only those).
+    Join,
+    /// A SyncGroup that succeeded.
+    Sync,
+}
+
+/// Background-side and `poll` metrics of one consumer.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientMetrics {
+    config: MetricConfig,
+    clock: MetricsClock,
+    client_id: String,
+    fetch_latency: Sensor,
+    fetch_size: Sensor,
+    fetch_records: Sensor,
+    fetch_throttle: Sensor,
+    commit: Sensor,
+    heartbeat: Sensor,
+    join: Sensor,
+    sync: Sensor,
+    rebalance: Sensor,
+    rebalances_recorded: u64,
+    last_heartbeat_sent_ms: Option<u64>,
+    last_rebalance_end_ms: Option<u64>,
+    time_between_poll: Sensor,
+    poll_idle_ratio: Sensor,
+    last_poll_start_ms: Option<u64>,
+    time_since_last_poll_ms: u64,
+}
+
+impl Default for ClientMetrics {
+    fn default() -> Self {
+        Self::new(MetricConfig::default(), String::new())
+    }
+}
+
+fn seconds_ago(since_ms: Option<u64>, now_ms: u64) -> f64 {
+    // Java: -1 before the first event, else whole seconds (TimeUnit.SECONDS.convert).
+    since_ms.map_or(-1.0, |at| (now_ms.saturating_sub(at) / 1_000) as f64)
+}
+
+impl ClientMetrics {
+    pub fn new(config: MetricConfig, client_id: String) -> Self {
+        Self {
+            config,
+            clock: MetricsClock::default(),
+            client_id,
+            fetch_latency: Sensor::new()
+                .avg(&FETCH_LATENCY_AVG)
+                .max(&FETCH_LATENCY_MAX)
+                .count_meter(&FETCH_RATE, &FETCH_TOTAL),
+            fetch_size: Sensor::new().avg(&FETCH_SIZE_AVG).max(&FETCH_SIZE_MAX),
+            fetch_records: Sensor::new().avg(&RECORDS_PER_REQUEST_AVG),
+            fetch_throttle: Sensor::new()
+                .avg(&FETCH_THROTTLE_TIME_AVG)
+                .max(&FETCH_THROTTLE_TIME_MAX),
+            commit: Sensor::new()
+                .avg(&COMMIT_LATENCY_AVG)
+                .max(&COMMIT_LATENCY_MAX)
+                .count_meter(&COMMIT_RATE, &COMMIT_TOTAL),
+            heartbeat: Sensor::new()
+                .max(&HEARTBEAT_RESPONSE_TIME_MAX)
+                .count_meter(&HEARTBEAT_RATE, &HEARTBEAT_TOTAL),
+            join: Sensor::new()
+                .avg(&JOIN_TIME_AVG)
+                .max(&JOIN_TIME_MAX)
+                .count_meter(&JOIN_RATE, &JOIN_TOTAL),
+            sync: Sensor::new()
+                .avg(&SYNC_TIME_AVG)
+                .max(&SYNC_TIME_MAX)
+                .count_meter(&SYNC_RATE, &SYNC_TOTAL),
+            rebalance: Sensor::new()
+                .avg(&REBALANCE_LATENCY_AVG)
+                .max(&REBALANCE_LATENCY_MAX)
+                .total(&REBALANCE_LATENCY_TOTAL)
+                .count(&REBALANCE_TOTAL)
+                .count_rate_per_hour(&REBALANCE_RATE_PER_HOUR),
+            rebalances_recorded: 0,
+            last_heartbeat_sent_ms: None,
+            last_rebalance_end_ms: None,
+            time_between_poll: Sensor::new()
+                .avg(&TIME_BETWEEN_POLL_AVG)
+                .max(&TIME_BETWEEN_POLL_MAX),
+            poll_idle_ratio: Sensor::new().avg(&POLL_IDLE_RATIO_AVG),
+            last_poll_start_ms: None,
+            time_since_last_poll_ms: 0,
+        }
+    }
+
+    /// A heartbeat (Heartbeat or ConsumerGroupHeartbeat) was sent.
+    pub fn record_heartbeat_sent(&mut self, now: Instant) {
+        self.last_heartbeat_sent_ms = Some(self.clock.ms(now));
+    }
+
+    /// A response arrived `latency_ms` after its request was sent.
+    pub fn record_response(&mut self, response: TimedResponse, latency_ms: u64, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        let config = &self.config;
+        let latency = latency_ms as f64;
+        match response {
+            TimedResponse::Fetch(size) => {
+                self.fetch_latency.record(config, latency, now_ms);
+                self.fetch_size.record(config, size.bytes as f64, now_ms);
+                self.fetch_records
+                    .record(config, size.records as f64, now_ms);
+                self.fetch_throttle
+                    .record(config, f64::from(size.throttle_time_ms), now_ms);
+            }
+            TimedResponse::Commit => self.commit.record(config, latency, now_ms),
+            TimedResponse::Heartbeat => self.heartbeat.record(config, latency, now_ms),
+            TimedResponse::Join => self.join.record(config, latency, now_ms),
+            TimedResponse::Sync => self.sync.record(config, latency, now_ms),
+        }
+    }
+
+    /// The membership has completed `completed` rebalances, the last taking `last_ms`: each
+    /// one not yet recorded is recorded (Java records each at its end).
+    pub fn record_rebalances(&mut self, completed: u64, last_ms: u64, now: Instant) {
+        if completed <= self.rebalances_recorded {
+            return;
+        }
+        let now_ms = self.clock.ms(now);
+        for _ in self.rebalances_recorded..completed {
+            self.rebalance.record(&self.config, last_ms as f64, now_ms);
+        }
+        self.rebalances_recorded = completed;
+        self.last_rebalance_end_ms = Some(now_ms);
+    }
+
+    /// `poll` started (Java's `KafkaConsumerMetrics.recordPollStart`).
+    pub fn record_poll_start(&mut self, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        self.time_since_last_poll_ms = self
+            .last_poll_start_ms
+            .map_or(0, |last| now_ms.saturating_sub(last));
+        self.time_between_poll
+            .record(&self.config, self.time_since_last_poll_ms as f64, now_ms);
+        self.last_poll_start_ms = Some(now_ms);
+    }
+
+    /// `poll` returned: the fraction of the time since the previous `poll` began that was
+    /// spent inside this one (Java's `recordPollEnd`).
+    pub fn record_poll_end(&mut self, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        let poll_ms = now_ms.saturating_sub(self.last_poll_start_ms.unwrap_or(now_ms));
+        let total_ms = poll_ms + self.time_since_last_poll_ms;
+        // Java divides 0 by 0 here (NaN) for a first poll that returned at once.
+        let ratio = if total_ms == 0 {
+            f64::NAN
+        } else {
+            poll_ms as f64 / total_ms as f64
+        };
+        self.poll_idle_ratio.record(&self.config, ratio, now_ms);
+    }
+
+    /// Appends every metric's value; `assigned_partitions` is the current assignment's size.
+    pub fn measure_into(
+        &mut self,
+        now: Instant,
+        assigned_partitions: usize,
+        out: &mut Vec<Metric>,
+    ) {
+        let now_ms = self.clock.ms(now);
+        let config = &self.config;
+        let client = [("client-id", self.client_id.clone())];
+        for sensor in [
+            &mut self.fetch_latency,
+            &mut self.fetch_size,
+            &mut self.fetch_records,
+            &mut self.fetch_throttle,
+            &mut self.commit,
+            &mut self.heartbeat,
+            &mut self.join,
+            &mut self.sync,
+            &mut self.rebalance,
+            &mut self.time_between_poll,
+            &mut self.poll_idle_ratio,
+        ] {
+            sensor.measure_into(config, now_ms, &client, out);
+        }
+        out.push(metric(
+            &LAST_HEARTBEAT_SECONDS_AGO,
+            &client,
+            seconds_ago(self.last_heartbeat_sent_ms, now_ms),
+        ));
+        out.push(metric(
+            &LAST_REBALANCE_SECONDS_AGO,
+            &client,
+            seconds_ago(self.last_rebalance_end_ms, now_ms),
+        ));
+        out.push(metric(
+            &LAST_POLL_SECONDS_AGO,
+            &client,
+            seconds_ago(self.last_poll_start_ms, now_ms),
+        ));
+        out.push(metric(
+            &ASSIGNED_PARTITIONS,
+            &client,
+            assigned_partitions as f64,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::Duration;
+
+    fn value(metrics: &[Metric], name: &str) -> f64 {
+        metrics
+            .iter()
+            .find(|m| m.name.name == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .value
+    }
+
+    #[test]
+    fn responses_feed_their_sensors() {
+        let start = Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut metrics = ClientMetrics::new(
+            MetricConfig {
+                samples: 2,
+                window_ms: 30_000,
+            },
+            "c1".into(),
+        );
+        let fetch = |bytes, records| {
+            TimedResponse::Fetch(FetchResponseSize {
+                bytes,
+                records,
+                throttle_time_ms: 0,
+            })
+        };
+        metrics.record_response(fetch(1_000, 10), 20, at(0));
+        metrics.record_response(fetch(3_000, 30), 40, at(100));
+        metrics.record_response(TimedResponse::Commit, 7, at(200));
+        metrics.record_heartbeat_sent(at(300));
+        metrics.record_response(TimedResponse::Heartbeat, 3, at(310));
+        metrics.record_rebalances(2, 1_500, at(400));
+        let mut out = Vec::new();
+        metrics.measure_into(at(2_400), 6, &mut out);
+        assert_eq!(value(&out, "fetch-latency-avg"), 30.0);
+        assert_eq!(value(&out, "fetch-latency-max"), 40.0);
+        assert_eq!(value(&out, "fetch-total"), 2.0);
+        assert_eq!(value(&out, "fetch-size-avg"), 2_000.0);
+        assert_eq!(value(&out, "fetch-size-max"), 3_000.0);
+        assert_eq!(value(&out, "records-per-request-avg"), 20.0);
+        assert_eq!(value(&out, "commit-latency-avg"), 7.0);
+        assert_eq!(value(&out, "commit-total"), 1.0);
+        assert_eq!(value(&out, "heartbeat-response-time-max"), 3.0);
+        assert_eq!(value(&out, "heartbeat-total"), 1.0);
+        assert_eq!(value(&out, "last-heartbeat-seconds-ago"), 2.0);
+        assert_eq!(value(&out, "rebalance-total"), 2.0);
+        assert_eq!(value(&out, "rebalance-latency-total"), 3_000.0);
+        assert_eq!(value(&out, "last-rebalance-seconds-ago"), 2.0);
+        assert_eq!(value(&out, "assigned-partitions"), 6.0);
+        assert!(value(&out, "join-time-avg").is_nan());
+        assert_eq!(value(&out, "join-total"), 0.0);
+        assert_eq!(value(&out, "last-poll-seconds-ago"), -1.0);
+
+        // The same completed count again records nothing.
+        metrics.record_rebalances(2, 1_500, at(2_500));
+        let mut out = Vec::new();
+        metrics.measure_into(at(2_500), 6, &mut out);
+        assert_eq!(value(&out, "rebalance-total"), 2.0);
+    }
+
+    #[test]
+    fn poll_timing_follows_java() {
+        let start = Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut metrics = ClientMetrics::default();
+        metrics.record_poll_start(at(0));
+        metrics.record_poll_end(at(100));
+        // 300 ms of application work, then a poll of 100 ms.
+        metrics.record_poll_start(at(400));
+        metrics.record_poll_end(at(500));
+        let mut out = Vec::new();
+        metrics.measure_into(at(2_600), 0, &mut out);
+        // Between starts: 0 (first poll, as Java records it) and 400.
+        assert_eq!(value(&out, "time-between-poll-avg"), 200.0);
+        assert_eq!(value(&out, "time-between-poll-max"), 400.0);
+        // 100 / (100 + 0) and 100 / (100 + 400).
+        assert_eq!(value(&out, "poll-idle-ratio-avg"), (1.0 + 0.2) / 2.0);
+        assert_eq!(value(&out, "last-poll-seconds-ago"), 2.0);
+    }
+}

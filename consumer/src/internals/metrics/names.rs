@@ -1,0 +1,74 @@
+//! The metric names and descriptions of Java's consumer, by group.
+
+use crate::metric::{CONSUMER_GROUP, COORDINATOR_GROUP, FETCH_MANAGER_GROUP};
+
+use super::sensor::MetricSpec;
+
+macro_rules! specs {
+    ($group:expr => $($id:ident = $name:literal, $description:literal;)*) => {
+        $(
+            pub(crate) static $id: MetricSpec = MetricSpec {
+                group: $group,
+                name: $name,
+                description: $description,
+            };
+        )*
+    };
+}
+
+specs! { FETCH_MANAGER_GROUP =>
+    FETCH_SIZE_AVG = "fetch-size-avg", "The average number of bytes fetched per request";
+    FETCH_SIZE_MAX = "fetch-size-max", "The maximum number of bytes fetched per request";
+    RECORDS_PER_REQUEST_AVG = "records-per-request-avg", "The average number of records in each request";
+    BYTES_CONSUMED_RATE = "bytes-consumed-rate", "The average number of bytes consumed per second";
+    BYTES_CONSUMED_TOTAL = "bytes-consumed-total", "The total number of bytes consumed";
+    RECORDS_CONSUMED_RATE = "records-consumed-rate", "The average number of records consumed per second";
+    RECORDS_CONSUMED_TOTAL = "records-consumed-total", "The total number of records consumed";
+    FETCH_LATENCY_AVG = "fetch-latency-avg", "The average time taken for a fetch request.";
+    FETCH_LATENCY_MAX = "fetch-latency-max", "The max time taken for any fetch request.";
+    FETCH_RATE = "fetch-rate", "The number of fetch requests per second.";
+    FETCH_TOTAL = "fetch-total", "The total number of fetch requests.";
+    RECORDS_LAG_MAX = "records-lag-max", "The maximum lag in terms of number of records for any partition in this window. NOTE: This is based on current offset and not committed offset";
+    RECORDS_LEAD_MIN = "records-lead-min", "The minimum lead in terms of number of records for any partition in this window";
+    FETCH_THROTTLE_TIME_AVG = "fetch-throttle-time-avg", "The average throttle time in ms";
+    FETCH_THROTTLE_TIME_MAX = "fetch-throttle-time-max", "The maximum throttle time in ms";
+    PARTITION_RECORDS_LAG = "records-lag", "The latest lag of the partition";
+    PARTITION_RECORDS_LAG_AVG = "records-lag-avg", "The average lag of the partition";
+    PARTITION_RECORDS_LAG_MAX = "records-lag-max", "The max lag of the partition";
+    PARTITION_RECORDS_LEAD = "records-lead", "The latest lead of the partition";
+    PARTITION_RECORDS_LEAD_AVG = "records-lead-avg", "The average lead of the partition";
+    PARTITION_RECORDS_LEAD_MIN = "records-lead-min", "The min lead of the partition";
+}
+
+specs! { COORDINATOR_GROUP =>
+    COMMIT_LATENCY_AVG = "commit-latency-avg", "The average time taken for a commit request";
+    COMMIT_LATENCY_MAX = "commit-latency-max", "The max time taken for a commit request";
+    COMMIT_RATE = "commit-rate", "The number of commit calls per second";
+    COMMIT_TOTAL = "commit-total", "The total number of commit calls";
+    HEARTBEAT_RESPONSE_TIME_MAX = "heartbeat-response-time-max", "The max time taken to receive a response to a heartbeat request";
+    HEARTBEAT_RATE = "heartbeat-rate", "The number of heartbeats per second";
+    HEARTBEAT_TOTAL = "heartbeat-total", "The total number of heartbeats";
+    LAST_HEARTBEAT_SECONDS_AGO = "last-heartbeat-seconds-ago", "The number of seconds since the last coordinator heartbeat was sent";
+    JOIN_TIME_AVG = "join-time-avg", "The average time taken for a group rejoin";
+    JOIN_TIME_MAX = "join-time-max", "The max time taken for a group rejoin";
+    JOIN_RATE = "join-rate", "The number of group joins per second";
+    JOIN_TOTAL = "join-total", "The total number of group joins";
+    SYNC_TIME_AVG = "sync-time-avg", "The average time taken for a group sync";
+    SYNC_TIME_MAX = "sync-time-max", "The max time taken for a group sync";
+    SYNC_RATE = "sync-rate", "The number of group syncs per second";
+    SYNC_TOTAL = "sync-total", "The total number of group syncs";
+    REBALANCE_LATENCY_AVG = "rebalance-latency-avg", "The average time in ms taken for a group to complete a rebalance";
+    REBALANCE_LATENCY_MAX = "rebalance-latency-max", "The max time in ms taken for a group to complete a rebalance";
+    REBALANCE_LATENCY_TOTAL = "rebalance-latency-total", "The total number of milliseconds spent in rebalances";
+    REBALANCE_TOTAL = "rebalance-total", "The total number of rebalance events";
+    REBALANCE_RATE_PER_HOUR = "rebalance-rate-per-hour", "The number of rebalance events per hour";
+    LAST_REBALANCE_SECONDS_AGO = "last-rebalance-seconds-ago", "The number of seconds since the last rebalance event";
+    ASSIGNED_PARTITIONS = "assigned-partitions", "The number of partitions currently assigned to this consumer";
+}
+
+specs! { CONSUMER_GROUP =>
+    LAST_POLL_SECONDS_AGO = "last-poll-seconds-ago", "The number of seconds since the last poll() invocation.";
+    TIME_BETWEEN_POLL_AVG = "time-between-poll-avg", "The average delay between invocations of poll() in milliseconds.";
+    TIME_BETWEEN_POLL_MAX = "time-between-poll-max", "The max delay between invocations of poll() in milliseconds.";
+    POLL_IDLE_RATIO_AVG = "poll-idle-ratio-avg", "The average fraction of time the consumer's poll() is idle as opposed to waiting for the user code to process records.";
+}
