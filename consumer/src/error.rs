@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::config::ConfigError;
 pub use crate::network::{CloseReason, NetworkError};
 pub use crate::protocol::versions::ApiVersionsError;
 pub use crate::protocol::{Api, ProtocolError, ResponseError, UnsupportedApi};
@@ -147,6 +148,12 @@ pub enum Error {
         /// What failed; never a credential.
         message: String,
     },
+    /// The configuration is invalid (Java's `ConfigException`): a key unknown or unsupported,
+    /// a value of the wrong type or out of range, keys that exclude each other. Converts from
+    /// [`ConfigError`], so a function returning this crate's `Result` can build its
+    /// configuration with `?`.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
 impl Error {

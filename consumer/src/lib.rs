@@ -90,3 +90,13 @@ pub use rebalance::ConsumerRebalanceListener;
 pub use types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition,
 };
+
+/// The README's examples, compiled as doctests so they stay true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
+/// The examples of `docs/consumer.md`, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/consumer.md")]
+pub struct ConsumerDocExamples;
