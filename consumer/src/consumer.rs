@@ -282,6 +282,24 @@ struct AsyncCommit {
 /// of after `session.timeout.ms`, but nothing is committed (the next owner starts from the
 /// last commit) and no listener runs. Java's consumer does not leave at all when it is
 /// garbage-collected unclosed.
+///
+/// # Cancellation
+///
+/// Every async method may be dropped at any await point (a `timeout`, a `select!` that took
+/// another branch, an aborted task) and called again:
+/// - `poll`, `recv` and `stream` take records from the buffer only when they return them, so
+///   a dropped call loses none. A rebalance listener method running inside the dropped call
+///   is dropped with it (abandoned, as an interrupted Java callback is): the background task
+///   is told it finished, the new assignment applies at the next call, and the listener is
+///   back in place for the next rebalance.
+/// - A request the call already handed to the background task (a commit, a seek, a pause,
+///   an offset lookup, `unsubscribe`, `close`) is carried out or refused as a whole whether
+///   or not anyone waits for its answer; one not yet handed over never happens. A commit
+///   whose `commit_sync` was dropped may thus have been made: read
+///   [`committed`](Self::committed) when it matters.
+///
+/// `sim/tests/sim_cancellation.rs` drops each method at several points under both group
+/// protocols and checks the calls made afterwards.
 pub struct Consumer {
     settings: ConsumerSettings,
     app_events: mpsc::UnboundedSender<ApplicationEvent>,
