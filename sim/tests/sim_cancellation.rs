@@ -28,9 +28,6 @@ use kafka_consumer::{
 };
 use madsim::runtime::Handle;
 use sim::cluster::Cluster;
-use sim::group::classic::ClassicGroupConfig;
-use sim::group::shard::GroupCoordinatorFactory;
-use support::batch;
 
 const PARTITIONS: i32 = 4;
 const PER_PARTITION: usize = 20;
@@ -51,25 +48,7 @@ fn config(bootstrap: &[String], group: &str, name: &str, protocol: &str) -> Cons
 }
 
 async fn cluster() -> Cluster {
-    let factory = GroupCoordinatorFactory {
-        classic: ClassicGroupConfig {
-            group_initial_rebalance_delay_ms: 0,
-            ..ClassicGroupConfig::default()
-        },
-        ..GroupCoordinatorFactory::default()
-    };
-    let cluster = Cluster::builder()
-        .brokers(1)
-        .topic("t", PARTITIONS)
-        .group_shards(Arc::new(factory))
-        .build()
-        .await;
-    for p in 0..PARTITIONS {
-        let values: Vec<String> = (0..PER_PARTITION).map(|i| format!("{p}-{i}")).collect();
-        let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        cluster.controller().append("t", p, batch(&values)).unwrap();
-    }
-    cluster
+    support::filled_cluster(PARTITIONS, PER_PARTITION).await
 }
 
 /// Each method sleeps 300 ms after committing: long enough for every `poll` (cut after 50 ms)

@@ -16,7 +16,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use kafka_consumer::config::Assignor;
 use kafka_consumer::consumer::Offsets;
@@ -28,9 +27,6 @@ use kafka_consumer::{
 };
 use madsim::runtime::Handle;
 use sim::cluster::Cluster;
-use sim::group::classic::ClassicGroupConfig;
-use sim::group::shard::GroupCoordinatorFactory;
-use support::batch;
 use tokio::sync::{mpsc, oneshot};
 
 const PARTITIONS: i32 = 4;
@@ -48,25 +44,7 @@ fn offsets(entries: impl IntoIterator<Item = (TopicPartition, i64)>) -> Offsets 
 }
 
 async fn cluster() -> Cluster {
-    let factory = GroupCoordinatorFactory {
-        classic: ClassicGroupConfig {
-            group_initial_rebalance_delay_ms: 0,
-            ..ClassicGroupConfig::default()
-        },
-        ..GroupCoordinatorFactory::default()
-    };
-    let cluster = Cluster::builder()
-        .brokers(1)
-        .topic("t", PARTITIONS)
-        .group_shards(Arc::new(factory))
-        .build()
-        .await;
-    for p in 0..PARTITIONS {
-        let values: Vec<String> = (0..PER_PARTITION).map(|i| format!("{p}-{i}")).collect();
-        let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        cluster.controller().append("t", p, batch(&values)).unwrap();
-    }
-    cluster
+    support::filled_cluster(PARTITIONS, PER_PARTITION).await
 }
 
 fn config(bootstrap: &[String], client_id: &str) -> kafka_consumer::config::ConsumerConfigBuilder {

@@ -10,15 +10,10 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use kafka_consumer::rt::{Duration, Instant};
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig};
 use madsim::runtime::Handle;
-use sim::cluster::Cluster;
-use sim::group::classic::ClassicGroupConfig;
-use sim::group::shard::GroupCoordinatorFactory;
-use support::batch;
 
 const PARTITIONS: i32 = 4;
 const PER_PARTITION: usize = 20;
@@ -35,24 +30,7 @@ fn config(bootstrap: &[String], name: &str, protocol: &str) -> ConsumerConfig {
 }
 
 async fn zero_timeout_member_rebalances(protocol: &'static str) {
-    let factory = GroupCoordinatorFactory {
-        classic: ClassicGroupConfig {
-            group_initial_rebalance_delay_ms: 0,
-            ..ClassicGroupConfig::default()
-        },
-        ..GroupCoordinatorFactory::default()
-    };
-    let cluster = Cluster::builder()
-        .brokers(1)
-        .topic("t", PARTITIONS)
-        .group_shards(Arc::new(factory))
-        .build()
-        .await;
-    for p in 0..PARTITIONS {
-        let values: Vec<String> = (0..PER_PARTITION).map(|i| format!("{p}-{i}")).collect();
-        let values: Vec<&str> = values.iter().map(String::as_str).collect();
-        cluster.controller().append("t", p, batch(&values)).unwrap();
-    }
+    let cluster = support::filled_cluster(PARTITIONS, PER_PARTITION).await;
     let bootstrap = cluster.bootstrap_servers();
     let (joined_tx, joined_rx) = tokio::sync::oneshot::channel::<()>();
     let a = Handle::current()

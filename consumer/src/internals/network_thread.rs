@@ -1045,20 +1045,36 @@ impl ConsumerNetworkThread {
             timeout_ms,
         };
         let tx = self.responses_tx.clone();
+        // One span per request, from sending to the answer (its duration is the latency a
+        // trace viewer shows), under the consumer's span; a failure is recorded on it.
+        let span = tracing::info_span!(
+            "request",
+            api = %body.api(),
+            target = ?target,
+            version,
+            error = tracing::field::Empty,
+        );
         macro_rules! forward {
             ($request:expr, $variant:ident) => {{
                 let future = self.client.send_with(target, $request, options);
-                tokio::spawn(async move {
-                    let result = future
-                        .await
-                        .map(|r| (ResponseBody::$variant(r.body), r.version));
-                    let _ = tx.send(ResponseEnvelope {
-                        manager,
-                        token,
-                        result,
-                        sent_at,
-                    });
-                });
+                tokio::spawn(
+                    async move {
+                        let result = future
+                            .await
+                            .map(|r| (ResponseBody::$variant(r.body), r.version));
+                        if let Err(error) = &result {
+                            tracing::Span::current()
+                                .record("error", tracing::field::display(error));
+                        }
+                        let _ = tx.send(ResponseEnvelope {
+                            manager,
+                            token,
+                            result,
+                            sent_at,
+                        });
+                    }
+                    .instrument(span),
+                );
             }};
         }
         match body {

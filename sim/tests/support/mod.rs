@@ -208,3 +208,29 @@ impl GroupShardFactory for TestShards {
         })
     }
 }
+
+/// One broker with topic `t` of `partitions` partitions, each holding `per_partition` records
+/// (values `"{partition}-{i}"`), and a classic group coordinator that starts rebalancing at
+/// once (`group.initial.rebalance.delay.ms=0`): the usual stage of a consumer test.
+#[cfg(madsim)]
+pub async fn filled_cluster(partitions: i32, per_partition: usize) -> sim::cluster::Cluster {
+    let factory = sim::group::shard::GroupCoordinatorFactory {
+        classic: sim::group::classic::ClassicGroupConfig {
+            group_initial_rebalance_delay_ms: 0,
+            ..sim::group::classic::ClassicGroupConfig::default()
+        },
+        ..sim::group::shard::GroupCoordinatorFactory::default()
+    };
+    let cluster = sim::cluster::Cluster::builder()
+        .brokers(1)
+        .topic("t", partitions)
+        .group_shards(Arc::new(factory))
+        .build()
+        .await;
+    for p in 0..partitions {
+        let values: Vec<String> = (0..per_partition).map(|i| format!("{p}-{i}")).collect();
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        cluster.controller().append("t", p, batch(&values)).unwrap();
+    }
+    cluster
+}
