@@ -633,6 +633,7 @@ impl Consumer {
             )
         };
         let completion = CallbackCompletion::start(&self.app_events, &self.in_callback, id);
+        let started = Instant::now();
         let mut borrowed = BorrowedListener::take(&self.listener);
         let (name, result) = match borrowed.get() {
             None => ("", Ok(())),
@@ -651,6 +652,14 @@ impl Consumer {
         };
         drop(borrowed);
         drop(completion);
+        // Java records the call's time with or without a listener of the application's (its
+        // default listener does nothing), failed calls included.
+        let now = Instant::now();
+        self.metrics.client().record_listener_call(
+            callback,
+            now.saturating_duration_since(started),
+            now,
+        );
         if let Err(error) = &result {
             tracing::warn!(%error, callback = name, "rebalance listener failed");
         }
@@ -1196,9 +1205,16 @@ impl Consumer {
     /// callbacks run, first.
     pub async fn commit_sync(&mut self, offsets: Option<Offsets>, timeout: Duration) -> Result<()> {
         let span = tracing::debug_span!(parent: &self.span, "commit_sync", timeout_ms = timeout.as_millis() as u64);
-        self.commit_sync_inner(offsets, timeout)
+        let started = Instant::now();
+        let result = self
+            .commit_sync_inner(offsets, timeout)
             .instrument(span)
-            .await
+            .await;
+        let now = Instant::now();
+        self.metrics
+            .client()
+            .record_commit_sync(now.saturating_duration_since(started), now);
+        result
     }
 
     async fn commit_sync_inner(
@@ -1286,12 +1302,18 @@ impl Consumer {
             ));
         }
         self.run_commit_callbacks();
+        let started = Instant::now();
         let (completion, receiver) = Self::completion("committed", timeout);
         self.send(ApplicationEvent::FetchCommittedOffsets {
             partitions: partitions.into_iter().collect(),
             completion,
         })?;
-        self.wait(receiver).await
+        let result = self.wait(receiver).await;
+        let now = Instant::now();
+        self.metrics
+            .client()
+            .record_committed(now.saturating_duration_since(started), now);
+        result
     }
 
     // ----- positions -----

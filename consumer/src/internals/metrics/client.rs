@@ -2,8 +2,9 @@
 //! size, commits, heartbeats, joins, syncs, rebalances) and the application side's `poll`
 //! timing, under Java's names.
 
+use crate::internals::events::RebalanceCallback;
 use crate::metric::Metric;
-use crate::rt::Instant;
+use crate::rt::{Duration, Instant};
 
 use super::names::*;
 use super::sensor::{metric, MetricsClock, Sensor};
@@ -54,6 +55,11 @@ pub(crate) struct ClientMetrics {
     poll_idle_ratio: Sensor,
     last_poll_start_ms: Option<u64>,
     time_since_last_poll_ms: u64,
+    partition_revoked: Sensor,
+    partition_assigned: Sensor,
+    partition_lost: Sensor,
+    commit_sync_time: Sensor,
+    committed_time: Sensor,
 }
 
 impl Default for ClientMetrics {
@@ -112,7 +118,49 @@ impl ClientMetrics {
             poll_idle_ratio: Sensor::new().avg(&POLL_IDLE_RATIO_AVG),
             last_poll_start_ms: None,
             time_since_last_poll_ms: 0,
+            partition_revoked: Sensor::new()
+                .avg(&PARTITION_REVOKED_LATENCY_AVG)
+                .max(&PARTITION_REVOKED_LATENCY_MAX),
+            partition_assigned: Sensor::new()
+                .avg(&PARTITION_ASSIGNED_LATENCY_AVG)
+                .max(&PARTITION_ASSIGNED_LATENCY_MAX),
+            partition_lost: Sensor::new()
+                .avg(&PARTITION_LOST_LATENCY_AVG)
+                .max(&PARTITION_LOST_LATENCY_MAX),
+            commit_sync_time: Sensor::new().total(&COMMIT_SYNC_TIME_NS_TOTAL),
+            committed_time: Sensor::new().total(&COMMITTED_TIME_NS_TOTAL),
         }
+    }
+
+    /// A rebalance listener method returned (or failed) after `took` (Java's
+    /// `RebalanceCallbackMetricsManager`).
+    pub fn record_listener_call(
+        &mut self,
+        callback: RebalanceCallback,
+        took: Duration,
+        now: Instant,
+    ) {
+        let now_ms = self.clock.ms(now);
+        let sensor = match callback {
+            RebalanceCallback::Revoked => &mut self.partition_revoked,
+            RebalanceCallback::Assigned => &mut self.partition_assigned,
+            RebalanceCallback::Lost => &mut self.partition_lost,
+        };
+        sensor.record(&self.config, took.as_millis() as f64, now_ms);
+    }
+
+    /// `commit_sync` returned after `took` (Java's `recordCommitSync`, in ns).
+    pub fn record_commit_sync(&mut self, took: Duration, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        self.commit_sync_time
+            .record(&self.config, took.as_nanos() as f64, now_ms);
+    }
+
+    /// `committed` returned after `took` (Java's `recordCommitted`, in ns).
+    pub fn record_committed(&mut self, took: Duration, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        self.committed_time
+            .record(&self.config, took.as_nanos() as f64, now_ms);
     }
 
     /// A heartbeat (Heartbeat or ConsumerGroupHeartbeat) was sent.
@@ -203,6 +251,11 @@ impl ClientMetrics {
             &mut self.rebalance,
             &mut self.time_between_poll,
             &mut self.poll_idle_ratio,
+            &mut self.partition_revoked,
+            &mut self.partition_assigned,
+            &mut self.partition_lost,
+            &mut self.commit_sync_time,
+            &mut self.committed_time,
         ] {
             sensor.measure_into(config, now_ms, &client, out);
         }
@@ -312,5 +365,33 @@ mod tests {
         // 100 / (100 + 0) and 100 / (100 + 400).
         assert_eq!(value(&out, "poll-idle-ratio-avg"), (1.0 + 0.2) / 2.0);
         assert_eq!(value(&out, "last-poll-seconds-ago"), 2.0);
+    }
+
+    #[test]
+    fn listener_calls_and_commit_time_are_measured() {
+        let start = Instant::now();
+        let mut metrics = ClientMetrics::default();
+        metrics.record_listener_call(
+            RebalanceCallback::Assigned,
+            Duration::from_millis(30),
+            start,
+        );
+        metrics.record_listener_call(
+            RebalanceCallback::Assigned,
+            Duration::from_millis(10),
+            start,
+        );
+        metrics.record_listener_call(RebalanceCallback::Lost, Duration::from_millis(5), start);
+        metrics.record_commit_sync(Duration::from_micros(1_500), start);
+        metrics.record_commit_sync(Duration::from_micros(500), start);
+        metrics.record_committed(Duration::from_nanos(700), start);
+        let mut out = Vec::new();
+        metrics.measure_into(start, 0, &mut out);
+        assert_eq!(value(&out, "partition-assigned-latency-avg"), 20.0);
+        assert_eq!(value(&out, "partition-assigned-latency-max"), 30.0);
+        assert_eq!(value(&out, "partition-lost-latency-max"), 5.0);
+        assert!(value(&out, "partition-revoked-latency-avg").is_nan());
+        assert_eq!(value(&out, "commit-sync-time-ns-total"), 2_000_000.0);
+        assert_eq!(value(&out, "committed-time-ns-total"), 700.0);
     }
 }

@@ -64,6 +64,12 @@ specs! { COORDINATOR_GROUP =>
     REBALANCE_RATE_PER_HOUR = "rebalance-rate-per-hour", "The number of rebalance events per hour";
     LAST_REBALANCE_SECONDS_AGO = "last-rebalance-seconds-ago", "The number of seconds since the last rebalance event";
     ASSIGNED_PARTITIONS = "assigned-partitions", "The number of partitions currently assigned to this consumer";
+    PARTITION_REVOKED_LATENCY_AVG = "partition-revoked-latency-avg", "The average time taken for a partition-revoked rebalance listener callback";
+    PARTITION_REVOKED_LATENCY_MAX = "partition-revoked-latency-max", "The max time taken for a partition-revoked rebalance listener callback";
+    PARTITION_ASSIGNED_LATENCY_AVG = "partition-assigned-latency-avg", "The average time taken for a partition-assigned rebalance listener callback";
+    PARTITION_ASSIGNED_LATENCY_MAX = "partition-assigned-latency-max", "The max time taken for a partition-assigned rebalance listener callback";
+    PARTITION_LOST_LATENCY_AVG = "partition-lost-latency-avg", "The average time taken for a partition-lost rebalance listener callback";
+    PARTITION_LOST_LATENCY_MAX = "partition-lost-latency-max", "The max time taken for a partition-lost rebalance listener callback";
 }
 
 specs! { CONSUMER_GROUP =>
@@ -71,4 +77,6 @@ specs! { CONSUMER_GROUP =>
     TIME_BETWEEN_POLL_AVG = "time-between-poll-avg", "The average delay between invocations of poll() in milliseconds.";
     TIME_BETWEEN_POLL_MAX = "time-between-poll-max", "The max delay between invocations of poll() in milliseconds.";
     POLL_IDLE_RATIO_AVG = "poll-idle-ratio-avg", "The average fraction of time the consumer's poll() is idle as opposed to waiting for the user code to process records.";
+    COMMIT_SYNC_TIME_NS_TOTAL = "commit-sync-time-ns-total", "The total time the consumer has spent in commitSync in nanoseconds";
+    COMMITTED_TIME_NS_TOTAL = "committed-time-ns-total", "The total time the consumer has spent in committed in nanoseconds";
 }
