@@ -239,6 +239,9 @@ async fn metrics_carry_javas_names_and_values_and_reach_a_prometheus_exporter() 
     assert!(gauge(&format!("{coordinator}_commit_latency_max")) >= 0.0);
     assert!(gauge(&format!("{coordinator}_rebalance_total")) >= 1.0);
     assert!(gauge(&format!("{coordinator}_join_total")) >= 1.0);
+    // The first JoinGroup is answered MEMBER_ID_REQUIRED (KIP-394): a failed join, which
+    // Java counts as a failed rebalance too.
+    assert!(gauge(&format!("{coordinator}_failed_rebalance_total")) >= 1.0);
     // The assignment ran the (default, empty) listener once at least.
     assert!(gauge(&format!("{coordinator}_partition_assigned_latency_max")) >= 0.0);
     assert!(gauge("kafka_consumer_consumer_metrics_commit_sync_time_ns_total") > 0.0);

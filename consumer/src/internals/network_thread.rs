@@ -723,12 +723,16 @@ impl ConsumerNetworkThread {
         }
         self.complete_position_waiters(now);
         if let Some(membership) = &self.membership {
-            let (completed, last_ms) = membership.rebalance_stats();
-            self.channels.metrics.record_rebalances(completed, last_ms);
+            let stats = membership.rebalance_stats();
             self.channels
                 .metrics
-                .client()
-                .record_rebalances(completed, last_ms, now);
+                .record_rebalances(stats.completed, stats.last_ms);
+            self.channels.metrics.client().record_rebalances(
+                stats.completed,
+                stats.last_ms,
+                stats.failed,
+                now,
+            );
         }
         self.channels.metrics.record(
             self.fetch.responses_received,

@@ -35,6 +35,20 @@ use crate::rt::Instant;
 use crate::sabotage::{self, Sabotage};
 use crate::types::TopicPartition;
 
+/// What the rebalance metrics read from a membership (`rebalance-total`,
+/// `rebalance-latency-*`, `failed-rebalance-total`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RebalanceStats {
+    /// Rebalances completed: an assignment received and its `on_partitions_assigned` run.
+    pub completed: u64,
+    /// How long the last completed one took, in ms (its start to that callback's end).
+    pub last_ms: u64,
+    /// Rebalances that failed: classic, a JoinGroup or SyncGroup that failed (Java records
+    /// one per failed join future); consumer protocol, a member fenced or failed while
+    /// reconciling (Java's `maybeRecordRebalanceFailed`).
+    pub failed: u64,
+}
+
 /// What a commit needs to know about the member (Java's `Generation` plus the state checks of
 /// `generationIfStable` / `rebalanceInProgress`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +98,8 @@ impl Membership {
         }
     }
 
-    /// Rebalances (reconciliations) completed and the last one's duration in ms.
-    pub fn rebalance_stats(&self) -> (u64, u64) {
+    /// Rebalances (reconciliations) completed and failed, and the last one's duration.
+    pub fn rebalance_stats(&self) -> RebalanceStats {
         match self {
             Self::Classic(m) => m.rebalance_stats(),
             Self::Consumer(m) => m.rebalance_stats(),

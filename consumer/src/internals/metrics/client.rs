@@ -49,6 +49,8 @@ pub(crate) struct ClientMetrics {
     sync: Sensor,
     rebalance: Sensor,
     rebalances_recorded: u64,
+    failed_rebalance: Sensor,
+    failed_rebalances_recorded: u64,
     last_heartbeat_sent_ms: Option<u64>,
     last_rebalance_end_ms: Option<u64>,
     time_between_poll: Sensor,
@@ -110,6 +112,10 @@ impl ClientMetrics {
                 .count(&REBALANCE_TOTAL)
                 .count_rate_per_hour(&REBALANCE_RATE_PER_HOUR),
             rebalances_recorded: 0,
+            failed_rebalance: Sensor::new()
+                .total(&FAILED_REBALANCE_TOTAL)
+                .count_rate_per_hour(&FAILED_REBALANCE_RATE_PER_HOUR),
+            failed_rebalances_recorded: 0,
             last_heartbeat_sent_ms: None,
             last_rebalance_end_ms: None,
             time_between_poll: Sensor::new()
@@ -189,13 +195,18 @@ impl ClientMetrics {
         }
     }
 
-    /// The membership has completed `completed` rebalances, the last taking `last_ms`: each
-    /// one not yet recorded is recorded (Java records each at its end).
-    pub fn record_rebalances(&mut self, completed: u64, last_ms: u64, now: Instant) {
+    /// The membership has completed `completed` rebalances, the last taking `last_ms`, and
+    /// seen `failed` fail: each one not yet recorded is recorded (Java records each as it
+    /// ends or fails).
+    pub fn record_rebalances(&mut self, completed: u64, last_ms: u64, failed: u64, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        for _ in self.failed_rebalances_recorded..failed {
+            self.failed_rebalance.record(&self.config, 1.0, now_ms);
+        }
+        self.failed_rebalances_recorded = self.failed_rebalances_recorded.max(failed);
         if completed <= self.rebalances_recorded {
             return;
         }
-        let now_ms = self.clock.ms(now);
         for _ in self.rebalances_recorded..completed {
             self.rebalance.record(&self.config, last_ms as f64, now_ms);
         }
@@ -249,6 +260,7 @@ impl ClientMetrics {
             &mut self.join,
             &mut self.sync,
             &mut self.rebalance,
+            &mut self.failed_rebalance,
             &mut self.time_between_poll,
             &mut self.poll_idle_ratio,
             &mut self.partition_revoked,
@@ -318,7 +330,7 @@ mod tests {
         metrics.record_response(TimedResponse::Commit, 7, at(200));
         metrics.record_heartbeat_sent(at(300));
         metrics.record_response(TimedResponse::Heartbeat, 3, at(310));
-        metrics.record_rebalances(2, 1_500, at(400));
+        metrics.record_rebalances(2, 1_500, 1, at(400));
         let mut out = Vec::new();
         metrics.measure_into(at(2_400), 6, &mut out);
         assert_eq!(value(&out, "fetch-latency-avg"), 30.0);
@@ -340,11 +352,13 @@ mod tests {
         assert_eq!(value(&out, "join-total"), 0.0);
         assert_eq!(value(&out, "last-poll-seconds-ago"), -1.0);
 
-        // The same completed count again records nothing.
-        metrics.record_rebalances(2, 1_500, at(2_500));
+        assert_eq!(value(&out, "failed-rebalance-total"), 1.0);
+        // The same counts again record nothing.
+        metrics.record_rebalances(2, 1_500, 1, at(2_500));
         let mut out = Vec::new();
         metrics.measure_into(at(2_500), 6, &mut out);
         assert_eq!(value(&out, "rebalance-total"), 2.0);
+        assert_eq!(value(&out, "failed-rebalance-total"), 1.0);
     }
 
     #[test]

@@ -280,6 +280,7 @@ impl ClassicMembershipManager {
 
     /// A JoinGroup or SyncGroup failed: back to Unjoined, rejoin now or after a backoff.
     pub(super) fn join_failed(&mut self, ctx: &mut ManagerContext<'_>, retry: Retry, reason: &str) {
+        self.rebalances.failed += 1;
         self.step = Step::Idle;
         self.transition(ctx, MemberState::Unjoined);
         match retry {

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::heartbeat::HeartbeatTimers;
 use super::repeated_failures::RepeatedFailures;
 use super::state::MemberState;
-use super::MemberIdentity;
+use super::{MemberIdentity, RebalanceStats};
 use crate::assignor::{assignor_by_name, ConsumerPartitionAssignor, RebalanceProtocol};
 use crate::close_options::GroupMembershipOperation;
 use crate::config::Assignor;
@@ -189,8 +189,8 @@ pub(crate) struct ClassicMembershipManager {
     outbox: Vec<UnsentRequest>,
     /// When the rebalance under way started.
     rebalance_started_at: Option<Instant>,
-    /// Rebalances completed, and the duration of the last one in ms (for metrics).
-    rebalances: (u64, u64),
+    /// Rebalances completed and failed (for metrics).
+    rebalances: RebalanceStats,
     next_token: u64,
     listener_calls: ListenerCalls,
     /// The join prepare's auto-commit waits for the application's poll.
@@ -286,7 +286,7 @@ impl ClassicMembershipManager {
             session_lapsed: false,
             outbox: Vec::new(),
             rebalance_started_at: None,
-            rebalances: (0, 0),
+            rebalances: RebalanceStats::default(),
             next_token: 0,
             listener_calls: ListenerCalls::default(),
             poll_gate: PollGate::default(),
@@ -324,8 +324,8 @@ impl ClassicMembershipManager {
         }
     }
 
-    /// Rebalances completed and the last one's duration in ms.
-    pub fn rebalance_stats(&self) -> (u64, u64) {
+    /// Rebalances completed and failed, and the last one's duration.
+    pub fn rebalance_stats(&self) -> RebalanceStats {
         self.rebalances
     }
 
@@ -575,10 +575,8 @@ impl ClassicMembershipManager {
                         .rebalance_started_at
                         .take()
                         .map_or(0, |at| (ctx.now - at).as_millis());
-                    self.rebalances = (
-                        self.rebalances.0 + 1,
-                        u64::try_from(took_ms).unwrap_or(u64::MAX),
-                    );
+                    self.rebalances.completed += 1;
+                    self.rebalances.last_ms = u64::try_from(took_ms).unwrap_or(u64::MAX);
                     tracing::info!(
                         generation = self.generation.generation_id,
                         took_ms,

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::MemberIdentity;
+use super::{MemberIdentity, RebalanceStats};
 use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
 use crate::internals::commit_request_manager::CommitRequestManager;
@@ -188,8 +188,8 @@ pub(crate) struct ConsumerMembershipManager {
     incarnation: u64,
     /// When the reconciliation under way started (for metrics).
     reconciliation_started_at: Option<Instant>,
-    /// Reconciliations completed, and the last one's duration in ms.
-    rebalances: (u64, u64),
+    /// Reconciliations completed and failed (for metrics).
+    rebalances: RebalanceStats,
     heartbeat_interval: Duration,
     next_heartbeat_at: Instant,
     heartbeat_state: RequestState,
@@ -250,7 +250,7 @@ impl ConsumerMembershipManager {
             reconciliation: None,
             incarnation: 0,
             reconciliation_started_at: None,
-            rebalances: (0, 0),
+            rebalances: RebalanceStats::default(),
             heartbeat_interval: Duration::from_millis(DEFAULT_HEARTBEAT_INTERVAL_MS),
             next_heartbeat_at: now,
             heartbeat_state: RequestState::new(
@@ -308,7 +308,7 @@ impl ConsumerMembershipManager {
 
     /// What commits must carry: the member epoch in place of a generation.
     /// Reconciliations completed and the last one's duration in ms.
-    pub fn rebalance_stats(&self) -> (u64, u64) {
+    pub fn rebalance_stats(&self) -> RebalanceStats {
         self.rebalances
     }
 
@@ -502,6 +502,15 @@ impl ConsumerMembershipManager {
         }
     }
 
+    /// A reconciliation under way ends without completing (Java's
+    /// `maybeRecordRebalanceFailed`: only a rebalance that started and did not end counts);
+    /// the next one is timed from its own start.
+    fn record_rebalance_failed(&mut self) {
+        if self.reconciliation_started_at.take().is_some() {
+            self.rebalances.failed += 1;
+        }
+    }
+
     /// Java's `transitionToFenced` (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). The rejoin goes
     /// out at once after a first fence (Java skips the backoff so the member is back quickly),
     /// but after a fence with no successful heartbeat since the previous one only after a
@@ -528,6 +537,7 @@ impl ConsumerMembershipManager {
             | MemberState::Fatal
             | MemberState::Stale => {}
             _ => {
+                self.record_rebalance_failed();
                 self.fences
                     .on_failure(ctx.coordinator, ctx.now, ctx.rng, reason);
                 self.transition(ctx, MemberState::Fenced);
@@ -544,6 +554,7 @@ impl ConsumerMembershipManager {
             return;
         }
         tracing::error!(%error, group_id = self.group_id, "fatal consumer group error");
+        self.record_rebalance_failed();
         ctx.report(error.clone());
         self.fatal = Some(error.clone());
         self.new_fatal = Some(error);

@@ -283,10 +283,8 @@ impl ConsumerMembershipManager {
                     .reconciliation_started_at
                     .take()
                     .map_or(0, |at| (ctx.now - at).as_millis());
-                self.rebalances = (
-                    self.rebalances.0 + 1,
-                    u64::try_from(took_ms).unwrap_or(u64::MAX),
-                );
+                self.rebalances.completed += 1;
+                self.rebalances.last_ms = u64::try_from(took_ms).unwrap_or(u64::MAX);
                 tracing::info!(
                     local_epoch = r.resolved.local_epoch,
                     took_ms,
