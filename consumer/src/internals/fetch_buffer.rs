@@ -458,11 +458,11 @@ impl FetchBuffer {
         (partitions, inner.records_consumed)
     }
 
-    /// Appends the consumption metrics' values; returns how many partitions are assigned.
-    pub fn measure_into(&self, now: Instant, out: &mut Vec<Metric>) -> usize {
+    /// Appends the consumption metrics' values; returns the assigned partitions.
+    pub fn measure_into(&self, now: Instant, out: &mut Vec<Metric>) -> BTreeSet<TopicPartition> {
         let mut inner = self.lock();
         inner.metrics.measure_into(now, out);
-        inner.partitions.len()
+        inner.partitions.keys().cloned().collect()
     }
 }
 

@@ -95,6 +95,11 @@ impl FetchRequestManager {
         }
     }
 
+    /// The partitions fetched from a preferred read replica (KIP-392), and that replica.
+    pub fn preferred_read_replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> {
+        self.read_replicas.replicas()
+    }
+
     /// Sends a fetch to every broker that leads a fetchable partition and has none in flight.
     pub fn poll(&mut self, ctx: &mut ManagerContext<'_>) -> PollResult {
         let mut result = PollResult::default();

@@ -734,6 +734,10 @@ impl ConsumerNetworkThread {
                 now,
             );
         }
+        self.channels
+            .metrics
+            .client()
+            .set_preferred_read_replicas(self.fetch.preferred_read_replicas());
         self.channels.metrics.record(
             self.fetch.responses_received,
             self.commit

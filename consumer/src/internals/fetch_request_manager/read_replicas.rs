@@ -71,6 +71,13 @@ impl ReadReplicas {
         self.preferred.remove(tp).is_some()
     }
 
+    /// Every partition's preferred read replica (for the `preferred-read-replica` metric).
+    pub fn replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> {
+        self.preferred
+            .iter()
+            .map(|(tp, &(replica, _))| (tp, replica))
+    }
+
     /// Forgets partitions no longer assigned.
     pub fn retain(&mut self, assigned: impl Fn(&TopicPartition) -> bool) {
         self.preferred.retain(|tp, _| assigned(tp));

@@ -2,9 +2,12 @@
 //! size, commits, heartbeats, joins, syncs, rebalances) and the application side's `poll`
 //! timing, under Java's names.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::internals::events::RebalanceCallback;
 use crate::metric::Metric;
 use crate::rt::{Duration, Instant};
+use crate::types::TopicPartition;
 
 use super::names::*;
 use super::sensor::{metric, MetricsClock, Sensor};
@@ -62,6 +65,7 @@ pub(crate) struct ClientMetrics {
     partition_lost: Sensor,
     commit_sync_time: Sensor,
     committed_time: Sensor,
+    preferred_read_replicas: BTreeMap<TopicPartition, i32>,
 }
 
 impl Default for ClientMetrics {
@@ -135,7 +139,20 @@ impl ClientMetrics {
                 .max(&PARTITION_LOST_LATENCY_MAX),
             commit_sync_time: Sensor::new().total(&COMMIT_SYNC_TIME_NS_TOTAL),
             committed_time: Sensor::new().total(&COMMITTED_TIME_NS_TOTAL),
+            preferred_read_replicas: BTreeMap::new(),
         }
+    }
+
+    /// The partitions fetched from a follower (KIP-392) and that follower, as of now.
+    pub fn set_preferred_read_replicas<'a>(
+        &mut self,
+        replicas: impl Iterator<Item = (&'a TopicPartition, i32)>,
+    ) {
+        let mut replicas = replicas.peekable();
+        if replicas.peek().is_none() && self.preferred_read_replicas.is_empty() {
+            return; // the usual case: no rack, nothing to copy
+        }
+        self.preferred_read_replicas = replicas.map(|(tp, r)| (tp.clone(), r)).collect();
     }
 
     /// A rebalance listener method returned (or failed) after `took` (Java's
@@ -240,11 +257,11 @@ impl ClientMetrics {
         self.poll_idle_ratio.record(&self.config, ratio, now_ms);
     }
 
-    /// Appends every metric's value; `assigned_partitions` is the current assignment's size.
+    /// Appends every metric's value; `assigned` is the current assignment.
     pub fn measure_into(
         &mut self,
         now: Instant,
-        assigned_partitions: usize,
+        assigned: &BTreeSet<TopicPartition>,
         out: &mut Vec<Metric>,
     ) {
         let now_ms = self.clock.ms(now);
@@ -286,11 +303,17 @@ impl ClientMetrics {
             &client,
             seconds_ago(self.last_poll_start_ms, now_ms),
         ));
-        out.push(metric(
-            &ASSIGNED_PARTITIONS,
-            &client,
-            assigned_partitions as f64,
-        ));
+        out.push(metric(&ASSIGNED_PARTITIONS, &client, assigned.len() as f64));
+        // Java registers this gauge for each assigned partition: the replica, or -1.
+        for tp in assigned {
+            let replica = self.preferred_read_replicas.get(tp).copied().unwrap_or(-1);
+            let tags = [
+                ("client-id", self.client_id.clone()),
+                ("topic", tp.topic.replace('.', "_")),
+                ("partition", tp.partition.to_string()),
+            ];
+            out.push(metric(&PREFERRED_READ_REPLICA, &tags, f64::from(replica)));
+        }
     }
 }
 
@@ -298,6 +321,10 @@ impl ClientMetrics {
 mod tests {
     use super::*;
     use crate::rt::Duration;
+
+    fn six() -> BTreeSet<TopicPartition> {
+        (0..6).map(|p| TopicPartition::new("t", p)).collect()
+    }
 
     fn value(metrics: &[Metric], name: &str) -> f64 {
         metrics
@@ -332,7 +359,7 @@ mod tests {
         metrics.record_response(TimedResponse::Heartbeat, 3, at(310));
         metrics.record_rebalances(2, 1_500, 1, at(400));
         let mut out = Vec::new();
-        metrics.measure_into(at(2_400), 6, &mut out);
+        metrics.measure_into(at(2_400), &six(), &mut out);
         assert_eq!(value(&out, "fetch-latency-avg"), 30.0);
         assert_eq!(value(&out, "fetch-latency-max"), 40.0);
         assert_eq!(value(&out, "fetch-total"), 2.0);
@@ -356,7 +383,7 @@ mod tests {
         // The same counts again record nothing.
         metrics.record_rebalances(2, 1_500, 1, at(2_500));
         let mut out = Vec::new();
-        metrics.measure_into(at(2_500), 6, &mut out);
+        metrics.measure_into(at(2_500), &six(), &mut out);
         assert_eq!(value(&out, "rebalance-total"), 2.0);
         assert_eq!(value(&out, "failed-rebalance-total"), 1.0);
     }
@@ -372,7 +399,7 @@ mod tests {
         metrics.record_poll_start(at(400));
         metrics.record_poll_end(at(500));
         let mut out = Vec::new();
-        metrics.measure_into(at(2_600), 0, &mut out);
+        metrics.measure_into(at(2_600), &BTreeSet::new(), &mut out);
         // Between starts: 0 (first poll, as Java records it) and 400.
         assert_eq!(value(&out, "time-between-poll-avg"), 200.0);
         assert_eq!(value(&out, "time-between-poll-max"), 400.0);
@@ -400,12 +427,39 @@ mod tests {
         metrics.record_commit_sync(Duration::from_micros(500), start);
         metrics.record_committed(Duration::from_nanos(700), start);
         let mut out = Vec::new();
-        metrics.measure_into(start, 0, &mut out);
+        metrics.measure_into(start, &BTreeSet::new(), &mut out);
         assert_eq!(value(&out, "partition-assigned-latency-avg"), 20.0);
         assert_eq!(value(&out, "partition-assigned-latency-max"), 30.0);
         assert_eq!(value(&out, "partition-lost-latency-max"), 5.0);
         assert!(value(&out, "partition-revoked-latency-avg").is_nan());
         assert_eq!(value(&out, "commit-sync-time-ns-total"), 2_000_000.0);
         assert_eq!(value(&out, "committed-time-ns-total"), 700.0);
+    }
+
+    #[test]
+    fn every_assigned_partition_reports_its_read_replica_or_minus_one() {
+        let start = Instant::now();
+        let mut metrics = ClientMetrics::new(MetricConfig::default(), "c1".into());
+        let a0 = TopicPartition::new("a.b", 0);
+        metrics.set_preferred_read_replicas([(&a0, 3)].into_iter());
+        let assigned = BTreeSet::from([a0.clone(), TopicPartition::new("a.b", 1)]);
+        let mut out = Vec::new();
+        metrics.measure_into(start, &assigned, &mut out);
+        let replica = |out: &[Metric], partition: &str| {
+            out.iter()
+                .find(|m| {
+                    m.name.name == "preferred-read-replica"
+                        && m.name.tag("partition") == Some(partition)
+                        && m.name.tag("topic") == Some("a_b")
+                })
+                .map(|m| m.value)
+        };
+        assert_eq!(replica(&out, "0"), Some(3.0));
+        assert_eq!(replica(&out, "1"), Some(-1.0));
+        // Back to the leader.
+        metrics.set_preferred_read_replicas(std::iter::empty());
+        let mut out = Vec::new();
+        metrics.measure_into(start, &assigned, &mut out);
+        assert_eq!(replica(&out, "0"), Some(-1.0));
     }
 }

@@ -38,6 +38,7 @@ specs! { FETCH_MANAGER_GROUP =>
     PARTITION_RECORDS_LEAD = "records-lead", "The latest lead of the partition";
     PARTITION_RECORDS_LEAD_AVG = "records-lead-avg", "The average lead of the partition";
     PARTITION_RECORDS_LEAD_MIN = "records-lead-min", "The min lead of the partition";
+    PREFERRED_READ_REPLICA = "preferred-read-replica", "The current read replica for the partition, or -1 if reading from leader";
 }
 
 specs! { COORDINATOR_GROUP =>
