@@ -932,6 +932,11 @@ impl ConsumerNetworkThread {
             result,
             sent_at,
         } = envelope;
+        if let Some(closing) = self.closing.as_mut() {
+            if manager == ManagerId::Fetch && closing.session_close_tokens.remove(&token) {
+                return; // a fetch session's closing Fetch: no data, no metric (as in Java)
+            }
+        }
         if let Some(timed) = result.as_ref().ok().and_then(|(body, _)| body.timed()) {
             let latency_ms = u64::try_from(now.saturating_duration_since(sent_at).as_millis())
                 .unwrap_or(u64::MAX);
@@ -939,11 +944,6 @@ impl ConsumerNetworkThread {
                 .metrics
                 .client()
                 .record_response(timed, latency_ms, now);
-        }
-        if let Some(closing) = self.closing.as_mut() {
-            if manager == ManagerId::Fetch && closing.session_close_tokens.remove(&token) {
-                return;
-            }
         }
         if let (ManagerId::Metadata, Ok((ResponseBody::Metadata(body), _))) = (manager, &result) {
             if let Some(scope) = self.metadata.scope_of(token) {
