@@ -165,8 +165,8 @@ pub const WITNESSES: &[Witness] = &[
     },
     Witness {
         sabotage: "owned-reports-acknowledged-only",
-        scenario: "family-lost-commits",
-        seed: 24,
+        scenario: "family-rebalance-storm",
+        seed: 110,
         checker: "exclusive-ownership",
     },
     Witness {
