@@ -96,7 +96,7 @@ impl FetchRequestManager {
     }
 
     /// The partitions fetched from a preferred read replica (KIP-392), and that replica.
-    pub fn preferred_read_replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> {
+    pub fn preferred_read_replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> + Clone {
         self.read_replicas.replicas()
     }
 

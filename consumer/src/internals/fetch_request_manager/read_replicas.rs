@@ -72,7 +72,7 @@ impl ReadReplicas {
     }
 
     /// Every partition's preferred read replica (for the `preferred-read-replica` metric).
-    pub fn replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> {
+    pub fn replicas(&self) -> impl Iterator<Item = (&TopicPartition, i32)> + Clone {
         self.preferred
             .iter()
             .map(|(tp, &(replica, _))| (tp, replica))

@@ -144,13 +144,16 @@ impl ClientMetrics {
     }
 
     /// The partitions fetched from a follower (KIP-392) and that follower, as of now.
+    /// Called on every loop iteration: copies only when something changed.
     pub fn set_preferred_read_replicas<'a>(
         &mut self,
-        replicas: impl Iterator<Item = (&'a TopicPartition, i32)>,
+        replicas: impl Iterator<Item = (&'a TopicPartition, i32)> + Clone,
     ) {
-        let mut replicas = replicas.peekable();
-        if replicas.peek().is_none() && self.preferred_read_replicas.is_empty() {
-            return; // the usual case: no rack, nothing to copy
+        let known = &self.preferred_read_replicas;
+        let unchanged = replicas.clone().count() == known.len()
+            && replicas.clone().all(|(tp, r)| known.get(tp) == Some(&r));
+        if unchanged {
+            return;
         }
         self.preferred_read_replicas = replicas.map(|(tp, r)| (tp.clone(), r)).collect();
     }
