@@ -11,6 +11,7 @@
 #![cfg(not(madsim))]
 
 mod differential_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::{BrokerId, FetchRequest, OffsetFetchRequest};
 use sim::real::{LocalCluster, LocalClusterOptions};
+use support::batch;
 
 const TOPIC: &str = "tools";
 const GROUP: &str = "tools-group";
@@ -509,21 +511,4 @@ async fn kafkas_tools_work_against_sim_serve() {
     assert_eq!(committed(b).await[&0], -1);
     let listed = tools.ok(GROUPS, &["--bootstrap-server", b, "--list"]).await;
     assert!(!listed.lines().any(|l| l.trim() == GROUP), "{listed}");
-}
-
-/// One record batch holding `values`.
-fn batch(values: &[&str]) -> bytes::Bytes {
-    use kafka_consumer::records::{NewRecord, RecordBatchBuilder};
-    let mut builder = RecordBatchBuilder::new(0);
-    for v in values {
-        builder
-            .append(&NewRecord {
-                timestamp_ms: 1_000,
-                key: None,
-                value: Some(v.as_bytes()),
-                headers: &[],
-            })
-            .unwrap();
-    }
-    builder.build().unwrap()
 }
