@@ -38,8 +38,11 @@ pub(crate) struct TopicMetadataRequestManager {
     refresh_requested: bool,
     last_refresh_at: Option<Instant>,
     covered_topics: BTreeSet<String>,
+    /// Whether the last successful refresh asked for every topic (a pattern subscription).
+    covered_all_topics: bool,
     state: RequestState,
-    in_flight: Option<(u64, BTreeSet<String>)>,
+    /// The token of the refresh in flight, the topics it asks for, and whether it asks for all.
+    in_flight: Option<(u64, BTreeSet<String>, bool)>,
     user: Vec<UserMetadata>,
     scopes: BTreeMap<u64, MetadataScope>,
     next_token: u64,
@@ -63,6 +66,7 @@ impl TopicMetadataRequestManager {
             refresh_requested: true,
             last_refresh_at: None,
             covered_topics: BTreeSet::new(),
+            covered_all_topics: false,
             state: RequestState::new(retry_backoff_ms, retry_backoff_max_ms),
             in_flight: None,
             user: Vec::new(),
@@ -100,7 +104,14 @@ impl TopicMetadataRequestManager {
         let mut result = PollResult::default();
         let all_topics = ctx.subscriptions.needs_all_topics_metadata();
         let wanted = ctx.subscriptions.metadata_topics();
-        if !all_topics && !wanted.is_subset(&self.covered_topics) {
+        // Topics the last refresh did not ask for (a new subscription, a new assignment):
+        // Java's `requestUpdateForNewTopics`, which lets the update go at once.
+        let new_topics = if all_topics {
+            !self.covered_all_topics
+        } else {
+            !wanted.is_subset(&self.covered_topics)
+        };
+        if new_topics {
             self.refresh_requested = true;
         }
         let expires_at = self.last_refresh_at.map(|at| at + self.max_age);
@@ -109,11 +120,17 @@ impl TopicMetadataRequestManager {
         }
         // Refreshes asked for right after one completed wait `retry.backoff.ms` (Java's
         // `refreshBackoffMs`): a manager that keeps asking (a leader still unknown) must not
-        // turn the loop into a stream of Metadata requests.
+        // turn the loop into a stream of Metadata requests. New topics do not wait (Java's
+        // `requestUpdateForNewTopics` zeroes `lastRefreshMs`): a consumer that subscribes while
+        // its first refresh (of no topic) is answered would otherwise learn its topics'
+        // partitions only `retry.backoff.ms` later, after it joined the group, and a returning
+        // static leader would take that late answer for a partition change and rebalance.
+        // Once asked for, they are covered, so this cannot repeat; failed refreshes still back
+        // off through `state`.
         let not_before = self
             .last_refresh_at
             .map(|at| at + self.min_interval)
-            .filter(|at| *at > ctx.now);
+            .filter(|at| *at > ctx.now && !new_topics);
         if self.refresh_requested && self.in_flight.is_none() {
             if let Some(at) = not_before {
                 result.wake_at(at);
@@ -135,7 +152,7 @@ impl TopicMetadataRequestManager {
                     )
                 };
                 self.scopes.insert(token, scope);
-                self.in_flight = Some((token, wanted));
+                self.in_flight = Some((token, wanted, all_topics));
                 self.state.on_send();
                 self.refresh_requested = false;
                 result.requests.push(UnsentRequest {
@@ -202,8 +219,8 @@ impl TopicMetadataRequestManager {
             Ok(_) => return false,
             Err(error) => Err(error),
         };
-        if self.in_flight.as_ref().is_some_and(|(t, _)| *t == token) {
-            let Some((_, topics)) = self.in_flight.take() else {
+        if self.in_flight.as_ref().is_some_and(|(t, _, _)| *t == token) {
+            let Some((_, topics, all_topics)) = self.in_flight.take() else {
                 return false;
             };
             return match body {
@@ -211,6 +228,7 @@ impl TopicMetadataRequestManager {
                     self.state.on_success();
                     self.last_refresh_at = Some(ctx.now);
                     self.covered_topics = topics;
+                    self.covered_all_topics = all_topics;
                     // Java's `Metadata.maybeThrowAnyException` after each network poll: what
                     // this update reports is raised once, then cleared; the next refresh (new
                     // topics, `metadata.max.age.ms`) reports it again if it still holds.
@@ -386,6 +404,40 @@ mod tests {
         m.on_response(&mut p.ctx(), r.requests[0].token, ok);
         p.advance_ms(10_000);
         assert_eq!(m.poll(&mut p.ctx()).requests.len(), 1, "on max age");
+    }
+
+    /// A subscription made while the startup refresh (of no topic) is in flight is refreshed
+    /// as soon as that answer arrives, not `retry.backoff.ms` later (Java's
+    /// `requestUpdateForNewTopics`); once covered, the topics wait for the backoff again, also
+    /// when the broker does not know them, and a failed refresh of new topics backs off.
+    #[test]
+    fn new_topics_skip_the_refresh_backoff_once() {
+        let mut p = Parts::new(ConsumerSettings::default());
+        let mut m = TopicMetadataRequestManager::new(10_000, 100, 1_000, false);
+        let startup = m.poll(&mut p.ctx()).requests[0].token;
+        p.subscriptions
+            .subscribe(["t".to_owned()].into_iter().collect());
+        assert!(m.poll(&mut p.ctx()).requests.is_empty(), "one in flight");
+        p.advance_ms(3);
+        assert!(m.on_response(&mut p.ctx(), startup, answer(&[])));
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "the new topic at once");
+        let unknown = answer(&[("t", ResponseError::UnknownTopicOrPartition)]);
+        assert!(m.on_response(&mut p.ctx(), r.requests[0].token, unknown));
+        m.request_refresh();
+        let r = m.poll(&mut p.ctx());
+        assert!(r.requests.is_empty(), "covered: the backoff applies");
+        assert_eq!(r.next_poll_at, Some(p.now + Duration::from_millis(100)));
+
+        p.subscriptions
+            .subscribe(["t".to_owned(), "u".to_owned()].into_iter().collect());
+        let r = m.poll(&mut p.ctx());
+        assert_eq!(r.requests.len(), 1, "another new topic at once");
+        let failed = Err(NetworkError::NoNodeAvailable);
+        assert!(!m.on_response(&mut p.ctx(), r.requests[0].token, failed));
+        let r = m.poll(&mut p.ctx());
+        assert!(r.requests.is_empty(), "a failed refresh backs off");
+        assert!(r.next_poll_at.is_some_and(|at| at > p.now));
     }
 
     /// `allow.auto.create.topics` goes into every request for named topics (the refresh and
