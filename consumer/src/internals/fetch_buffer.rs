@@ -3,14 +3,17 @@
 //! `SubscriptionState`).
 //!
 //! Why positions live here (KAFKA-18641): the application advances a partition's position
-//! exactly when it hands that partition's records out, under the same lock that removes them
-//! from the buffer, so a position can never run ahead of the records returned. The background
-//! side writes a position only when it initializes, resets or seeks one; each such write bumps
-//! the partition's *generation*, and every `CompletedFetch` carries the generation it was fetched
-//! at, so data fetched for an older position (in flight during a seek, pause or unassignment) is
-//! dropped instead of delivered. Auto-commit never reads this live state from the background
-//! side: the application snapshots it at the start of each `poll` and sends the snapshot in the
-//! poll event, so only records returned by earlier polls are ever committed.
+//! exactly when it hands that partition's records out, in one step under this lock, so a
+//! position can never run ahead of the records returned. The background side writes a position
+//! only when it initializes, resets or seeks one; each such write bumps the partition's
+//! *generation*, and every `CompletedFetch` carries the generation it was fetched at, so data
+//! fetched for an older position (in flight during a seek, pause or unassignment, or being read
+//! by the application) is dropped instead of delivered. The application parses and decompresses
+//! records outside this lock (see [`Reader`]): a large compressed batch never makes the
+//! background task, which heartbeats in the loop that takes this lock, wait. Auto-commit never
+//! reads this live state from the background side: the application snapshots it at the start
+//! of each `poll` and sends the snapshot in the poll event, so only records returned by earlier
+//! polls are ever committed.
 //!
 //! Records `recv` took but has not returned yet ([`HeldRecords`]) and the application's pause
 //! marks live here too, under the same lock: a seek (from the consumer or from a
@@ -73,9 +76,9 @@ struct BufferedPartition {
 struct Inner {
     partitions: BTreeMap<TopicPartition, BufferedPartition>,
     completed: VecDeque<CompletedFetch>,
-    /// Where `collect` decompresses batches: one reused buffer for every partition, used only
-    /// under this lock (by the application side).
-    decompression: DecompressionBuffer,
+    /// The partitions whose fetch the application side took out to read ([`Reader`]), with
+    /// the generation each was fetched at: still buffered for the fetcher while current.
+    taken: BTreeMap<TopicPartition, u64>,
     last_generation: u64,
     records_consumed: u64,
     /// Records `recv` took from `completed` and has not returned yet.
@@ -106,10 +109,35 @@ pub struct PartitionProgress {
     pub high_watermark: Option<i64>,
 }
 
+/// The application side's own part, which the background never locks: the fetches it took
+/// out of the buffer to read (Java's `nextInLineFetch`; at most one between two `collect`s) and
+/// the buffer their compressed batches decompress into. Records are parsed and decompressed
+/// under this lock alone, so a large compressed batch never holds [`Inner`]'s lock, which the
+/// background task takes to add data, move positions and plan fetches in the same loop that
+/// sends heartbeats.
+#[derive(Default)]
+struct Reader {
+    in_line: VecDeque<CompletedFetch>,
+    decompression: DecompressionBuffer,
+}
+
+/// One read from a fetch, made outside the buffer's lock and applied under it.
+struct Chunk {
+    partition: TopicPartition,
+    generation: u64,
+    records: Result<Vec<ConsumerRecord>, Error>,
+    next_offset: i64,
+    epoch: Option<i32>,
+    bytes: usize,
+    lag: Option<i64>,
+    lead: Option<i64>,
+}
+
 /// Fetched data and consumed positions, shared by the two sides.
 #[derive(Default)]
 pub(crate) struct FetchBuffer {
     inner: Mutex<Inner>,
+    reader: Mutex<Reader>,
     notify: Notify,
 }
 
@@ -125,6 +153,12 @@ impl FetchBuffer {
         // A panic while holding this lock cannot leave it inconsistent in a way that matters
         // more than stopping: keep going with the data as it is.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The application side's reader; taken before [`lock`](Self::lock), never while holding
+    /// it, and never by the background.
+    fn reader(&self) -> MutexGuard<'_, Reader> {
+        self.reader.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     // ----- background side -----
@@ -250,10 +284,18 @@ impl FetchBuffer {
     /// The partitions whose data waits to be handed out (Java fetches none of them, nor
     /// anything else from their leaders).
     pub fn buffered_partitions(&self) -> BTreeSet<TopicPartition> {
-        self.lock()
+        let inner = self.lock();
+        let taken = inner.taken.iter().filter(|(tp, generation)| {
+            inner
+                .partitions
+                .get(*tp)
+                .is_some_and(|s| s.generation == **generation)
+        });
+        inner
             .completed
             .iter()
             .map(|c| c.partition.clone())
+            .chain(taken.map(|(tp, _)| tp.clone()))
             .collect()
     }
 
@@ -294,82 +336,149 @@ impl FetchBuffer {
 
     /// Hands out up to `max_records` records, advancing positions past them.
     pub fn collect(&self, max_records: usize, now: Instant) -> Result<ConsumerRecords, Error> {
-        Self::collect_locked(&mut self.lock(), max_records, now)
+        self.collect_into(max_records, now, false)
+            .map(|(records, _)| records)
     }
 
-    fn collect_locked(
-        inner: &mut Inner,
+    /// Collects up to `max_records` records, as [`collect`](Self::collect) does, and holds them
+    /// for `recv` under the lock that advances their positions (a seek from another task drops
+    /// either all of them or none); returns how many were taken.
+    pub fn collect_and_hold(&self, max_records: usize, now: Instant) -> Result<usize, Error> {
+        self.collect_into(max_records, now, true)
+            .map(|(_, count)| count)
+    }
+
+    /// Reads up to `max_records` records from the fetches in line, outside the buffer's lock,
+    /// then applies them under it in one step: positions advance past what is handed out
+    /// (held for `recv` when `hold`), and what a seek, pause or revocation made stale in the
+    /// meantime is dropped instead. Returns the records (empty when held) and their count.
+    fn collect_into(
+        &self,
         max_records: usize,
         now: Instant,
-    ) -> Result<ConsumerRecords, Error> {
-        let mut out = ConsumerRecords::default();
-        while out.count() < max_records {
-            let Some(fetch) = inner.completed.front_mut() else {
-                break;
-            };
-            let records =
-                match fetch.fetch_records(max_records - out.count(), &mut inner.decompression) {
-                    // Hand out what we have; the error is reported by the next call.
-                    Err(error) if !out.is_empty() => {
-                        fetch.defer_error(error);
-                        break;
-                    }
-                    records => records,
+        hold: bool,
+    ) -> Result<(ConsumerRecords, usize), Error> {
+        let mut reader = self.reader();
+        let reader = &mut *reader;
+        self.drop_stale_in_line(reader);
+        let mut chunks = Vec::new();
+        let mut count = 0;
+        let mut index = 0;
+        while count < max_records {
+            if index == reader.in_line.len() {
+                let mut inner = self.lock();
+                let Some(fetch) = inner.completed.pop_front() else {
+                    break;
                 };
-            let generation = fetch.generation;
-            let next = fetch.next_fetch_offset();
-            let epoch = fetch.last_epoch();
-            let exhausted = fetch.is_exhausted();
-            let state = inner.partitions.get_mut(&fetch.partition).filter(|s| {
-                s.generation == generation || sabotage::active(Sabotage::StaleFetchAfterSeek)
+                inner
+                    .taken
+                    .insert(fetch.partition.clone(), fetch.generation);
+                reader.in_line.push_back(fetch);
+            }
+            let fetch = &mut reader.in_line[index];
+            let records = match fetch.fetch_records(max_records - count, &mut reader.decompression)
+            {
+                // Hand out what we have; the error is reported by the next call.
+                Err(error) if count > 0 => {
+                    fetch.defer_error(error);
+                    break;
+                }
+                records => records,
+            };
+            let next_offset = fetch.next_fetch_offset();
+            let failed = records.is_err();
+            count += records.as_ref().map_or(0, Vec::len);
+            chunks.push(Chunk {
+                partition: fetch.partition.clone(),
+                generation: fetch.generation,
+                records,
+                next_offset,
+                epoch: fetch.last_epoch(),
+                bytes: fetch.take_bytes_read(),
+                lag: fetch.lag_at(next_offset),
+                lead: fetch.lead_at(next_offset),
             });
+            if failed {
+                break;
+            }
+            if fetch.is_exhausted() {
+                index += 1;
+            }
+        }
+        reader.in_line.retain(|fetch| !fetch.is_exhausted());
+        let mut inner = self.lock();
+        let inner = &mut *inner;
+        inner.taken = reader
+            .in_line
+            .iter()
+            .map(|f| (f.partition.clone(), f.generation))
+            .collect();
+        let mut out = ConsumerRecords::default();
+        let mut error = None;
+        for chunk in chunks {
+            let state = inner.partitions.get_mut(&chunk.partition).filter(|s| {
+                s.generation == chunk.generation || sabotage::active(Sabotage::StaleFetchAfterSeek)
+            });
+            // Stale: seeked, paused or revoked while it was read; the next call drops the
+            // rest of its fetch.
             let Some(state) = state else {
-                inner.completed.pop_front(); // stale (cannot happen: bump drops them), be safe
                 continue;
             };
             if let Some(position) = state.position.as_mut() {
-                position.offset = next;
-                if epoch.is_some() {
-                    position.offset_epoch = epoch;
+                position.offset = chunk.next_offset;
+                if chunk.epoch.is_some() {
+                    position.offset_epoch = chunk.epoch;
                 }
             }
             // Java's FetchCollector records lag and lead after every read of a partition,
             // records or not, and the bytes and records it handed out.
             let consumed = Consumed {
-                records: records.as_ref().map_or(0, Vec::len),
-                bytes: fetch.take_bytes_read(),
-                lag: fetch.lag_at(next),
-                lead: fetch.lead_at(next),
+                records: chunk.records.as_ref().map_or(0, Vec::len),
+                bytes: chunk.bytes,
+                lag: chunk.lag,
+                lead: chunk.lead,
             };
-            inner.metrics.record(&fetch.partition, consumed, now);
-            match records {
+            inner.metrics.record(&chunk.partition, consumed, now);
+            match chunk.records {
                 Ok(records) => {
                     inner.records_consumed += records.len() as u64;
-                    out.append(&fetch.partition, records);
-                    if exhausted {
-                        inner.completed.pop_front();
-                    }
+                    out.append(&chunk.partition, records);
                 }
-                Err(error) => {
-                    tracing::warn!(partition = %fetch.partition, %error, "fetched data could not be read");
-                    if exhausted {
-                        inner.completed.pop_front();
-                    }
-                    return Err(error);
+                Err(e) => {
+                    tracing::warn!(partition = %chunk.partition, error = %e, "fetched data could not be read");
+                    error = Some(e);
                 }
             }
         }
-        Ok(out)
+        let count = out.count();
+        if hold {
+            inner.held.hold(std::mem::take(&mut out));
+        }
+        match error {
+            Some(error) => Err(error),
+            None => Ok((out, count)),
+        }
     }
 
-    /// Collects up to `max_records` records, as [`collect`](Self::collect) does, and holds them
-    /// for `recv` under the same lock; returns how many were taken.
-    pub fn collect_and_hold(&self, max_records: usize, now: Instant) -> Result<usize, Error> {
+    /// Drops the fetches in line that a seek, pause or revocation made stale since they were
+    /// taken out of the buffer.
+    fn drop_stale_in_line(&self, reader: &mut Reader) {
+        if reader.in_line.is_empty() {
+            return;
+        }
         let mut inner = self.lock();
-        let records = Self::collect_locked(&mut inner, max_records, now)?;
-        let count = records.count();
-        inner.held.hold(records);
-        Ok(count)
+        reader.in_line.retain(|fetch| {
+            inner
+                .partitions
+                .get(&fetch.partition)
+                .is_some_and(|s| s.generation == fetch.generation)
+                || sabotage::active(Sabotage::StaleFetchAfterSeek)
+        });
+        inner.taken = reader
+            .in_line
+            .iter()
+            .map(|f| (f.partition.clone(), f.generation))
+            .collect();
     }
 
     /// The first held record of a partition that is not paused.
@@ -612,5 +721,159 @@ mod tests {
         buffer.set_assignment(&BTreeSet::new());
         assert!(buffer.consumed_positions().is_empty());
         assert!(!buffer.add(completed(tp(0), new, 100, 3)));
+    }
+    /// A fetch the application took out to read (Java's `nextInLineFetch`) still counts as
+    /// buffered, so the fetcher does not fetch the partition again; a seek makes it stale, and
+    /// what is left of it is never handed out.
+    #[test]
+    fn a_fetch_in_line_stays_buffered_until_read_and_a_seek_drops_it() {
+        let buffer = FetchBuffer::default();
+        buffer.set_assignment(&[tp(0)].into_iter().collect());
+        let old = buffer.set_position(&tp(0), FetchPosition::new(0)).unwrap();
+        assert!(buffer.add(completed(tp(0), old, 0, 3)));
+        assert_eq!(buffer.collect(1, Instant::now()).unwrap().count(), 1);
+        assert!(
+            buffer.buffered_partitions().contains(&tp(0)),
+            "two records left in line"
+        );
+        let new = buffer.seek(&tp(0), FetchPosition::new(100)).unwrap();
+        assert!(
+            !buffer.buffered_partitions().contains(&tp(0)),
+            "the fetch in line is stale"
+        );
+        assert!(buffer.add(completed(tp(0), new, 100, 2)));
+        let offsets: Vec<i64> = buffer
+            .collect(10, Instant::now())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.offset)
+            .collect();
+        assert_eq!(offsets, [100, 101]);
+        assert_eq!(buffer.consumed_positions()[&tp(0)].offset, 102);
+        assert!(buffer.buffered_partitions().is_empty());
+    }
+
+    /// Records are read (parsed, decompressed) under the application side's own lock: while
+    /// the application holds it, the background adds data, moves positions and plans fetches
+    /// without waiting, so a large compressed batch cannot delay the loop that heartbeats.
+    #[test]
+    fn the_background_never_waits_for_a_read_in_progress() {
+        let buffer = std::sync::Arc::new(FetchBuffer::default());
+        let reading = buffer.reader();
+        let background = std::sync::Arc::clone(&buffer);
+        let (done, finished) = std::sync::mpsc::channel();
+        // The background side on a thread of its own; the test only joins it through `done`.
+        #[allow(clippy::disallowed_methods)]
+        std::thread::spawn(move || {
+            background.set_assignment(&[tp(0)].into_iter().collect());
+            let generation = background
+                .set_position(&tp(0), FetchPosition::new(0))
+                .unwrap();
+            assert!(background.add(completed(tp(0), generation, 0, 3)));
+            let buffered = background.buffered_partitions();
+            let position = background.position(&tp(0));
+            background.drop_buffered(&tp(0));
+            done.send((buffered, position)).unwrap();
+        });
+        let (buffered, position) = finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the background side waited for the application's reader");
+        assert!(buffered.contains(&tp(0)));
+        assert_eq!(position.map(|(p, _)| p.offset), Some(0));
+        drop(reading);
+    }
+    /// The measurement behind the test above: how long the background side waits for the
+    /// buffer while the application reads 4 zstd batches of 2,048 1 KiB records (8 MiB
+    /// decompressed) in one `collect`. Before records were read outside the lock, its longest
+    /// wait was the whole read; now it is the two short steps that take the lock. Run with
+    /// `cargo test --release -p kafka-consumer --lib background_wait -- --ignored --nocapture`
+    /// (wall-clock, so not part of the suite).
+    #[test]
+    #[ignore = "a measurement on the wall clock; run on its own (see the doc comment)"]
+    #[cfg(not(madsim))]
+    #[allow(clippy::disallowed_methods)] // wall-clock timing and a thread: real mode only
+    fn background_wait_during_a_large_compressed_read() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant as WallClock};
+
+        use crate::records::Compression;
+
+        const BATCHES: i64 = 4;
+        const RECORDS_PER_BATCH: i64 = 2_048;
+        let mut bytes = Vec::new();
+        for batch in 0..BATCHES {
+            let base = batch * RECORDS_PER_BATCH;
+            let mut builder = RecordBatchBuilder::new(base).compression(Compression::Zstd);
+            for n in base..base + RECORDS_PER_BATCH {
+                let mut value = format!("{{\"id\":{n},\"tail\":\"");
+                let mut x = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                while value.len() < 1_022 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    value.push_str(&format!("{:x}", x & 0xf));
+                }
+                value.push_str("\"}");
+                builder
+                    .append(&NewRecord {
+                        timestamp_ms: 0,
+                        key: None,
+                        value: Some(value.as_bytes()),
+                        headers: &[],
+                    })
+                    .unwrap();
+            }
+            bytes.extend_from_slice(&builder.build().unwrap());
+        }
+        let total = (BATCHES * RECORDS_PER_BATCH) as usize;
+        let buffer = std::sync::Arc::new(FetchBuffer::default());
+        buffer.set_assignment(&[tp(0)].into_iter().collect());
+        let generation = buffer.set_position(&tp(0), FetchPosition::new(0)).unwrap();
+        let info = PartitionFetchInfo {
+            high_watermark: total as i64,
+            last_stable_offset: -1,
+            log_start_offset: 0,
+        };
+        let fetch = CompletedFetch::new(
+            tp(0),
+            generation,
+            0,
+            info,
+            Bytes::from(bytes),
+            &[],
+            IsolationLevel::ReadUncommitted,
+            true,
+        );
+        assert!(buffer.add(fetch));
+
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let background = {
+            let buffer = std::sync::Arc::clone(&buffer);
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut longest = Duration::ZERO;
+                while !stop.load(Ordering::Relaxed) {
+                    let started = WallClock::now();
+                    std::hint::black_box(buffer.position(&tp(0)));
+                    longest = longest.max(started.elapsed());
+                }
+                longest
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        let started = WallClock::now();
+        let read = buffer.collect(total, Instant::now()).unwrap().count();
+        let read_time = started.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        let longest_wait = background.join().unwrap();
+        assert_eq!(read, total);
+        println!(
+            "read {total} records (8 MiB zstd) in {read_time:?}; the background's longest wait \
+             for the buffer: {longest_wait:?}"
+        );
+        assert!(
+            longest_wait < read_time / 4,
+            "the background waited {longest_wait:?} of a {read_time:?} read"
+        );
     }
 }
