@@ -7,9 +7,11 @@
 use std::sync::Arc;
 
 use crate::config::ConfigError;
+pub use crate::error_code::ErrorCode;
 pub use crate::network::{CloseReason, NetworkError};
-pub use crate::protocol::versions::ApiVersionsError;
-pub use crate::protocol::{Api, ProtocolError, ResponseError, UnsupportedApi};
+pub use crate::protocol::versions::{ApiVersionRange, ApiVersionsError};
+use crate::protocol::ResponseError;
+pub use crate::protocol::{Api, ProtocolError, UnsupportedApi};
 use crate::records::RecordsError;
 use crate::types::TopicPartition;
 
@@ -24,7 +26,7 @@ pub enum Error {
     #[error("retriable error{}: {message}", code_suffix(.code))]
     Retriable {
         /// The broker's error code, if the broker sent one.
-        code: Option<ResponseError>,
+        code: Option<ErrorCode>,
         /// What happened.
         message: String,
     },
@@ -32,7 +34,7 @@ pub enum Error {
     #[error("fatal error{}: {message}", code_suffix(.code))]
     Fatal {
         /// The broker's error code, if any.
-        code: Option<ResponseError>,
+        code: Option<ErrorCode>,
         /// What happened.
         message: String,
     },
@@ -40,7 +42,7 @@ pub enum Error {
     #[error("fenced{}: {message}", code_suffix(.code))]
     Fenced {
         /// The broker's error code.
-        code: Option<ResponseError>,
+        code: Option<ErrorCode>,
         /// What happened.
         message: String,
     },
@@ -48,7 +50,7 @@ pub enum Error {
     #[error("not authorized ({code}): {message}")]
     Authorization {
         /// GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, ...
-        code: ResponseError,
+        code: ErrorCode,
         /// What was refused.
         message: String,
     },
@@ -68,7 +70,7 @@ pub enum Error {
     #[error("commit failed{}: {message}", code_suffix(.code))]
     CommitFailed {
         /// The broker's error code, if any.
-        code: Option<ResponseError>,
+        code: Option<ErrorCode>,
         /// Why.
         message: String,
     },
@@ -144,7 +146,7 @@ pub enum Error {
         /// `SSL`, or the SASL mechanism as `SASL/<name>`.
         mechanism: String,
         /// The broker's error code, when it sent one (SASL_AUTHENTICATION_FAILED, …).
-        code: Option<ResponseError>,
+        code: Option<ErrorCode>,
         /// What failed; never a credential.
         message: String,
     },
@@ -169,14 +171,14 @@ impl Error {
     }
 
     /// The broker's error code behind this error, if there is one.
-    pub fn code(&self) -> Option<ResponseError> {
+    pub fn code(&self) -> Option<ErrorCode> {
         match self {
             Self::Retriable { code, .. }
             | Self::Fatal { code, .. }
             | Self::Fenced { code, .. }
             | Self::CommitFailed { code, .. } => *code,
             Self::Authorization { code, .. } => Some(*code),
-            Self::InvalidTopic { .. } => Some(ResponseError::InvalidTopicException),
+            Self::InvalidTopic { .. } => Some(ErrorCode::INVALID_TOPIC_EXCEPTION),
             Self::Authentication { code, .. } => *code,
             _ => None,
         }
@@ -185,24 +187,26 @@ impl Error {
     /// Classifies a broker error code the way Kafka's exception hierarchy does.
     pub(crate) fn from_code(code: ResponseError, message: impl Into<String>) -> Self {
         let message = message.into();
+        let wire = ErrorCode::of(code);
         match code {
             ResponseError::GroupAuthorizationFailed
             | ResponseError::TopicAuthorizationFailed
             | ResponseError::ClusterAuthorizationFailed
-            | ResponseError::TransactionalIdAuthorizationFailed => {
-                Self::Authorization { code, message }
-            }
+            | ResponseError::TransactionalIdAuthorizationFailed => Self::Authorization {
+                code: wire,
+                message,
+            },
             ResponseError::FencedInstanceId => Self::Fenced {
-                code: Some(code),
+                code: Some(wire),
                 message,
             },
             ResponseError::RebalanceInProgress => Self::RebalanceInProgress { message },
             code if code.is_retriable() => Self::Retriable {
-                code: Some(code),
+                code: Some(wire),
                 message,
             },
-            code => Self::Fatal {
-                code: Some(code),
+            _ => Self::Fatal {
+                code: Some(wire),
                 message,
             },
         }
@@ -239,7 +243,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a non-string panic payload".to_owned())
 }
 
-fn code_suffix(code: &Option<ResponseError>) -> String {
+fn code_suffix(code: &Option<ErrorCode>) -> String {
     code.map(|c| format!(" ({c})")).unwrap_or_default()
 }
 
@@ -267,7 +271,7 @@ mod tests {
     fn codes_are_classified_like_kafka() {
         let e = Error::from_code(ResponseError::NotCoordinator, "x");
         assert!(e.is_retriable());
-        assert_eq!(e.code(), Some(ResponseError::NotCoordinator));
+        assert_eq!(e.code(), Some(ErrorCode::NOT_COORDINATOR));
         let e = Error::from_code(ResponseError::GroupAuthorizationFailed, "g");
         assert!(matches!(e, Error::Authorization { .. }));
         assert!(!e.is_retriable());
@@ -289,13 +293,13 @@ mod tests {
         let e = Error::from_network(NetworkError::Authentication {
             broker: "node -1 (localhost:9094)".into(),
             mechanism: "SASL/SCRAM-SHA-512".into(),
-            code: Some(ResponseError::SaslAuthenticationFailed),
+            code: Some(ErrorCode::SASL_AUTHENTICATION_FAILED),
             message: "Authentication failed during authentication due to invalid credentials"
                 .into(),
         });
         assert!(matches!(e, Error::Authentication { .. }));
         assert!(!e.is_retriable());
-        assert_eq!(e.code(), Some(ResponseError::SaslAuthenticationFailed));
+        assert_eq!(e.code(), Some(ErrorCode::SASL_AUTHENTICATION_FAILED));
         let text = e.to_string();
         assert!(
             text.contains("node -1 (localhost:9094)") && text.contains("SASL/SCRAM-SHA-512"),

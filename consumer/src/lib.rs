@@ -50,6 +50,7 @@ pub mod close_options;
 pub mod config;
 pub mod consumer;
 pub mod error;
+mod error_code;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -12,7 +12,7 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use kafka_consumer::protocol::ResponseError;
+use kafka_consumer::error::ErrorCode;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error};
 use support::group::unique;
 use support::real_broker::{bootstrap, client, create_topic, produce_with_java};
@@ -191,7 +191,7 @@ async fn a_regex_the_broker_cannot_compile_fails_poll() {
         matches!(
             error,
             Error::Fatal {
-                code: Some(ResponseError::InvalidRegularExpression),
+                code: Some(ErrorCode::INVALID_REGULAR_EXPRESSION),
                 ..
             }
         ),

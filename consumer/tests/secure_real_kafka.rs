@@ -20,10 +20,10 @@ mod support;
 use std::collections::BTreeSet;
 
 use kafka_consumer::config::GroupProtocol;
+use kafka_consumer::error::ErrorCode;
 use kafka_consumer::network::metadata::metadata_request_for_topics;
 use kafka_consumer::network::sasl::SaslMechanism;
 use kafka_consumer::network::{NetworkClient, NetworkConfig, SecurityProtocol, Target};
-use kafka_consumer::protocol::ResponseError;
 use kafka_consumer::types::OffsetAndMetadata;
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error, TopicPartition};
 use support::group::unique;
@@ -204,7 +204,7 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
     let no_group = GroupProtocol::Classic;
     // 127.0.0.1 is not in the broker certificate, which names only KAFKA_TLS_HOST.
     let by_ip = s.sasl_ssl.replace(s.get("KAFKA_TLS_HOST"), "127.0.0.1");
-    let cases: Vec<(&str, ConsumerConfig, &str, Option<ResponseError>)> = vec![
+    let cases: Vec<(&str, ConsumerConfig, &str, Option<ErrorCode>)> = vec![
         (
             "wrong SCRAM password",
             secured_config(
@@ -219,7 +219,7 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
             .build()
             .unwrap(),
             "SASL/SCRAM-SHA-512",
-            Some(ResponseError::SaslAuthenticationFailed),
+            Some(ErrorCode::SASL_AUTHENTICATION_FAILED),
         ),
         (
             "wrong PLAIN password",
@@ -235,7 +235,7 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
             .build()
             .unwrap(),
             "SASL/PLAIN",
-            Some(ResponseError::SaslAuthenticationFailed),
+            Some(ErrorCode::SASL_AUTHENTICATION_FAILED),
         ),
         (
             "expired token",
@@ -251,7 +251,7 @@ async fn refused_credentials_and_certificates_fail_poll_with_typed_errors() {
             .build()
             .unwrap(),
             "SASL/OAUTHBEARER",
-            Some(ResponseError::SaslAuthenticationFailed),
+            Some(ErrorCode::SASL_AUTHENTICATION_FAILED),
         ),
         (
             "untrusted CA",
@@ -391,8 +391,8 @@ async fn a_user_denied_by_acl_gets_an_authorization_error() {
     match &error {
         Error::Authorization { code, .. } => assert!(
             matches!(
-                code,
-                ResponseError::GroupAuthorizationFailed | ResponseError::TopicAuthorizationFailed
+                *code,
+                ErrorCode::GROUP_AUTHORIZATION_FAILED | ErrorCode::TOPIC_AUTHORIZATION_FAILED
             ),
             "{error}"
         ),

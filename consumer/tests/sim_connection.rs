@@ -16,7 +16,7 @@ use kafka_consumer::network::{
     CloseReason, NetworkClient, NetworkConfig, NetworkError, Secret, SecurityConfig,
     SecurityProtocol, Target,
 };
-use kafka_consumer::protocol::{Api, ProtocolError, ResponseError};
+use kafka_consumer::protocol::{Api, ProtocolError};
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, NodeHandle};
@@ -332,7 +332,10 @@ async fn a_refused_password_fails_fast_without_a_retry_storm() {
             } => {
                 assert_eq!(broker, "node -1 (10.0.0.1:9092)");
                 assert_eq!(mechanism, "SASL/PLAIN");
-                assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
+                assert_eq!(
+                    *code,
+                    Some(kafka_consumer::error::ErrorCode::SASL_AUTHENTICATION_FAILED)
+                );
                 assert!(
                     message.contains("Invalid username or password"),
                     "{message}"

@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
+use kafka_consumer::error::ErrorCode;
 use kafka_consumer::network::sasl::{SaslMechanism, UnsecuredJwtProvider};
 use kafka_consumer::network::SecurityProtocol;
 use kafka_consumer::rt::{Duration, Instant, SeededRng};
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, Error};
-use kafka_protocol::error::ResponseError;
 use madsim::runtime::Handle;
 use sim::cluster::Cluster;
 use sim::fault::{Fault, ResponseAction, ResponseRule, Trigger};
@@ -211,7 +211,7 @@ async fn oauthbearer_without_the_required_scope_is_a_typed_error() {
     let Error::Authentication { code, message, .. } = &error else {
         panic!("{error:?}");
     };
-    assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
+    assert_eq!(*code, Some(ErrorCode::SASL_AUTHENTICATION_FAILED));
     assert!(message.contains("insufficient_scope"), "{message}");
 }
 
@@ -239,7 +239,7 @@ async fn wrong_password_is_a_typed_error_without_a_retry_storm() {
     else {
         panic!("{error:?}");
     };
-    assert_eq!(*code, Some(ResponseError::SaslAuthenticationFailed));
+    assert_eq!(*code, Some(ErrorCode::SASL_AUTHENTICATION_FAILED));
     assert_eq!(
         message,
         "Authentication failed: Invalid username or password"
@@ -336,7 +336,7 @@ async fn a_password_rotated_mid_session_fails_the_reauthentication_with_a_typed_
         matches!(
             error,
             Error::Authentication {
-                code: Some(ResponseError::SaslAuthenticationFailed),
+                code: Some(ErrorCode::SASL_AUTHENTICATION_FAILED),
                 ..
             }
         ),

@@ -36,6 +36,7 @@ use super::requests::{
 use super::subscription_state::{FetchState, FetchStateId};
 use crate::config::{GroupProtocol, IsolationLevel};
 use crate::error::Error;
+use crate::error::ErrorCode;
 use crate::network::{NetworkError, Target};
 use crate::protocol::ResponseError;
 use crate::rt::{Duration, Instant};
@@ -558,7 +559,7 @@ impl CommitRequestManager {
                     // for the whole rebalance timeout (KAFKA-16224, KAFKA-13310's twin).
                     Outcome::Retry(error)
                         if before_revocation
-                            && error.code() == Some(ResponseError::UnknownTopicOrPartition)
+                            && error.code() == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
                             && !sabotage::active(Sabotage::UnknownTopicCommitRetried) =>
                     {
                         Outcome::Fail(error)
@@ -837,7 +838,7 @@ fn is_stale_member_epoch(error: &Error) -> bool {
     matches!(
         error,
         Error::CommitFailed {
-            code: Some(ResponseError::StaleMemberEpoch),
+            code: Some(ErrorCode::STALE_MEMBER_EPOCH),
             ..
         }
     )
@@ -910,24 +911,24 @@ fn coordinator_error<T>(
         | ResponseError::RequestTimedOut => {
             ctx.mark_coordinator_unknown(message.clone());
             Outcome::Retry(Error::Retriable {
-                code: Some(code),
+                code: Some(ErrorCode::of(code)),
                 message,
             })
         }
         ResponseError::CoordinatorLoadInProgress
         | ResponseError::UnknownTopicOrPartition
         | ResponseError::UnstableOffsetCommit => Outcome::Retry(Error::Retriable {
-            code: Some(code),
+            code: Some(ErrorCode::of(code)),
             message,
         }),
         ResponseError::UnknownMemberId
         | ResponseError::IllegalGeneration
         | ResponseError::StaleMemberEpoch => Outcome::Fail(Error::CommitFailed {
-            code: Some(code),
+            code: Some(ErrorCode::of(code)),
             message,
         }),
         code if code.is_retriable() => Outcome::Retry(Error::Retriable {
-            code: Some(code),
+            code: Some(ErrorCode::of(code)),
             message,
         }),
         code => Outcome::Fail(Error::from_code(code, message)),
@@ -959,13 +960,13 @@ fn generation_error(
                     reason: message.clone(),
                 });
                 Outcome::Fail(Error::CommitFailed {
-                    code: Some(code),
+                    code: Some(ErrorCode::of(code)),
                     message,
                 })
             }
         }
         ResponseError::FencedInstanceId => Outcome::Fail(Error::Fenced {
-            code: Some(code),
+            code: Some(ErrorCode::of(code)),
             message,
         }),
         _ => return None,

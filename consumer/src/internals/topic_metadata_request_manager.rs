@@ -560,7 +560,7 @@ mod tests {
         let [Error::Authorization { code, message }] = errors.as_slice() else {
             panic!("one authorization error, got {errors:?}");
         };
-        assert_eq!(*code, ResponseError::TopicAuthorizationFailed);
+        assert_eq!(*code, crate::error::ErrorCode::TOPIC_AUTHORIZATION_FAILED);
         assert!(message.contains("[t]"), "{message}");
         p.subscriptions.unsubscribe();
         p.subscriptions

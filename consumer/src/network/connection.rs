@@ -182,7 +182,7 @@ impl Connection {
         let failed = |code: Option<ResponseError>, message: String| NetworkError::Authentication {
             broker: broker.clone(),
             mechanism: format!("SASL/{mechanism}"),
-            code,
+            code: code.map(crate::error::ErrorCode::of),
             message,
         };
         tracing::debug!(broker = %self.broker, %mechanism, "SaslHandshake");

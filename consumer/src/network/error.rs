@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use super::tls::TlsSetupError;
 use crate::protocol::versions::ApiVersionsError;
-use crate::protocol::ResponseError;
 use crate::protocol::{Api, ProtocolError, UnsupportedApi};
 
 /// Why a request failed at the network layer.
@@ -112,7 +111,7 @@ pub enum NetworkError {
         mechanism: String,
         /// The broker's error code, when it sent one (SASL_AUTHENTICATION_FAILED,
         /// ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM).
-        code: Option<ResponseError>,
+        code: Option<crate::error::ErrorCode>,
         /// What failed; never contains a credential.
         message: String,
     },
@@ -244,7 +243,7 @@ mod tests {
             broker: "node 1 (h:1)".into(),
             source: UnsupportedApi {
                 api: Api(1),
-                ours: kafka_protocol::protocol::VersionRange { min: 4, max: 18 },
+                ours: crate::protocol::versions::ApiVersionRange { min: 4, max: 18 },
                 broker: None,
             },
         };

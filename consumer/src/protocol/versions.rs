@@ -72,8 +72,38 @@ impl ApiVersionsTable {
         let broker = self.broker_range(api.0);
         match broker.map(|b| b.intersect(&ours)) {
             Some(common) if !common.is_empty() => Ok(common.max),
-            _ => Err(UnsupportedApi { api, ours, broker }),
+            _ => Err(UnsupportedApi {
+                api,
+                ours: ApiVersionRange::of(ours),
+                broker: broker.map(ApiVersionRange::of),
+            }),
         }
+    }
+}
+
+/// A range of versions of an API, both ends included (the wire protocol library's own range
+/// type stays out of the consumer's errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ApiVersionRange {
+    /// The lowest version.
+    pub min: i16,
+    /// The highest version.
+    pub max: i16,
+}
+
+impl ApiVersionRange {
+    pub(crate) const fn of(range: VersionRange) -> Self {
+        Self {
+            min: range.min,
+            max: range.max,
+        }
+    }
+}
+
+/// `min..max`.
+impl fmt::Display for ApiVersionRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.min, self.max)
     }
 }
 
@@ -83,9 +113,9 @@ pub struct UnsupportedApi {
     /// The API.
     pub api: Api,
     /// The versions we can speak.
-    pub ours: VersionRange,
+    pub ours: ApiVersionRange,
     /// The versions the broker listed, or `None` when it did not list the API at all.
-    pub broker: Option<VersionRange>,
+    pub broker: Option<ApiVersionRange>,
 }
 
 impl fmt::Display for UnsupportedApi {
@@ -121,7 +151,7 @@ pub enum ApiVersionsError {
         /// The version we sent.
         version: i16,
         /// The broker's error.
-        error: ResponseError,
+        error: crate::error::ErrorCode,
     },
     /// The broker supports no ApiVersions version we do.
     #[error(transparent)]
@@ -141,7 +171,7 @@ pub fn handle_api_versions_response(
     if error != ResponseError::UnsupportedVersion {
         return Err(ApiVersionsError::Broker {
             version: sent_version,
-            error,
+            error: crate::error::ErrorCode::of(error),
         });
     }
     let table = ApiVersionsTable::from_response(response);
@@ -153,7 +183,7 @@ pub fn handle_api_versions_response(
         // The broker rejected a version it claims to support: retrying would loop.
         Err(ApiVersionsError::Broker {
             version: sent_version,
-            error,
+            error: crate::error::ErrorCode::of(error),
         })
     }
 }
@@ -196,7 +226,7 @@ mod tests {
     fn no_overlap_names_the_api_and_both_ranges() {
         let table = ApiVersionsTable::from_response(&response(0, &[(1, 0, 3)]));
         let err = table.select(Api(1), range(4, 18)).unwrap_err();
-        assert_eq!(err.broker, Some(range(0, 3)));
+        assert_eq!(err.broker, Some(ApiVersionRange { min: 0, max: 3 }));
         assert_eq!(
             err.to_string(),
             "no common version of Fetch: we support 4..18, the broker supports 0..3"
@@ -234,7 +264,7 @@ mod tests {
         assert!(matches!(
             handle_api_versions_response(&r, 4),
             Err(ApiVersionsError::Broker {
-                error: ResponseError::UnsupportedVersion,
+                error: crate::error::ErrorCode::UNSUPPORTED_VERSION,
                 ..
             })
         ));

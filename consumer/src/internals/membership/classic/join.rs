@@ -11,6 +11,7 @@ use super::{requests, ClassicMembershipManager, Generation, Step};
 use crate::assignor::protocol::decode_assignment;
 use crate::assignor::RebalanceProtocol;
 use crate::error::Error;
+use crate::error::ErrorCode;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
@@ -226,7 +227,7 @@ impl ClassicMembershipManager {
                 self.fail(
                     ctx,
                     Error::Fatal {
-                        code: Some(ResponseError::UnsupportedVersion),
+                        code: Some(ErrorCode::UNSUPPORTED_VERSION),
                         message: error.to_string(),
                     },
                 );
@@ -237,7 +238,7 @@ impl ClassicMembershipManager {
             self.fail(
                 ctx,
                 Error::Fatal {
-                    code: Some(ResponseError::UnsupportedVersion),
+                    code: Some(ErrorCode::UNSUPPORTED_VERSION),
                     message: "the broker does not support static membership (group.instance.id needs JoinGroup v5+)".to_owned(),
                 },
             );
@@ -321,7 +322,7 @@ impl ClassicMembershipManager {
             ResponseError::FencedInstanceId => self.fail(
                 ctx,
                 Error::Fenced {
-                    code: Some(code),
+                    code: Some(ErrorCode::of(code)),
                     message: format!(
                         "{api}: another consumer with group.instance.id {:?} took this member's place",
                         self.group_instance_id.as_deref().unwrap_or_default()
@@ -414,7 +415,7 @@ impl ClassicMembershipManager {
             return self.fail(
                 ctx,
                 Error::Fatal {
-                    code: Some(ResponseError::InconsistentGroupProtocol),
+                    code: Some(ErrorCode::INCONSISTENT_GROUP_PROTOCOL),
                     message: format!(
                         "the group chose assignor {protocol:?}, which this member did not offer"
                     ),

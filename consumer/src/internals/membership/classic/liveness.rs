@@ -8,6 +8,7 @@ use super::join::Retry;
 use super::{requests, ClassicMembershipManager, Generation, Leave, LeaveStage, Step};
 use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
+use crate::error::ErrorCode;
 use crate::internals::completion::Completion;
 use crate::internals::context::ManagerContext;
 use crate::internals::events::RebalanceCallback;
@@ -129,7 +130,7 @@ impl ClassicMembershipManager {
             ResponseError::FencedInstanceId if current => self.fail(
                 ctx,
                 Error::Fenced {
-                    code: Some(code),
+                    code: Some(ErrorCode::of(code)),
                     message: format!(
                         "heartbeat: another consumer with group.instance.id {:?} took this member's place",
                         self.group_instance_id.as_deref().unwrap_or_default()

@@ -31,6 +31,7 @@ use uuid::Uuid;
 use super::{MemberIdentity, RebalanceStats};
 use crate::close_options::GroupMembershipOperation;
 use crate::error::Error;
+use crate::error::ErrorCode;
 use crate::internals::commit_request_manager::CommitRequestManager;
 use crate::internals::completion::{Completion, CompletionReceiver};
 use crate::internals::context::{GenerationReset, ManagerContext};
@@ -1062,7 +1063,7 @@ impl ConsumerMembershipManager {
             ResponseError::UnreleasedInstanceId => {
                 self.heartbeat_state.on_success();
                 let error = Error::Fatal {
-                    code: Some(code),
+                    code: Some(ErrorCode::of(code)),
                     message: format!(
                         "heartbeat: group.instance.id {:?} is still used by another member of \
                          group {:?}; that member must leave (or its session time out) first",
@@ -1075,7 +1076,7 @@ impl ConsumerMembershipManager {
             ResponseError::FencedInstanceId => {
                 self.heartbeat_state.on_success();
                 let error = Error::Fenced {
-                    code: Some(code),
+                    code: Some(ErrorCode::of(code)),
                     message: format!(
                         "heartbeat: another consumer with group.instance.id {:?} took this \
                          member's place in group {:?}",

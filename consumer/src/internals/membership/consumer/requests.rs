@@ -13,11 +13,11 @@ use kafka_protocol::protocol::{Message, StrBytes};
 use super::state::MemberState;
 use super::ConsumerMembershipManager;
 use crate::error::Error;
+use crate::error::ErrorCode;
 use crate::internals::context::ManagerContext;
 use crate::internals::node_versions::{NodeVersions, VersionChoice};
 use crate::internals::requests::{topic_name, RequestBody, UnsentRequest};
 use crate::network::{NetworkError, Target};
-use crate::protocol::ResponseError;
 
 fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
@@ -58,7 +58,7 @@ pub(super) fn unsent(
 pub(super) fn unsupported_version_error(cause: Option<&NetworkError>) -> Error {
     let cause = cause.map(|c| format!(" ({c})")).unwrap_or_default();
     Error::Fatal {
-        code: Some(ResponseError::UnsupportedVersion),
+        code: Some(ErrorCode::UNSUPPORTED_VERSION),
         message: format!(
             "the cluster does not support the consumer group protocol (KIP-848, \
              ConsumerGroupHeartbeat){cause}; set group.protocol=classic to use the classic \

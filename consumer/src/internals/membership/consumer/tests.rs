@@ -937,7 +937,11 @@ fn fatal_errors_are_reported_stop_the_member_and_lose_its_partitions() {
         assert_eq!(h.m.state(), MemberState::Fatal, "{code}");
         let errors = std::mem::take(&mut h.p.effects.errors);
         assert_eq!(errors.len(), 1, "{code}: {errors:?}");
-        assert_eq!(errors[0].code(), Some(code), "{errors:?}");
+        assert_eq!(
+            errors[0].code(),
+            Some(crate::error::ErrorCode::of(code)),
+            "{errors:?}"
+        );
         assert!(
             errors[0].to_string().contains(text),
             "{code}: {}",
@@ -979,7 +983,7 @@ fn a_broker_without_consumer_group_heartbeat_is_fatal_with_a_hint() {
     assert_eq!(h.m.state(), MemberState::Fatal);
     let errors = std::mem::take(&mut h.p.effects.errors);
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].code(), Some(ResponseError::UnsupportedVersion));
+    assert_eq!(errors[0].code(), Some(ErrorCode::UNSUPPORTED_VERSION));
     assert!(errors[0].to_string().contains("group.protocol=classic"));
 }
 
@@ -1014,7 +1018,7 @@ fn an_old_coordinator_is_fatal_even_when_another_broker_is_new() {
     assert_eq!(h.m.state(), MemberState::Fatal);
     let errors = std::mem::take(&mut h.p.effects.errors);
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].code(), Some(ResponseError::UnsupportedVersion));
+    assert_eq!(errors[0].code(), Some(ErrorCode::UNSUPPORTED_VERSION));
     assert!(!errors[0].is_retriable());
     let message = errors[0].to_string();
     assert!(message.contains("group.protocol=classic"), "{message}");
@@ -1096,7 +1100,7 @@ fn stale_member_epoch_is_retried_for_the_revocation_commit_only() {
     assert!(matches!(
         *receiver.borrow(),
         Some(Err(Error::CommitFailed {
-            code: Some(ResponseError::StaleMemberEpoch),
+            code: Some(ErrorCode::STALE_MEMBER_EPOCH),
             ..
         }))
     ));
