@@ -90,6 +90,14 @@ struct Inner {
 }
 
 impl Inner {
+    /// Whether data fetched for `partition` at `generation` is still for its position (the
+    /// partition is assigned and was not seeked, reset, paused or reassigned since).
+    fn is_current(&self, partition: &TopicPartition, generation: u64) -> bool {
+        self.partitions
+            .get(partition)
+            .is_some_and(|s| s.generation == generation)
+    }
+
     fn bump(&mut self, partition: &TopicPartition) -> Option<u64> {
         self.last_generation += 1;
         let generation = self.last_generation;
@@ -119,6 +127,16 @@ pub struct PartitionProgress {
 struct Reader {
     in_line: VecDeque<CompletedFetch>,
     decompression: DecompressionBuffer,
+}
+
+impl Reader {
+    /// What `Inner::taken` must say: the partition and generation of each fetch in line.
+    fn taken(&self) -> BTreeMap<TopicPartition, u64> {
+        self.in_line
+            .iter()
+            .map(|f| (f.partition.clone(), f.generation))
+            .collect()
+    }
 }
 
 /// One read from a fetch, made outside the buffer's lock and applied under it.
@@ -285,12 +303,10 @@ impl FetchBuffer {
     /// anything else from their leaders).
     pub fn buffered_partitions(&self) -> BTreeSet<TopicPartition> {
         let inner = self.lock();
-        let taken = inner.taken.iter().filter(|(tp, generation)| {
-            inner
-                .partitions
-                .get(*tp)
-                .is_some_and(|s| s.generation == **generation)
-        });
+        let taken = inner
+            .taken
+            .iter()
+            .filter(|(tp, generation)| inner.is_current(tp, **generation));
         inner
             .completed
             .iter()
@@ -408,11 +424,7 @@ impl FetchBuffer {
         reader.in_line.retain(|fetch| !fetch.is_exhausted());
         let mut inner = self.lock();
         let inner = &mut *inner;
-        inner.taken = reader
-            .in_line
-            .iter()
-            .map(|f| (f.partition.clone(), f.generation))
-            .collect();
+        inner.taken = reader.taken();
         let mut out = ConsumerRecords::default();
         let mut error = None;
         for chunk in chunks {
@@ -468,17 +480,10 @@ impl FetchBuffer {
         }
         let mut inner = self.lock();
         reader.in_line.retain(|fetch| {
-            inner
-                .partitions
-                .get(&fetch.partition)
-                .is_some_and(|s| s.generation == fetch.generation)
+            inner.is_current(&fetch.partition, fetch.generation)
                 || sabotage::active(Sabotage::StaleFetchAfterSeek)
         });
-        inner.taken = reader
-            .in_line
-            .iter()
-            .map(|f| (f.partition.clone(), f.generation))
-            .collect();
+        inner.taken = reader.taken();
     }
 
     /// The first held record of a partition that is not paused.
@@ -722,6 +727,7 @@ mod tests {
         assert!(buffer.consumed_positions().is_empty());
         assert!(!buffer.add(completed(tp(0), new, 100, 3)));
     }
+
     /// A fetch the application took out to read (Java's `nextInLineFetch`) still counts as
     /// buffered, so the fetcher does not fetch the partition again; a seek makes it stale, and
     /// what is left of it is never handed out.
