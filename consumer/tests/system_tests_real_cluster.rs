@@ -37,6 +37,18 @@ const NUM_CONSUMERS: usize = 3;
 const THROUGHPUT: u32 = 500;
 /// `consumption_timeout_sec`: the producer's request timeout (30 s) + 5 s.
 const CONSUMPTION_TIMEOUT_S: u64 = 35;
+/// `VerifiableConsumerTest`'s `session_timeout_sec`, passed as `--session-timeout`; the
+/// broker rolling bounce raises it to 30 s and the static-membership tests to 60 s, as the
+/// Python does.
+const SESSION_TIMEOUT_S: u64 = 10;
+/// How long [`await_members`] waits. The Python waits twice the session timeout; this allows
+/// more. After a kill the group waits for the dead member's session to expire, and the
+/// controller's periodic preferred-leader election (`leader.imbalance.check.interval.seconds`,
+/// 300 s) moves `__consumer_offsets` leaders back after the broker tests' restarts: a
+/// coordinator that takes the group over restarts every member's session timer when it
+/// loads the group, so one move can double the wait (seen here: a kill at 45 s sessions took
+/// 74 s to settle).
+const MEMBERS_TIMEOUT_S: u64 = 60;
 const RANGE_ASSIGNOR: &str = "org.apache.kafka.clients.consumer.RangeAssignor";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +64,10 @@ struct Setting {
     topic: String,
     partitions: i32,
     protocol: Protocol,
+    /// `--session-timeout` (`session.timeout.ms`), classic protocol only: under the consumer
+    /// protocol the session is the broker's `group.consumer.session.timeout.ms`, and the
+    /// consumer refuses `session.timeout.ms` as Java's 4.x client does.
+    session_timeout_s: u64,
     /// `partition.assignment.strategy` (classic) or `group.remote.assignor` (consumer
     /// protocol); `None`: RangeAssignor or `range`, as `setup_consumer` chooses.
     assignor: Option<&'static str>,
@@ -67,8 +83,15 @@ impl Setting {
             topic,
             partitions,
             protocol,
+            session_timeout_s: SESSION_TIMEOUT_S,
             assignor: None,
         }
+    }
+
+    /// This setting with the consumers' session timeout raised to `seconds`.
+    fn with_session_timeout(mut self, seconds: u64) -> Self {
+        self.session_timeout_s = seconds;
+        self
     }
 
     fn partition(&self) -> Tp {
@@ -101,6 +124,7 @@ impl Setting {
         static_membership: bool,
         extra: &[&str],
     ) -> Group {
+        let session_timeout_ms = (self.session_timeout_s * 1000).to_string();
         let mut args = vec![
             "--bootstrap-server",
             &self.bootstrap,
@@ -115,6 +139,8 @@ impl Setting {
                     "classic",
                     "--assignment-strategy",
                     strategy,
+                    "--session-timeout",
+                    &session_timeout_ms,
                 ]);
                 if strategy.contains("Cooperative") {
                     Tracking::Incremental
@@ -182,10 +208,12 @@ async fn await_all_members(group: &mut Group) {
     await_members(group, NUM_CONSUMERS).await;
 }
 
-/// `await_members`: `count` consumers joined (60 s).
+/// `await_members`: `count` consumers joined ([`MEMBERS_TIMEOUT_S`]).
 async fn await_members(group: &mut Group, count: usize) {
     group
-        .wait_until("the consumers to join", 60, |g| g.joined_nodes() == count)
+        .wait_until("the consumers to join", MEMBERS_TIMEOUT_S, |g| {
+            g.joined_nodes() == count
+        })
         .await;
 }
 
@@ -324,6 +352,9 @@ async fn broker_rolling_bounce(client: Client, protocol: Protocol) {
     else {
         return;
     };
+    // The Python's reason: sessions must outlast a broker's roll, or a member that reaches no
+    // broker meanwhile is expelled and the group rebalances, which this test forbids.
+    let setting = setting.with_session_timeout(30);
     let mut row = setting.row(client, "broker rolling bounce");
     let config = std::env::temp_dir().join(format!("{}.properties", unique("systest")));
     std::fs::write(&config, "metadata.recovery.strategy=none\n").unwrap();
@@ -564,6 +595,7 @@ async fn static_consumer_bounce(client: Client, static_membership: bool) {
     else {
         return;
     };
+    let setting = setting.with_session_timeout(60);
     let mut row = setting.row(
         client,
         format!(
@@ -590,8 +622,10 @@ async fn static_consumer_bounce(client: Client, static_membership: bool) {
     let revokes = group.revokes_for_alive(1) - before;
     if static_membership {
         assert_eq!(
-            revokes, 0,
-            "{client:?}: bouncing static members triggered revocations"
+            revokes,
+            0,
+            "{client:?}: bouncing static members triggered revocations; events:\n{}",
+            group.log()
         );
     } else {
         assert_ne!(
@@ -613,6 +647,7 @@ async fn static_consumer_persisted_after_rejoin(client: Client, protocol: Protoc
     else {
         return;
     };
+    let setting = setting.with_session_timeout(60);
     let mut row = setting.row(client, "static member persisted after rejoin");
     let _producer = setting.producing(30).await;
     let mut group = setting.group(client, NUM_CONSUMERS, &unique("systest"), true, &[]);
@@ -634,6 +669,7 @@ async fn fencing_static_consumer(client: Client, protocol: Protocol) {
     let Some((_one_at_a_time, setting)) = Setting::take("systest-fencing", protocol).await else {
         return;
     };
+    let setting = setting.with_session_timeout(60);
     let mut row = setting.row(client, "fencing a conflicting static member");
     let partition = setting.partition();
     let _producer = setting.producing(120).await;
