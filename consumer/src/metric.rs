@@ -15,8 +15,11 @@ use std::fmt;
 pub const FETCH_MANAGER_GROUP: &str = "consumer-fetch-manager-metrics";
 /// The group of group-coordination metrics (Java's `consumer-coordinator-metrics`).
 pub const COORDINATOR_GROUP: &str = "consumer-coordinator-metrics";
-/// The group of application-side metrics (Java's `consumer-metrics`).
+/// The group of application-side and connection metrics (Java's `consumer-metrics`).
 pub const CONSUMER_GROUP: &str = "consumer-metrics";
+/// The group of per-broker connection metrics (Java's `consumer-node-metrics`), tagged
+/// `node-id` (`node-<id>`; the bootstrap servers' placeholder ids are negative).
+pub const NODE_GROUP: &str = "consumer-node-metrics";
 
 /// A metric's identity: Java's `MetricName` (group, name and tags).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,7 +29,8 @@ pub struct MetricName {
     /// The name, e.g. `records-lag-max`.
     pub name: &'static str,
     /// The tags: always `client-id`; `topic` (with `.` written `_`, as Java does) for
-    /// per-topic metrics; `topic` and `partition` for per-partition ones.
+    /// per-topic metrics; `topic` and `partition` for per-partition ones; `node-id` for
+    /// per-broker ones.
     pub tags: Vec<(&'static str, String)>,
 }
 

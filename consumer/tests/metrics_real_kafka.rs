@@ -10,7 +10,10 @@
 //! - the Prometheus rendering carries our gauges under the JMX exporter's names
 //!   (`kafka_consumer_consumer_fetch_manager_metrics_records_consumed_total{client_id=…}`)
 //!   with Java's descriptions, and values that follow what happened (a join and sync, a
-//!   rebalance, a commit, heartbeats, two assigned partitions each read to its end: lag 0).
+//!   rebalance, a commit, heartbeats, two assigned partitions each read to its end: lag 0);
+//! - the connection metrics (Java's `Selector` ones, which `ConsumerPerformance` does not
+//!   print): per broker (`consumer-node-metrics`, tagged `node-id`) they add up to the
+//!   client's (`consumer-metrics`), and the bytes received cover the records fetched.
 //!
 //! Needs `KAFKA_BOOTSTRAP` (see `support::real_broker`); compiled out under madsim.
 #![cfg(not(madsim))]
@@ -20,7 +23,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-use kafka_consumer::metric::{COORDINATOR_GROUP, FETCH_MANAGER_GROUP};
+use kafka_consumer::metric::{CONSUMER_GROUP, COORDINATOR_GROUP, FETCH_MANAGER_GROUP, NODE_GROUP};
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use support::real_broker::{
@@ -266,6 +269,58 @@ async fn metrics_carry_javas_names_and_values_and_reach_a_prometheus_exporter() 
     assert_eq!(
         snapshot.kafka_metric(COORDINATOR_GROUP, "assigned-partitions"),
         Some(2.0)
+    );
+
+    // Connections and frames: the bootstrap connection, the broker's and the coordinator's
+    // were made, and each broker's frames add up to the client's.
+    let client_total = |name| ours(CONSUMER_GROUP, name);
+    assert!(client_total("connection-creation-total") >= 2.0);
+    assert!(client_total("connection-count") >= 1.0);
+    let per_node = |name: &str| -> Vec<(String, f64)> {
+        snapshot
+            .kafka
+            .iter()
+            .filter(|m| m.name.group == NODE_GROUP && m.name.name == name)
+            .map(|m| (m.name.tag("node-id").unwrap().to_owned(), m.value))
+            .collect()
+    };
+    for name in [
+        "request-total",
+        "response-total",
+        "outgoing-byte-total",
+        "incoming-byte-total",
+    ] {
+        let nodes = per_node(name);
+        assert!(nodes.len() >= 2, "{name}: {nodes:?}");
+        let sum: f64 = nodes.iter().map(|(_, v)| v).sum();
+        assert_eq!(sum, client_total(name), "{name} per node {nodes:?}");
+    }
+    assert!(
+        client_total("incoming-byte-total") > ours(FETCH_MANAGER_GROUP, "bytes-consumed-total"),
+        "the responses carried the records"
+    );
+    assert!(client_total("request-size-max") > 0.0);
+    // The broker that was fetched from has its fetch latency; placeholder (negative) ids of
+    // bootstrap servers never fetch.
+    let latencies = per_node("request-latency-avg");
+    let fetched: Vec<&(String, f64)> = latencies.iter().filter(|(_, v)| v.is_finite()).collect();
+    assert!(
+        !fetched.is_empty() && fetched.iter().all(|(node, _)| !node.starts_with("node--")),
+        "{latencies:?}"
+    );
+    let (fetched_node, _) = fetched[0];
+    let node_labels = [
+        ("client_id", client_id.as_str()),
+        ("node_id", fetched_node.as_str()),
+    ];
+    assert!(
+        prometheus_value(
+            &rendered,
+            "kafka_consumer_consumer_node_metrics_response_total",
+            &node_labels
+        )
+        .is_some_and(|v| v >= 1.0),
+        "per-broker gauges are exported:\n{rendered}"
     );
 
     consumer.close(Duration::from_secs(10)).await.unwrap();

@@ -46,7 +46,9 @@ use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
 use crate::error::{panic_message, Error, Result};
-use crate::network::{NetworkClient, NodeEvent, RequestOptions, Target};
+use crate::network::{
+    NetworkClient, NetworkObserver, NodeEvent, ObserverHandle, RequestOptions, Target,
+};
 use crate::rt::{Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 
@@ -141,7 +143,10 @@ pub(crate) fn start(
     channels: Channels,
     runtime: &BackgroundRuntime,
 ) -> Result<Option<RuntimeLease>> {
-    let client = NetworkClient::new(settings.network_config())?;
+    let mut network_config = settings.network_config();
+    let observer: Arc<dyn NetworkObserver> = channels.metrics.clone();
+    network_config.observer = Some(ObserverHandle(observer));
+    let client = NetworkClient::new(network_config)?;
     let membership = Membership::new(&settings, Instant::now())?;
     // Every line the background task logs names its consumer, as Java's `[Consumer
     // clientId=…, groupId=…]` prefix does: one process often runs several.
@@ -931,6 +936,7 @@ impl ConsumerNetworkThread {
             token,
             result,
             sent_at,
+            node,
         } = envelope;
         if let Some(closing) = self.closing.as_mut() {
             if manager == ManagerId::Fetch && closing.session_close_tokens.remove(&token) {
@@ -943,7 +949,7 @@ impl ConsumerNetworkThread {
             self.channels
                 .metrics
                 .client()
-                .record_response(timed, latency_ms, now);
+                .record_response(timed, node, latency_ms, now);
         }
         if let (ManagerId::Metadata, Ok((ResponseBody::Metadata(body), _))) = (manager, &result) {
             if let Some(scope) = self.metadata.scope_of(token) {
@@ -1053,6 +1059,10 @@ impl ConsumerNetworkThread {
             timeout_ms,
         };
         let tx = self.responses_tx.clone();
+        let node = match target {
+            Target::Node(node_id) => Some(node_id),
+            _ => None,
+        };
         // One span per request, from sending to the answer (its duration is the latency a
         // trace viewer shows), under the consumer's span; a failure is recorded on it.
         let span = tracing::info_span!(
@@ -1079,6 +1089,7 @@ impl ConsumerNetworkThread {
                             token,
                             result,
                             sent_at,
+                            node,
                         });
                     }
                     .instrument(span),

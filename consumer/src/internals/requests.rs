@@ -162,6 +162,8 @@ pub(crate) struct ResponseEnvelope {
     pub result: Result<(ResponseBody, i16), NetworkError>,
     /// When the request was handed to the network client (for latency metrics).
     pub sent_at: Instant,
+    /// The node it went to, when the manager named one (per-node latency metrics).
+    pub node: Option<i32>,
 }
 
 /// What a manager's `poll` returns: requests to send now, and when it wants to be polled again

@@ -130,6 +130,7 @@ impl NetworkClient {
                 send_bytes: config.send_buffer_bytes,
                 receive_bytes: config.receive_buffer_bytes,
             },
+            observer: config.observer.clone(),
         };
         let recovery = MetadataRecovery::new(
             config.metadata_recovery_strategy,

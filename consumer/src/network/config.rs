@@ -1,6 +1,6 @@
 //! Network settings, named after the Kafka consumer configs they implement.
 
-use super::SecurityConfig;
+use super::{ObserverHandle, SecurityConfig};
 use crate::config::MetadataRecoveryStrategy;
 use crate::protocol::frame::DEFAULT_MAX_FRAME_SIZE_BYTES;
 
@@ -43,6 +43,8 @@ pub struct NetworkConfig {
     pub metadata_recovery_rebootstrap_trigger_ms: u64,
     /// `security.protocol` and its `ssl.*` / `sasl.*` settings.
     pub security: SecurityConfig,
+    /// Told of every connection and frame (the consumer's network metrics); `None`: nobody.
+    pub observer: Option<ObserverHandle>,
 }
 
 impl Default for NetworkConfig {
@@ -64,6 +66,7 @@ impl Default for NetworkConfig {
             metadata_recovery_strategy: MetadataRecoveryStrategy::Rebootstrap,
             metadata_recovery_rebootstrap_trigger_ms: 300_000,
             security: SecurityConfig::default(),
+            observer: None,
         }
     }
 }

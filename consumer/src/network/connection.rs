@@ -24,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, Wr
 use tokio::sync::mpsc;
 
 use super::in_flight::InFlightRequests;
+use super::observer::{ConnectionReport, ObserverHandle};
 use super::read_buffer::ReadBuffer;
 use super::request::{Command, PendingRequest};
 use super::sasl::{self, SaslConfig};
@@ -70,6 +71,8 @@ pub(crate) struct ConnectionSettings {
     pub connections_max_idle_ms: Option<u64>,
     /// `send.buffer.bytes` and `receive.buffer.bytes`, applied before connecting.
     pub socket_buffers: SocketBuffers,
+    /// Told of the connection and its frames.
+    pub observer: Option<ObserverHandle>,
 }
 
 /// A written (or about to be written) request.
@@ -82,6 +85,8 @@ struct Sent {
 /// An established connection.
 pub(crate) struct Connection {
     broker: String,
+    /// Reports the frames, and the connection's end when dropped.
+    report: ConnectionReport,
     settings: ConnectionSettings,
     versions: ApiVersionsTable,
     reader: ReadHalf<BrokerStream>,
@@ -107,11 +112,19 @@ struct Reauthentication {
 }
 
 impl Connection {
-    pub fn new(stream: BrokerStream, broker: String, settings: ConnectionSettings) -> Self {
+    /// A connection to node `node_id` (`broker` names it in errors and logs), reported
+    /// created to the settings' observer.
+    pub fn new(
+        stream: BrokerStream,
+        node_id: i32,
+        broker: String,
+        settings: ConnectionSettings,
+    ) -> Self {
         let (reader, writer) = tokio::io::split(stream);
         let frames = FrameDecoder::new(settings.max_response_size_bytes);
         Self {
             broker,
+            report: ConnectionReport::created(settings.observer.clone(), node_id),
             settings,
             versions: ApiVersionsTable::default(),
             reader,
@@ -378,12 +391,14 @@ impl Connection {
             .await
             .map_err(|e| CloseReason::io(&e))?;
         writer.flush().await.map_err(|e| CloseReason::io(&e))?;
+        self.report.request_sent(request.len());
         loop {
             if let Some(frame) = self
                 .frames
                 .decode(self.read_buf.bytes_mut())
                 .map_err(CloseReason::Protocol)?
             {
+                self.report.response_received(frame.len());
                 return Ok(frame);
             }
             self.read_buf
@@ -512,6 +527,8 @@ impl Connection {
         match request.encode(version, correlation_id, self.settings.client_id.as_ref()) {
             Ok(frame) => {
                 tracing::trace!(broker = %self.broker, %api, version, correlation_id, "send");
+                // Counted when queued: the write follows in this task's next turn.
+                self.report.request_sent(frame.len());
                 self.outbox.push(frame);
                 let sent = Sent {
                     request,
@@ -546,6 +563,7 @@ impl Connection {
             .decode(self.read_buf.bytes_mut())
             .map_err(CloseReason::Protocol)?
         {
+            self.report.response_received(frame.len());
             let correlation_id =
                 codec::peek_correlation_id(&frame).map_err(CloseReason::Protocol)?;
             let sent = self

@@ -10,6 +10,7 @@ mod error;
 pub mod in_flight;
 pub mod metadata;
 mod node;
+mod observer;
 mod read_buffer;
 mod rebootstrap;
 mod request;
@@ -24,6 +25,7 @@ pub use config::NetworkConfig;
 pub use error::{CloseReason, NetworkError};
 pub use metadata::{Broker, LeaderHint, Metadata, MetadataScope};
 pub use node::NodeEvent;
+pub use observer::{NetworkObserver, ObserverHandle};
 #[cfg_attr(not(feature = "__internal"), allow(unused_imports))] // The testbed's API.
 pub use request::{Response, ResponseFuture};
 pub use secret::Secret;

@@ -257,7 +257,12 @@ impl NodeTask {
                     .map_err(setup)?
             }
         };
-        let mut connection = Connection::new(stream, self.broker.clone(), self.settings.clone());
+        let mut connection = Connection::new(
+            stream,
+            self.node_id,
+            self.broker.clone(),
+            self.settings.clone(),
+        );
         connection
             .negotiate()
             .await

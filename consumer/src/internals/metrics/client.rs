@@ -10,6 +10,7 @@ use crate::rt::{Duration, Instant};
 use crate::types::TopicPartition;
 
 use super::names::*;
+use super::network::{NetworkEvent, NetworkMetrics};
 use super::sensor::{metric, MetricsClock, Sensor};
 use super::stats::MetricConfig;
 
@@ -66,6 +67,7 @@ pub(crate) struct ClientMetrics {
     commit_sync_time: Sensor,
     committed_time: Sensor,
     preferred_read_replicas: BTreeMap<TopicPartition, i32>,
+    network: NetworkMetrics,
 }
 
 impl Default for ClientMetrics {
@@ -140,7 +142,14 @@ impl ClientMetrics {
             commit_sync_time: Sensor::new().total(&COMMIT_SYNC_TIME_NS_TOTAL),
             committed_time: Sensor::new().total(&COMMITTED_TIME_NS_TOTAL),
             preferred_read_replicas: BTreeMap::new(),
+            network: NetworkMetrics::default(),
         }
+    }
+
+    /// A node task reported `event` on its connection to `node_id`.
+    pub fn record_network(&mut self, node_id: i32, event: NetworkEvent, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        self.network.record(&self.config, node_id, event, now_ms);
     }
 
     /// The partitions fetched from a follower (KIP-392) and that follower, as of now.
@@ -194,14 +203,25 @@ impl ClientMetrics {
         self.last_heartbeat_sent_ms = Some(self.clock.ms(now));
     }
 
-    /// A response arrived `latency_ms` after its request was sent.
-    pub fn record_response(&mut self, response: TimedResponse, latency_ms: u64, now: Instant) {
+    /// A response from `node` (`None`: a request to the least loaded node) arrived
+    /// `latency_ms` after its request was sent.
+    pub fn record_response(
+        &mut self,
+        response: TimedResponse,
+        node: Option<i32>,
+        latency_ms: u64,
+        now: Instant,
+    ) {
         let now_ms = self.clock.ms(now);
         let config = &self.config;
         let latency = latency_ms as f64;
         match response {
             TimedResponse::Fetch(size) => {
                 self.fetch_latency.record(config, latency, now_ms);
+                if let Some(node) = node {
+                    self.network
+                        .record_fetch_latency(config, node, latency, now_ms);
+                }
                 self.fetch_size.record(config, size.bytes as f64, now_ms);
                 self.fetch_records
                     .record(config, size.records as f64, now_ms);
@@ -317,6 +337,8 @@ impl ClientMetrics {
             ];
             out.push(metric(&PREFERRED_READ_REPLICA, &tags, f64::from(replica)));
         }
+        self.network
+            .measure_into(config, now_ms, &self.client_id, out);
     }
 }
 
@@ -355,11 +377,11 @@ mod tests {
                 throttle_time_ms: 0,
             })
         };
-        metrics.record_response(fetch(1_000, 10), 20, at(0));
-        metrics.record_response(fetch(3_000, 30), 40, at(100));
-        metrics.record_response(TimedResponse::Commit, 7, at(200));
+        metrics.record_response(fetch(1_000, 10), Some(1), 20, at(0));
+        metrics.record_response(fetch(3_000, 30), Some(1), 40, at(100));
+        metrics.record_response(TimedResponse::Commit, Some(2), 7, at(200));
         metrics.record_heartbeat_sent(at(300));
-        metrics.record_response(TimedResponse::Heartbeat, 3, at(310));
+        metrics.record_response(TimedResponse::Heartbeat, Some(2), 3, at(310));
         metrics.record_rebalances(2, 1_500, 1, at(400));
         let mut out = Vec::new();
         metrics.measure_into(at(2_400), &six(), &mut out);

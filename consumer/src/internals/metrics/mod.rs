@@ -5,6 +5,7 @@
 mod client;
 mod consumed;
 mod names;
+mod network;
 #[cfg(feature = "metrics")]
 mod publish;
 mod sensor;
@@ -13,8 +14,12 @@ mod stats;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::network::NetworkObserver;
+use crate::rt::Instant;
+
 pub(crate) use client::{ClientMetrics, FetchResponseSize, TimedResponse};
 pub(crate) use consumed::{Consumed, ConsumedMetrics};
+pub(crate) use network::NetworkEvent;
 #[cfg(feature = "metrics")]
 pub(crate) use publish::Publisher;
 pub(crate) use stats::MetricConfig;
@@ -136,5 +141,31 @@ impl SharedMetrics {
     /// Latency of the last successful commit, in µs (0 before the first).
     pub fn last_commit_latency_us(&self) -> u64 {
         self.last_commit_latency_us.load(Ordering::Relaxed)
+    }
+}
+
+/// The network layer's reports become `consumer-metrics` and `consumer-node-metrics`.
+impl NetworkObserver for SharedMetrics {
+    fn connection_created(&self, node_id: i32) {
+        self.client()
+            .record_network(node_id, NetworkEvent::ConnectionCreated, Instant::now());
+    }
+
+    fn connection_closed(&self, node_id: i32) {
+        self.client()
+            .record_network(node_id, NetworkEvent::ConnectionClosed, Instant::now());
+    }
+
+    fn request_sent(&self, node_id: i32, bytes: usize) {
+        self.client()
+            .record_network(node_id, NetworkEvent::RequestSent(bytes), Instant::now());
+    }
+
+    fn response_received(&self, node_id: i32, bytes: usize) {
+        self.client().record_network(
+            node_id,
+            NetworkEvent::ResponseReceived(bytes),
+            Instant::now(),
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The metric names and descriptions of Java's consumer, by group.
 
-use crate::metric::{CONSUMER_GROUP, COORDINATOR_GROUP, FETCH_MANAGER_GROUP};
+use crate::metric::{CONSUMER_GROUP, COORDINATOR_GROUP, FETCH_MANAGER_GROUP, NODE_GROUP};
 
 use super::sensor::MetricSpec;
 
@@ -82,4 +82,41 @@ specs! { CONSUMER_GROUP =>
     POLL_IDLE_RATIO_AVG = "poll-idle-ratio-avg", "The average fraction of time the consumer's poll() is idle as opposed to waiting for the user code to process records.";
     COMMIT_SYNC_TIME_NS_TOTAL = "commit-sync-time-ns-total", "The total time the consumer has spent in commitSync in nanoseconds";
     COMMITTED_TIME_NS_TOTAL = "committed-time-ns-total", "The total time the consumer has spent in committed in nanoseconds";
+}
+
+// Java's `Selector` metrics (`SelectorMetrics`), over every connection.
+specs! { CONSUMER_GROUP =>
+    CONNECTION_CLOSE_RATE = "connection-close-rate", "The number of connections closed per second";
+    CONNECTION_CLOSE_TOTAL = "connection-close-total", "The total number of connections closed";
+    CONNECTION_CREATION_RATE = "connection-creation-rate", "The number of new connections established per second";
+    CONNECTION_CREATION_TOTAL = "connection-creation-total", "The total number of new connections established";
+    CONNECTION_COUNT = "connection-count", "The current number of active connections.";
+    NETWORK_IO_RATE = "network-io-rate", "The number of network operations (reads or writes) on all connections per second";
+    NETWORK_IO_TOTAL = "network-io-total", "The total number of network operations (reads or writes) on all connections";
+    OUTGOING_BYTE_RATE = "outgoing-byte-rate", "The number of outgoing bytes sent to all servers per second";
+    OUTGOING_BYTE_TOTAL = "outgoing-byte-total", "The total number of outgoing bytes sent to all servers";
+    REQUEST_RATE = "request-rate", "The number of requests sent per second";
+    REQUEST_TOTAL = "request-total", "The total number of requests sent";
+    REQUEST_SIZE_AVG = "request-size-avg", "The average size of requests sent.";
+    REQUEST_SIZE_MAX = "request-size-max", "The maximum size of any request sent.";
+    INCOMING_BYTE_RATE = "incoming-byte-rate", "The number of bytes read off all sockets per second";
+    INCOMING_BYTE_TOTAL = "incoming-byte-total", "The total number of bytes read off all sockets";
+    RESPONSE_RATE = "response-rate", "The number of responses received per second";
+    RESPONSE_TOTAL = "response-total", "The total number of responses received";
+}
+
+// Java's per-connection `Selector` metrics (`maybeRegisterConnectionMetrics`), tagged `node-id`.
+specs! { NODE_GROUP =>
+    NODE_REQUEST_RATE = "request-rate", "The number of requests sent per second";
+    NODE_REQUEST_TOTAL = "request-total", "The total number of requests sent";
+    NODE_REQUEST_SIZE_AVG = "request-size-avg", "The average size of requests sent.";
+    NODE_REQUEST_SIZE_MAX = "request-size-max", "The maximum size of any request sent.";
+    NODE_OUTGOING_BYTE_RATE = "outgoing-byte-rate", "The number of outgoing bytes per second";
+    NODE_OUTGOING_BYTE_TOTAL = "outgoing-byte-total", "The total number of outgoing bytes";
+    NODE_RESPONSE_RATE = "response-rate", "The number of responses received per second";
+    NODE_RESPONSE_TOTAL = "response-total", "The total number of responses received";
+    NODE_INCOMING_BYTE_RATE = "incoming-byte-rate", "The number of incoming bytes per second";
+    NODE_INCOMING_BYTE_TOTAL = "incoming-byte-total", "The total number of incoming bytes";
+    NODE_REQUEST_LATENCY_AVG = "request-latency-avg", "The average request latency in ms for a node.";
+    NODE_REQUEST_LATENCY_MAX = "request-latency-max", "The maximum request latency in ms for a node.";
 }
