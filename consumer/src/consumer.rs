@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{watch, Notify};
 use tracing::Instrument;
 
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
@@ -24,11 +24,12 @@ use crate::config::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
 use crate::internals::background_failure::BackgroundFailure;
 use crate::internals::completion::{Completion, CompletionReceiver};
+use crate::internals::event_queue::{self, EventReceiver, EventSender};
 use crate::internals::events::{
     ApplicationEvent, BackgroundEvent, RebalanceCallback, SeekTarget, SubscriptionRequest,
 };
 use crate::internals::fetch_buffer::FetchBuffer;
-use crate::internals::metrics::SharedMetrics;
+use crate::internals::metrics::{EventQueue, SharedMetrics};
 use crate::internals::metrics_snapshot::measure_all;
 use crate::internals::network_thread::{self, Channels, GroupSnapshot};
 use crate::internals::settings::ConsumerSettings;
@@ -302,8 +303,8 @@ struct AsyncCommit {
 /// protocols and checks the calls made afterwards.
 pub struct Consumer {
     settings: ConsumerSettings,
-    app_events: mpsc::UnboundedSender<ApplicationEvent>,
-    background_events: mpsc::UnboundedReceiver<BackgroundEvent>,
+    app_events: EventSender<ApplicationEvent>,
+    background_events: EventReceiver<BackgroundEvent>,
     buffer: Arc<FetchBuffer>,
     metrics: Arc<SharedMetrics>,
     wakeup: WakeupHandle,
@@ -429,8 +430,6 @@ impl Consumer {
                 message,
             })?;
         }
-        let (app_tx, app_rx) = mpsc::unbounded_channel();
-        let (bg_tx, bg_rx) = mpsc::unbounded_channel();
         let buffer = Arc::new(FetchBuffer::new(
             settings.metric_config,
             &settings.client_id,
@@ -439,6 +438,8 @@ impl Consumer {
             settings.metric_config,
             &settings.client_id,
         ));
+        let (app_tx, app_rx) = event_queue::unbounded(EventQueue::Application, &metrics);
+        let (bg_tx, bg_rx) = event_queue::unbounded(EventQueue::Background, &metrics);
         let (group_tx, group_rx) = watch::channel(GroupSnapshot {
             metadata: ConsumerGroupMetadata {
                 group_id: settings.group_id.clone().unwrap_or_default(),
@@ -550,10 +551,21 @@ impl Consumer {
     /// error (Java's `processBackgroundEvents`).
     async fn process_background_events(&mut self) -> Result<()> {
         let mut first = None;
+        let started = Instant::now();
+        let mut processed = false;
         while let Ok(event) = self.background_events.try_recv() {
+            processed = true;
             if let Err(error) = self.handle_background_event(event).await {
                 first.get_or_insert(error);
             }
+        }
+        if processed {
+            let done = Instant::now();
+            self.metrics.client().record_queue_processing(
+                EventQueue::Background,
+                done.saturating_duration_since(started),
+                done,
+            );
         }
         first.map_or(Ok(()), Err)
     }

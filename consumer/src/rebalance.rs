@@ -16,10 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use tokio::sync::mpsc;
-
 use crate::consumer::Consumer;
 use crate::error::{Error, Result};
+use crate::internals::event_queue::EventSender;
 use crate::internals::events::ApplicationEvent;
 use crate::types::TopicPartition;
 
@@ -122,14 +121,14 @@ impl Drop for BorrowedListener {
 /// A listener call the background side did not ask for (`close` giving up what the
 /// application still holds) has no id: nothing is sent.
 pub(crate) struct CallbackCompletion {
-    app_events: mpsc::UnboundedSender<ApplicationEvent>,
+    app_events: EventSender<ApplicationEvent>,
     in_callback: Arc<AtomicBool>,
     id: Option<u64>,
 }
 
 impl CallbackCompletion {
     pub(crate) fn start(
-        app_events: &mpsc::UnboundedSender<ApplicationEvent>,
+        app_events: &EventSender<ApplicationEvent>,
         in_callback: &Arc<AtomicBool>,
         id: Option<u64>,
     ) -> Self {

@@ -11,6 +11,7 @@
 //!   (`kafka_consumer_consumer_fetch_manager_metrics_records_consumed_total{client_id=…}`)
 //!   with Java's descriptions, and values that follow what happened (a join and sync, a
 //!   rebalance, a commit, heartbeats, two assigned partitions each read to its end: lag 0);
+//! - the event-queue metrics of Java's new consumer (KIP-1068) were recorded both ways;
 //! - the connection metrics (Java's `Selector` ones, which `ConsumerPerformance` does not
 //!   print): per broker (`consumer-node-metrics`, tagged `node-id`) they add up to the
 //!   client's (`consumer-metrics`), and the bytes received cover the records fetched.
@@ -270,6 +271,28 @@ async fn metrics_carry_javas_names_and_values_and_reach_a_prometheus_exporter() 
         snapshot.kafka_metric(COORDINATOR_GROUP, "assigned-partitions"),
         Some(2.0)
     );
+
+    // The two event queues (KIP-1068's names): events went both ways and were measured (the
+    // counting itself is unit-tested: a poll may have left its own event queued just now).
+    for name in [
+        "application-event-queue-time-max",
+        "application-event-queue-processing-time-max",
+        "background-event-queue-time-max",
+        "background-event-queue-processing-time-max",
+        "time-between-network-thread-poll-avg",
+    ] {
+        assert!(
+            ours(CONSUMER_GROUP, name).is_finite(),
+            "{name} was never recorded"
+        );
+    }
+    for name in [
+        "application-event-queue-size",
+        "background-event-queue-size",
+    ] {
+        assert!(ours(CONSUMER_GROUP, name) >= 0.0, "{name}");
+    }
+    assert!(gauge("kafka_consumer_consumer_metrics_application_event_queue_time_avg").is_finite());
 
     // Connections and frames: the bootstrap connection, the broker's and the coordinator's
     // were made, and each broker's frames add up to the client's.

@@ -22,13 +22,14 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::{check_commit_offsets, check_seek_offset, Consumer, ConsumerMetrics, Offsets};
 use crate::error::{Error, Result};
 use crate::internals::background_failure::BackgroundFailure;
 use crate::internals::completion::{Completion, CompletionReceiver};
+use crate::internals::event_queue::WeakEventSender;
 use crate::internals::events::{ApplicationEvent, SeekTarget};
 use crate::internals::fetch_buffer::FetchBuffer;
 use crate::internals::metrics::SharedMetrics;
@@ -40,7 +41,7 @@ use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 pub(super) struct Shared {
     /// Weak, so handles do not keep the background task alive after the consumer is dropped
     /// (dropping the consumer's sender is how the background side learns it is gone).
-    pub app_events: mpsc::WeakUnboundedSender<ApplicationEvent>,
+    pub app_events: WeakEventSender<ApplicationEvent>,
     pub buffer: Arc<FetchBuffer>,
     pub metrics: Arc<SharedMetrics>,
     pub failure: BackgroundFailure,

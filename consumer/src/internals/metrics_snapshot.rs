@@ -16,6 +16,6 @@ pub(crate) fn measure_all(
 ) -> Vec<Metric> {
     let mut out = Vec::with_capacity(64);
     let assigned = buffer.measure_into(now, &mut out);
-    metrics.client().measure_into(now, &assigned, &mut out);
+    metrics.measure_into(now, &assigned, &mut out);
     out
 }

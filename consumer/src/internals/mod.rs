@@ -14,6 +14,7 @@ pub(crate) mod completed_fetch;
 pub(crate) mod completion;
 pub(crate) mod context;
 pub(crate) mod coordinator_request_manager;
+pub(crate) mod event_queue;
 pub(crate) mod events;
 pub(crate) mod fetch_buffer;
 pub(crate) mod fetch_request_manager;

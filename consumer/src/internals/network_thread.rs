@@ -29,11 +29,12 @@ use super::commit_request_manager::CommitRequestManager;
 use super::completion::{CompletableEventReaper, Completion, CompletionReceiver};
 use super::context::{Effects, ManagerContext};
 use super::coordinator_request_manager::CoordinatorRequestManager;
+use super::event_queue::{EventReceiver, EventSender};
 use super::events::{ApplicationEvent, BackgroundEvent, SeekTarget, SubscriptionRequest};
 use super::fetch_buffer::FetchBuffer;
 use super::fetch_request_manager::FetchRequestManager;
 use super::membership::{MemberIdentity, Membership};
-use super::metrics::SharedMetrics;
+use super::metrics::{EventQueue, SharedMetrics};
 use super::node_versions::NodeVersions;
 use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
@@ -60,9 +61,9 @@ const MAX_POLL_TIMEOUT: Duration = Duration::from_millis(5_000);
 /// What the application side hands the background task at start.
 pub(crate) struct Channels {
     /// Application events in.
-    pub app_events: mpsc::UnboundedReceiver<ApplicationEvent>,
+    pub app_events: EventReceiver<ApplicationEvent>,
     /// Background events out.
-    pub background_events: mpsc::UnboundedSender<BackgroundEvent>,
+    pub background_events: EventSender<BackgroundEvent>,
     /// The shared fetch buffer.
     pub buffer: Arc<FetchBuffer>,
     /// Counters for `metrics()`.
@@ -249,8 +250,22 @@ impl ConsumerNetworkThread {
     fn step(&mut self) -> Option<Instant> {
         self.channels.metrics.record_iteration();
         let now = Instant::now();
+        self.channels
+            .metrics
+            .client()
+            .record_network_thread_poll(now);
+        let mut processed = false;
         while let Ok(event) = self.channels.app_events.try_recv() {
             self.process(event, now);
+            processed = true;
+        }
+        if processed {
+            let done = Instant::now();
+            self.channels.metrics.client().record_queue_processing(
+                EventQueue::Application,
+                done.saturating_duration_since(now),
+                done,
+            );
         }
         while let Ok(envelope) = self.responses_rx.try_recv() {
             self.dispatch(envelope);

@@ -13,6 +13,7 @@ use super::names::*;
 use super::network::{NetworkEvent, NetworkMetrics};
 use super::sensor::{metric, MetricsClock, Sensor};
 use super::stats::MetricConfig;
+use super::EventQueue;
 
 /// What a Fetch response held, for `fetch-size-*` and `records-per-request-avg`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,6 +69,12 @@ pub(crate) struct ClientMetrics {
     committed_time: Sensor,
     preferred_read_replicas: BTreeMap<TopicPartition, i32>,
     network: NetworkMetrics,
+    network_thread_poll: Sensor,
+    last_network_thread_poll_ms: Option<u64>,
+    application_queue_time: Sensor,
+    application_queue_processing: Sensor,
+    background_queue_time: Sensor,
+    background_queue_processing: Sensor,
 }
 
 impl Default for ClientMetrics {
@@ -143,7 +150,62 @@ impl ClientMetrics {
             committed_time: Sensor::new().total(&COMMITTED_TIME_NS_TOTAL),
             preferred_read_replicas: BTreeMap::new(),
             network: NetworkMetrics::default(),
+            network_thread_poll: Sensor::new()
+                .avg(&TIME_BETWEEN_NETWORK_THREAD_POLL_AVG)
+                .max(&TIME_BETWEEN_NETWORK_THREAD_POLL_MAX),
+            last_network_thread_poll_ms: None,
+            application_queue_time: Sensor::new()
+                .avg(&APPLICATION_EVENT_QUEUE_TIME_AVG)
+                .max(&APPLICATION_EVENT_QUEUE_TIME_MAX),
+            application_queue_processing: Sensor::new()
+                .avg(&APPLICATION_EVENT_QUEUE_PROCESSING_TIME_AVG)
+                .max(&APPLICATION_EVENT_QUEUE_PROCESSING_TIME_MAX),
+            background_queue_time: Sensor::new()
+                .avg(&BACKGROUND_EVENT_QUEUE_TIME_AVG)
+                .max(&BACKGROUND_EVENT_QUEUE_TIME_MAX),
+            background_queue_processing: Sensor::new()
+                .avg(&BACKGROUND_EVENT_QUEUE_PROCESSING_TIME_AVG)
+                .max(&BACKGROUND_EVENT_QUEUE_PROCESSING_TIME_MAX),
         }
+    }
+
+    /// The background loop began a round (Java's `recordTimeBetweenNetworkThreadPoll`, from
+    /// the previous round's start).
+    pub fn record_network_thread_poll(&mut self, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        if let Some(last) = self.last_network_thread_poll_ms {
+            self.network_thread_poll.record(
+                &self.config,
+                now_ms.saturating_sub(last) as f64,
+                now_ms,
+            );
+        }
+        self.last_network_thread_poll_ms = Some(now_ms);
+    }
+
+    /// An event of `queue` was taken `waited` after it was queued.
+    pub fn record_queue_time(&mut self, queue: EventQueue, waited: Duration, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        let sensor = match queue {
+            EventQueue::Application => &mut self.application_queue_time,
+            EventQueue::Background => &mut self.background_queue_time,
+        };
+        sensor.record(&self.config, waited.as_millis() as f64, now_ms);
+    }
+
+    /// The events taken from `queue` in one go were processed in `took`.
+    pub fn record_queue_processing(&mut self, queue: EventQueue, took: Duration, now: Instant) {
+        let now_ms = self.clock.ms(now);
+        let sensor = match queue {
+            EventQueue::Application => &mut self.application_queue_processing,
+            EventQueue::Background => &mut self.background_queue_processing,
+        };
+        sensor.record(&self.config, took.as_millis() as f64, now_ms);
+    }
+
+    /// The `client-id` tag's value.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
     }
 
     /// A node task reported `event` on its connection to `node_id`.
@@ -308,6 +370,11 @@ impl ClientMetrics {
             &mut self.partition_lost,
             &mut self.commit_sync_time,
             &mut self.committed_time,
+            &mut self.network_thread_poll,
+            &mut self.application_queue_time,
+            &mut self.application_queue_processing,
+            &mut self.background_queue_time,
+            &mut self.background_queue_processing,
         ] {
             sensor.measure_into(config, now_ms, &client, out);
         }

@@ -38,6 +38,17 @@ pub(crate) struct SharedMetrics {
     last_rebalance_ms: AtomicU64,
     group_requests: AtomicU64,
     lookup_requests: AtomicU64,
+    /// Events queued and not yet taken, per queue (`*-event-queue-size`).
+    application_events_queued: AtomicU64,
+    background_events_queued: AtomicU64,
+}
+
+/// Which of the two event queues (KIP-1068's names: application events go to the background
+/// task, background events to the application side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventQueue {
+    Application,
+    Background,
 }
 
 /// What a request is for, as the request counters sort them.
@@ -57,6 +68,58 @@ impl SharedMetrics {
         Self {
             client: Mutex::new(ClientMetrics::new(config, client_id.to_owned())),
             ..Self::default()
+        }
+    }
+
+    fn queued(&self, queue: EventQueue) -> &AtomicU64 {
+        match queue {
+            EventQueue::Application => &self.application_events_queued,
+            EventQueue::Background => &self.background_events_queued,
+        }
+    }
+
+    /// An event went into `queue`.
+    pub fn event_queued(&self, queue: EventQueue) {
+        self.queued(queue).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An event left `queue` unread (it could not be queued after all).
+    pub fn event_taken(&self, queue: EventQueue) {
+        // Never below zero: a decrement racing ahead of its increment is not possible (the
+        // sender counts before it queues), but a wrapped count would be a huge gauge.
+        let _ = self
+            .queued(queue)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(1))
+            });
+    }
+
+    /// An event queued at `queued_at` was taken from `queue` at `now`.
+    pub fn event_dequeued(&self, queue: EventQueue, queued_at: Instant, now: Instant) {
+        self.event_taken(queue);
+        self.client()
+            .record_queue_time(queue, now.saturating_duration_since(queued_at), now);
+    }
+
+    /// Every metric's value; `assigned` is the current assignment.
+    pub fn measure_into(
+        &self,
+        now: Instant,
+        assigned: &std::collections::BTreeSet<crate::types::TopicPartition>,
+        out: &mut Vec<crate::metric::Metric>,
+    ) {
+        let mut client = self.client();
+        client.measure_into(now, assigned, out);
+        let tags = [("client-id", client.client_id().to_owned())];
+        for (spec, queue) in [
+            (
+                &names::APPLICATION_EVENT_QUEUE_SIZE,
+                EventQueue::Application,
+            ),
+            (&names::BACKGROUND_EVENT_QUEUE_SIZE, EventQueue::Background),
+        ] {
+            let queued = self.queued(queue).load(Ordering::Relaxed);
+            out.push(sensor::metric(spec, &tags, queued as f64));
         }
     }
 

@@ -120,3 +120,19 @@ specs! { NODE_GROUP =>
     NODE_REQUEST_LATENCY_AVG = "request-latency-avg", "The average request latency in ms for a node.";
     NODE_REQUEST_LATENCY_MAX = "request-latency-max", "The maximum request latency in ms for a node.";
 }
+
+// Java's new consumer's event-queue metrics (KIP-1068, `AsyncConsumerMetrics`).
+specs! { CONSUMER_GROUP =>
+    TIME_BETWEEN_NETWORK_THREAD_POLL_AVG = "time-between-network-thread-poll-avg", "The average time taken, in milliseconds, between each poll in the network thread.";
+    TIME_BETWEEN_NETWORK_THREAD_POLL_MAX = "time-between-network-thread-poll-max", "The maximum time taken, in milliseconds, between each poll in the network thread.";
+    APPLICATION_EVENT_QUEUE_SIZE = "application-event-queue-size", "The current number of events in the queue to send from the application thread to the background thread.";
+    APPLICATION_EVENT_QUEUE_TIME_AVG = "application-event-queue-time-avg", "The average time, in milliseconds, that application events are taking to be dequeued.";
+    APPLICATION_EVENT_QUEUE_TIME_MAX = "application-event-queue-time-max", "The maximum time, in milliseconds, that an application event took to be dequeued.";
+    APPLICATION_EVENT_QUEUE_PROCESSING_TIME_AVG = "application-event-queue-processing-time-avg", "The average time, in milliseconds, that the background thread takes to process all available application events.";
+    APPLICATION_EVENT_QUEUE_PROCESSING_TIME_MAX = "application-event-queue-processing-time-max", "The maximum time, in milliseconds, that the background thread took to process all available application events.";
+    BACKGROUND_EVENT_QUEUE_SIZE = "background-event-queue-size", "The current number of events in the queue to send from the background thread to the application thread.";
+    BACKGROUND_EVENT_QUEUE_TIME_AVG = "background-event-queue-time-avg", "The average time, in milliseconds, that background events are taking to be dequeued.";
+    BACKGROUND_EVENT_QUEUE_TIME_MAX = "background-event-queue-time-max", "The maximum time, in milliseconds, that background events are taking to be dequeued.";
+    BACKGROUND_EVENT_QUEUE_PROCESSING_TIME_AVG = "background-event-queue-processing-time-avg", "The average time, in milliseconds, that the consumer took to process all available background events.";
+    BACKGROUND_EVENT_QUEUE_PROCESSING_TIME_MAX = "background-event-queue-processing-time-max", "The maximum time, in milliseconds, that the consumer took to process all available background events.";
+}
