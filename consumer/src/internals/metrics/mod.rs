@@ -11,11 +11,14 @@ mod publish;
 mod sensor;
 mod stats;
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::metric::Metric;
 use crate::network::NetworkObserver;
 use crate::rt::Instant;
+use crate::types::TopicPartition;
 
 pub(crate) use client::{ClientMetrics, FetchResponseSize, TimedResponse};
 pub(crate) use consumed::{Consumed, ConsumedMetrics};
@@ -105,8 +108,8 @@ impl SharedMetrics {
     pub fn measure_into(
         &self,
         now: Instant,
-        assigned: &std::collections::BTreeSet<crate::types::TopicPartition>,
-        out: &mut Vec<crate::metric::Metric>,
+        assigned: &BTreeSet<TopicPartition>,
+        out: &mut Vec<Metric>,
     ) {
         let mut client = self.client();
         client.measure_into(now, assigned, out);
