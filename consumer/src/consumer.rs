@@ -560,14 +560,30 @@ impl Consumer {
             }
         }
         if processed {
-            let done = Instant::now();
-            self.metrics.client().record_queue_processing(
-                EventQueue::Background,
-                done.saturating_duration_since(started),
-                done,
-            );
+            self.record_background_processing(started);
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Handles one background event that woke a waiting `poll` or operation, and records the
+    /// time it took as the background queue's processing time: Java's `processBackgroundEvents`
+    /// records it however it is reached (from `poll`, or from the loop that waits on an
+    /// operation while running its callbacks), and here those waits take events one at a time.
+    async fn handle_background_event_timed(&mut self, event: BackgroundEvent) -> Result<()> {
+        let started = Instant::now();
+        let result = self.handle_background_event(event).await;
+        self.record_background_processing(started);
+        result
+    }
+
+    /// Records the time since `started` spent handling background events.
+    fn record_background_processing(&self, started: Instant) {
+        let done = Instant::now();
+        self.metrics.client().record_queue_processing(
+            EventQueue::Background,
+            done.saturating_duration_since(started),
+            done,
+        );
     }
 
     async fn handle_background_event(&mut self, event: BackgroundEvent) -> Result<()> {
@@ -724,7 +740,7 @@ impl Consumer {
                     finish(result, first_error)
                 });
             };
-            if let Err(error) = self.handle_background_event(event).await {
+            if let Err(error) = self.handle_background_event_timed(event).await {
                 first_error.get_or_insert(error);
             }
         }
@@ -1118,7 +1134,7 @@ impl Consumer {
             };
             match woke {
                 Woke::Data => {}
-                Woke::Event(Some(event)) => self.handle_background_event(event).await?,
+                Woke::Event(Some(event)) => self.handle_background_event_timed(event).await?,
                 Woke::Event(None) => return Err(self.failure.stopped_error()),
                 Woke::Deadline if Instant::now() < deadline => {
                     keepalive_at = Instant::now() + keepalive;
