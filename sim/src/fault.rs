@@ -954,7 +954,7 @@ pub mod text {
                 21 => Fault::SaslExpireSessions { broker: n },
                 22 => Fault::UpgradeBroker {
                     broker: n,
-                    version: KafkaVersion::ALL[pick(rng, 2) as usize],
+                    version: KafkaVersion::ALL[pick(rng, KafkaVersion::ALL.len() as u64) as usize],
                 },
                 23 => Fault::MoveListeners {
                     port: (n.unsigned_abs() % 60_000) as u16 + 1,

@@ -391,7 +391,7 @@ where
     let Some(real) = real_bootstrap() else {
         return;
     };
-    let sim_cluster = harness_cluster(1, &[]).await;
+    let sim_cluster = harness_cluster(1, &[], real_kafka_version(&real).await).await;
     let topic = unique(name);
     let sim = conversation(sim_cluster.bootstrap_servers()[0].clone(), topic.clone()).await;
     let kafka = conversation(real, topic).await;

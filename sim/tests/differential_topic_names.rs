@@ -518,7 +518,7 @@ async fn illegal_topic_names_are_answered_like_kafka() {
     let Some(real) = real_bootstrap() else {
         return;
     };
-    let sim_cluster = harness_cluster(1, &[]).await;
+    let sim_cluster = harness_cluster(1, &[], real_kafka_version(&real).await).await;
     let prefix = unique("names");
     let sim = conversation(sim_cluster.bootstrap_servers()[0].clone(), prefix.clone()).await;
     let kafka = conversation(real, prefix).await;

@@ -411,7 +411,7 @@ async fn transactions_on_the_data_path_match_kafka() {
     };
     let topic = unique("txn-differential");
 
-    let cluster = harness_cluster(1, &[]).await;
+    let cluster = harness_cluster(1, &[], real_kafka_version(&real).await).await;
     let sim_client = client_with_topic(&cluster.bootstrap_servers()[0], &topic).await;
     let mut sim_writer = SimWriter {
         controller: cluster.controller(),

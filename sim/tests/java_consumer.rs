@@ -22,6 +22,7 @@ use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopics,
 };
 use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, OffsetFetchRequest};
+use sim::kafka_version::KafkaVersion;
 
 const PARTITIONS: i32 = 6;
 /// Records per produce phase (three phases).
@@ -98,7 +99,7 @@ async fn group_scenario(protocol: &str) {
     }
     let topic = format!("java-{protocol}");
     let group = format!("java-group-{protocol}");
-    let cluster = harness_cluster(3, &[(&topic, PARTITIONS)]).await;
+    let cluster = harness_cluster(3, &[(&topic, PARTITIONS)], KafkaVersion::default()).await;
     let bootstrap = cluster.bootstrap_servers()[0].clone();
 
     let started = tokio::time::Instant::now();

@@ -33,6 +33,7 @@ use sim::coordinator::{
 };
 use sim::group::shard::GroupCoordinatorFactory;
 use sim::history::{CommitMode, Event, SubjectRecorder, Tp};
+use sim::kafka_version::KafkaVersion;
 use tokio::time::Instant;
 
 use crate::consumer_subject::code_name;
@@ -122,9 +123,15 @@ impl ObservedShards {
 }
 
 impl GroupShardFactory for ObservedShards {
-    fn load(&self, partition: i32, log: CoordinatorLog, now_ms: u64) -> Box<dyn GroupShard> {
+    fn load(
+        &self,
+        partition: i32,
+        log: CoordinatorLog,
+        now_ms: u64,
+        version: KafkaVersion,
+    ) -> Box<dyn GroupShard> {
         Box::new(ObservedShard {
-            inner: self.inner.load(partition, log, now_ms),
+            inner: self.inner.load(partition, log, now_ms, version),
             observer: self.clone(),
             pending: BTreeMap::new(),
         })

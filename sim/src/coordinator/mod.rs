@@ -16,6 +16,7 @@ mod durable;
 pub mod placement;
 pub(crate) mod runtime;
 
+use crate::kafka_version::KafkaVersion;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, DeleteGroupsResponse,
@@ -127,6 +128,13 @@ pub struct ExpelledMember {
 pub trait GroupShardFactory: Send + Sync + 'static {
     /// Loads the shard for `partition` from its durable `log` (replay what earlier coordinators
     /// wrote). The broker answers `COORDINATOR_LOAD_IN_PROGRESS` for the configured loading
-    /// time after this returns.
-    fn load(&self, partition: i32, log: CoordinatorLog, now_ms: u64) -> Box<dyn GroupShard>;
+    /// time after this returns. `version` is the Kafka release of the broker loading it: the
+    /// coordinator behaves as that release's does.
+    fn load(
+        &self,
+        partition: i32,
+        log: CoordinatorLog,
+        now_ms: u64,
+        version: KafkaVersion,
+    ) -> Box<dyn GroupShard>;
 }

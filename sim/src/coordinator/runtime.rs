@@ -93,7 +93,8 @@ impl CoordinatorRuntime {
             }
             let now_ms = self.controller.now_ms();
             let log = CoordinatorLog::new(self.controller.clone(), partition, leader_epoch);
-            let shard = self.factory.load(partition, log, now_ms);
+            let version = self.controller.read().broker_version(self.node_id);
+            let shard = self.factory.load(partition, log, now_ms, version);
             let (commands, rx) = mpsc::unbounded_channel();
             tokio::spawn(run_shard(
                 shard,

@@ -244,8 +244,14 @@ pub enum GroupRecordValue {
     PartitionMetadata(BTreeMap<String, SubscribedTopic>),
     /// `ConsumerGroupMemberMetadataValue`.
     MemberMetadata(ConsumerMemberMetadataValue),
-    /// `ConsumerGroupTargetAssignmentMetadataValue.assignmentEpoch`.
-    AssignmentEpoch(i32),
+    /// `ConsumerGroupTargetAssignmentMetadataValue`: `assignmentEpoch` and (Kafka 4.4)
+    /// `assignmentTimestamp`, when it was computed (`None`: not known).
+    AssignmentMetadata {
+        /// The group epoch the target assignment was computed for.
+        epoch: i32,
+        /// When it was computed, in the cluster's virtual milliseconds.
+        timestamp_ms: Option<u64>,
+    },
     /// `ConsumerGroupTargetAssignmentMemberValue`.
     TargetAssignment(Assignment),
     /// `ConsumerGroupCurrentMemberAssignmentValue`.
@@ -262,7 +268,14 @@ impl GroupRecordValue {
         buf.put_i16(CONSUMER_VALUE_VERSION);
         match self {
             Self::Classic(_) => unreachable!("encoded above"),
-            Self::GroupEpoch(epoch) | Self::AssignmentEpoch(epoch) => buf.put_i32(*epoch),
+            Self::GroupEpoch(epoch) => buf.put_i32(*epoch),
+            Self::AssignmentMetadata {
+                epoch,
+                timestamp_ms,
+            } => {
+                buf.put_i32(*epoch);
+                buf.put_i64(timestamp_ms.map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX)));
+            }
             Self::PartitionMetadata(topics) => {
                 put_len(&mut buf, topics.len());
                 for (name, topic) in topics {
@@ -309,7 +322,12 @@ impl GroupRecordValue {
         let decoded = match record_type {
             record_type::CONSUMER_GROUP_METADATA => Self::GroupEpoch(get_i32(buf)?),
             record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA => {
-                Self::AssignmentEpoch(get_i32(buf)?)
+                let epoch = get_i32(buf)?;
+                let timestamp_ms = u64::try_from(get_i64(buf)?).ok();
+                Self::AssignmentMetadata {
+                    epoch,
+                    timestamp_ms,
+                }
             }
             record_type::CONSUMER_GROUP_PARTITION_METADATA => {
                 let mut topics = BTreeMap::new();
@@ -626,7 +644,17 @@ mod tests {
             ),
             (
                 record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-                GroupRecordValue::AssignmentEpoch(9),
+                GroupRecordValue::AssignmentMetadata {
+                    epoch: 9,
+                    timestamp_ms: Some(1_234),
+                },
+            ),
+            (
+                record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                GroupRecordValue::AssignmentMetadata {
+                    epoch: 1,
+                    timestamp_ms: None,
+                },
             ),
             (
                 record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,

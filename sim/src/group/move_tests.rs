@@ -60,7 +60,8 @@ impl Fixture {
             .unwrap()
             .leader_epoch;
         let log = CoordinatorLog::new(self.controller.clone(), 0, epoch);
-        let mut shard = self.factory.load(0, log, now_ms);
+        let version = self.controller.read().broker_version(0);
+        let mut shard = self.factory.load(0, log, now_ms, version);
         shard.on_loaded(now_ms);
         shard
     }

@@ -60,6 +60,7 @@ use crate::coordinator::{
     CoordinatorLog, ExpelledMember, GroupRequest, GroupRequestContext, GroupResponse, GroupShard,
     GroupShardFactory,
 };
+use crate::kafka_version::KafkaVersion;
 
 /// Builds a [`GroupCoordinatorShard`] for every offsets partition a broker comes to lead.
 #[derive(Debug, Clone, Default)]
@@ -75,12 +76,20 @@ pub struct GroupCoordinatorFactory {
 }
 
 impl GroupShardFactory for GroupCoordinatorFactory {
-    fn load(&self, partition: i32, log: CoordinatorLog, now_ms: u64) -> Box<dyn GroupShard> {
+    fn load(
+        &self,
+        partition: i32,
+        log: CoordinatorLog,
+        now_ms: u64,
+        version: KafkaVersion,
+    ) -> Box<dyn GroupShard> {
         let seed = self
             .seed
             .wrapping_add(u64::from(partition.unsigned_abs()).wrapping_mul(0x9E37_79B9_7F4A_7C15))
             .wrapping_add(now_ms);
-        Box::new(GroupCoordinatorShard::load(self, log, seed, now_ms))
+        Box::new(GroupCoordinatorShard::load(
+            self, log, seed, now_ms, version,
+        ))
     }
 }
 
@@ -118,12 +127,14 @@ impl GroupCoordinatorShard {
         log: CoordinatorLog,
         seed: u64,
         now_ms: u64,
+        version: KafkaVersion,
     ) -> Self {
         let mut shard = Self {
             classic: ClassicGroupCoordinator::new(factory.classic.clone(), seed),
             consumer: ConsumerGroupCoordinator::new(
                 ConsumerGroupConfig {
                     classic_group_max_size: factory.classic.group_max_size,
+                    kafka_version: version,
                     ..factory.consumer.clone()
                 },
                 TopicsImage::default(),

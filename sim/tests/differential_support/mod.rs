@@ -22,6 +22,7 @@ use sim::config::ClusterConfig;
 use sim::group::classic::ClassicGroupConfig;
 use sim::group::consumer::ConsumerGroupConfig;
 use sim::group::shard::GroupCoordinatorFactory;
+use sim::kafka_version::KafkaVersion;
 use sim::real::{LocalCluster, LocalClusterOptions};
 use tokio::time::{sleep, Duration, Instant};
 
@@ -47,11 +48,16 @@ pub fn harness_groups() -> GroupCoordinatorFactory {
 
 /// A loopback cluster of `brokers` configured like the harness broker (3 offsets partitions,
 /// auto-created topics with 1 partition), with `topics` (name → partitions) created up front.
-pub async fn harness_cluster(brokers: usize, topics: &[(&str, i32)]) -> LocalCluster {
+pub async fn harness_cluster(
+    brokers: usize,
+    topics: &[(&str, i32)],
+    kafka_version: KafkaVersion,
+) -> LocalCluster {
     let mut config = ClusterConfig {
         auto_create_topics_enable: true,
         offsets_partitions: 3,
         num_partitions: 1,
+        kafka_version,
         ..ClusterConfig::default()
     };
     for (topic, partitions) in topics {
@@ -65,6 +71,31 @@ pub async fn harness_cluster(brokers: usize, topics: &[(&str, i32)]) -> LocalClu
     })
     .await
     .unwrap()
+}
+
+/// The Kafka release of the real broker at `bootstrap`, known by its ApiVersions table, so
+/// that the simulated cluster it is compared with runs the same release. Panics (naming the
+/// table) on a release the simulator does not model: the comparison would be meaningless.
+pub async fn real_kafka_version(bootstrap: &str) -> KafkaVersion {
+    let mut client = client(bootstrap);
+    client
+        .send(Target::LeastLoaded, metadata_request_for_topics([], false))
+        .await
+        .expect("Metadata from the real broker");
+    let node = client
+        .connected_nodes()
+        .into_iter()
+        .next()
+        .expect("a connection to the real broker");
+    let listed = |api| node.versions.broker_range(api as i16);
+    KafkaVersion::identify(listed).unwrap_or_else(|| {
+        panic!(
+            "the real broker at {bootstrap} lists an ApiVersions table of no Kafka release the \
+             simulator models ({:?}): {:?}",
+            KafkaVersion::ALL,
+            node.versions
+        )
+    })
 }
 
 /// Whether tests that need the real broker (or its toolchain) must run: `REQUIRE_KAFKA=1`, as

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::{Request, StrBytes};
 use sim::coordinator::{
     CoordinatorLog, GroupRequest, GroupRequestContext, GroupResponse, GroupShard, GroupShardFactory,
 };
+use sim::kafka_version::KafkaVersion;
 
 pub fn client(bootstrap: Vec<String>) -> NetworkClient {
     NetworkClient::new(NetworkConfig {
@@ -191,7 +192,13 @@ impl GroupShard for TestShard {
 pub struct TestShards;
 
 impl GroupShardFactory for TestShards {
-    fn load(&self, _partition: i32, log: CoordinatorLog, _now_ms: u64) -> Box<dyn GroupShard> {
+    fn load(
+        &self,
+        _partition: i32,
+        log: CoordinatorLog,
+        _now_ms: u64,
+        _version: KafkaVersion,
+    ) -> Box<dyn GroupShard> {
         let committed = log
             .read_all()
             .into_iter()

@@ -59,6 +59,10 @@ pub struct ConsumerGroup {
     pub static_members: BTreeMap<String, String>,
     /// Target assignment by member id, computed at `assignment_epoch`.
     pub target_assignment: BTreeMap<String, Assignment>,
+    /// When the target assignment was last computed (Kafka 4.4's `assignmentTimestamp`);
+    /// `None` when it never was here or the time is not known, which lets the next one be
+    /// computed at once.
+    pub assignment_timestamp_ms: Option<u64>,
     /// Kafka's subscription metadata: every subscribed topic that exists, by name.
     pub subscription_metadata: BTreeMap<String, SubscribedTopic>,
     /// Set when subscribed topics changed in the cluster: the next heartbeat recomputes the
@@ -69,13 +73,20 @@ pub struct ConsumerGroup {
 impl ConsumerGroup {
     /// An empty group at epoch 0.
     pub fn new(group_id: &str) -> Self {
+        Self::at_epoch(group_id, 0)
+    }
+
+    /// An empty group whose group epoch and (empty) target assignment are at `epoch`: a new
+    /// group starts at [`ConsumerGroupConfig::initial_group_epoch`](super::ConsumerGroupConfig::initial_group_epoch).
+    pub fn at_epoch(group_id: &str, epoch: i32) -> Self {
         Self {
             group_id: group_id.to_owned(),
-            group_epoch: 0,
-            assignment_epoch: 0,
+            group_epoch: epoch,
+            assignment_epoch: epoch,
             members: BTreeMap::new(),
             static_members: BTreeMap::new(),
             target_assignment: BTreeMap::new(),
+            assignment_timestamp_ms: None,
             subscription_metadata: BTreeMap::new(),
             metadata_refresh_requested: false,
         }

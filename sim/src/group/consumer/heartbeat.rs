@@ -74,7 +74,7 @@ impl ConsumerGroupCoordinator {
         let group = match self.groups.get(group_id) {
             Some(group) => group,
             None if create => {
-                new_group = ConsumerGroup::new(group_id);
+                new_group = ConsumerGroup::at_epoch(group_id, self.config.initial_group_epoch());
                 &new_group
             }
             None => return Err(group_id_not_found(group_id)),
@@ -161,10 +161,9 @@ impl ConsumerGroupCoordinator {
             || updated.subscribed_topic_regex != member.subscribed_topic_regex;
 
         // 1. Store the member; bump the group epoch on subscription or metadata changes.
-        let group = self
-            .groups
-            .entry(group_id.to_owned())
-            .or_insert_with(|| ConsumerGroup::new(group_id));
+        let group = self.groups.entry(group_id.to_owned()).or_insert_with(|| {
+            ConsumerGroup::at_epoch(group_id, self.config.initial_group_epoch())
+        });
         if let Some(old_member_id) = replaced_member_id {
             let target = group.target_assignment.get(old_member_id).cloned();
             group.remove_member(old_member_id);
@@ -194,13 +193,20 @@ impl ConsumerGroupCoordinator {
             );
         }
 
-        // 2. Recompute the target assignment when the group epoch moved past it.
-        if group.group_epoch > group.assignment_epoch {
+        // 2. Recompute the target assignment when the group epoch moved past it, and (4.4) the
+        // assignment interval has passed since the last one; until then members reconcile
+        // towards the last target assignment and the group stays `Assigning`.
+        if group.group_epoch > group.assignment_epoch
+            && self
+                .config
+                .can_compute_next_target_assignment(group.assignment_timestamp_ms, now_ms)
+        {
             let assignor = preferred_server_assignor(group)
                 .and_then(|name| self.config.assignor(name))
                 .unwrap_or_else(|| self.config.default_assignor());
             group.target_assignment = assignor.assign(&group_spec(group, &self.topics));
             group.assignment_epoch = group.group_epoch;
+            group.assignment_timestamp_ms = Some(now_ms);
             debug!(
                 group_id,
                 assignment_epoch = group.assignment_epoch,

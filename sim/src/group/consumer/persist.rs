@@ -31,7 +31,10 @@ pub fn group_records(group: &ConsumerGroup) -> BTreeMap<GroupRecordKey, GroupRec
     }
     records.insert(
         GroupRecordKey::group(record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, id),
-        GroupRecordValue::AssignmentEpoch(group.assignment_epoch),
+        GroupRecordValue::AssignmentMetadata {
+            epoch: group.assignment_epoch,
+            timestamp_ms: group.assignment_timestamp_ms,
+        },
     );
     for (member_id, member) in &group.members {
         records.insert(
@@ -98,7 +101,10 @@ pub fn replay(
             record_type::CONSUMER_GROUP_MEMBER_METADATA => {
                 group.remove_member(member_id);
             }
-            record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA => group.assignment_epoch = -1,
+            record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA => {
+                group.assignment_epoch = -1;
+                group.assignment_timestamp_ms = None;
+            }
             record_type::CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER => {
                 group.target_assignment.remove(member_id);
             }
@@ -127,7 +133,13 @@ pub fn replay(
     };
     match value {
         GroupRecordValue::GroupEpoch(epoch) => group.group_epoch = epoch,
-        GroupRecordValue::AssignmentEpoch(epoch) => group.assignment_epoch = epoch,
+        GroupRecordValue::AssignmentMetadata {
+            epoch,
+            timestamp_ms,
+        } => {
+            group.assignment_epoch = epoch;
+            group.assignment_timestamp_ms = timestamp_ms;
+        }
         GroupRecordValue::PartitionMetadata(topics) => group.subscription_metadata = topics,
         GroupRecordValue::TargetAssignment(target) => {
             group.target_assignment.insert(member_id.to_owned(), target);
