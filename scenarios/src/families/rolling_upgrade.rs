@@ -1,14 +1,18 @@
 //! **Family: rolling broker upgrade** (the project's own; issue #18) — a three-broker cluster
-//! on Kafka 3.9 upgraded broker by broker to 4.1 while a classic group consumes, then the
+//! on Kafka 3.9 upgraded broker by broker to 4.4 while a classic group consumes, then the
 //! group migrated to `group.protocol=consumer` member by member, as Kafka's online migration
 //! (KIP-848) allows once every broker offers ConsumerGroupHeartbeat.
 //!
 //! **Interleavings aimed at.** Mixed versions: mid-upgrade the brokers answer ApiVersions with
 //! different tables (3.9: Fetch up to v17, ListOffsets v9, Metadata v12, no
-//! ConsumerGroupHeartbeat; 4.1: v18, v10, v13, ConsumerGroupHeartbeat v0–1), so a request
-//! whose version was chosen from one broker's table and sent to another fails — the fetch to a
-//! 3.9 leader built from a 4.1 connection, the coordinator's requests after it moved. Each
-//! broker in a seeded order is restarted into 4.1 at once, or killed and brought back on 4.1
+//! ConsumerGroupHeartbeat; 4.4: v18, v10, v13, ConsumerGroupHeartbeat v0–1, as far as the
+//! simulator serves them), so a request whose version was chosen from one broker's table and
+//! sent to another fails — the fetch to a 3.9 leader built from a 4.4 connection, the
+//! coordinator's requests after it moved. A coordinator that moves to an upgraded broker
+//! behaves as 4.4's: consumer groups it creates start at epoch 1, and it computes target
+//! assignments at most once a second (`group.consumer.assignment.interval.ms`), so members
+//! joining in a burst during the migration wait for a heartbeat after the interval. Each
+//! broker in a seeded order is restarted into 4.4 at once, or killed and brought back on 4.4
 //! after 0.5–3 s (leadership and the coordinator fail over meanwhile), 1–3 s apart. Then,
 //! 2–4 s after the last broker is back, each classic member is replaced in turn by a new
 //! process (3–6 s apart; the old one leaves or is killed up to 2 s before or 4 s after its
@@ -47,7 +51,7 @@ pub const NAME: &str = "family-rolling-upgrade";
 const SALT: u64 = 0x7570_6772_6164;
 /// The release the cluster starts on, and the one it is upgraded to.
 pub const FROM: KafkaVersion = KafkaVersion::V3_9;
-pub const TO: KafkaVersion = KafkaVersion::V4_1;
+pub const TO: KafkaVersion = KafkaVersion::V4_4;
 /// `c0`–`c2` consume through the upgrade; `c3`–`c5` replace them afterwards.
 const REPLACED: usize = 3;
 const MEMBERS: usize = 2 * REPLACED;
@@ -186,7 +190,7 @@ fn checks() -> sim::check::CheckerSet {
 pub fn scenario() -> Scenario {
     let mut scenario = family_scenario(Family {
         name: NAME,
-        description: "brokers upgraded 3.9 → 4.1 one at a time under a classic group, then the group migrated member by member to group.protocol=consumer: full checker set",
+        description: "brokers upgraded 3.9 → 4.4 one at a time under a classic group, then the group migrated member by member to group.protocol=consumer: full checker set",
         partitions: 6,
         members: MEMBERS,
         produce_until_ms: PRODUCE_UNTIL_MS,
