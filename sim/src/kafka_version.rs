@@ -102,40 +102,37 @@ const KAFKA_4_1: [(ApiKey, VersionRange); 30] = [
     (ApiKey::DescribeCluster, range(0, 2)),
 ];
 
-/// `(api, 4.4.0's ApiVersions range)`: 4.1's, with newer ListOffsets, OffsetCommit,
+/// `(api, 4.4.0's ApiVersions range)`: 4.1.1's, with newer ListOffsets, OffsetCommit,
 /// OffsetFetch, DeleteGroups and ApiVersions.
-const KAFKA_4_4: [(ApiKey, VersionRange); 30] = [
-    (ApiKey::Produce, range(0, 13)),
-    (ApiKey::Fetch, range(4, 18)),
-    (ApiKey::ListOffsets, range(1, 11)),
-    (ApiKey::Metadata, range(0, 13)),
-    (ApiKey::OffsetCommit, range(2, 10)),
-    (ApiKey::OffsetFetch, range(1, 10)),
-    (ApiKey::FindCoordinator, range(0, 6)),
-    (ApiKey::JoinGroup, range(0, 9)),
-    (ApiKey::Heartbeat, range(0, 4)),
-    (ApiKey::LeaveGroup, range(0, 5)),
-    (ApiKey::SyncGroup, range(0, 5)),
-    (ApiKey::DescribeGroups, range(0, 6)),
-    (ApiKey::ListGroups, range(0, 5)),
-    (ApiKey::ApiVersions, range(0, 5)),
-    (ApiKey::CreateTopics, range(2, 7)),
-    (ApiKey::DeleteTopics, range(1, 6)),
-    (ApiKey::InitProducerId, range(0, 5)),
-    (ApiKey::OffsetForLeaderEpoch, range(2, 4)),
-    (ApiKey::CreatePartitions, range(0, 3)),
-    (ApiKey::DeleteGroups, range(0, 3)),
-    (ApiKey::ConsumerGroupHeartbeat, range(0, 1)),
-    (ApiKey::ConsumerGroupDescribe, range(0, 1)),
-    (ApiKey::SaslHandshake, range(0, 1)),
-    (ApiKey::SaslAuthenticate, range(0, 2)),
-    (ApiKey::DeleteRecords, range(0, 2)),
-    (ApiKey::DescribeConfigs, range(1, 4)),
-    (ApiKey::AlterConfigs, range(0, 2)),
-    (ApiKey::IncrementalAlterConfigs, range(0, 1)),
-    (ApiKey::OffsetDelete, range(0, 0)),
-    (ApiKey::DescribeCluster, range(0, 2)),
-];
+const KAFKA_4_4: [(ApiKey, VersionRange); 30] = with_maxima(
+    KAFKA_4_1,
+    &[
+        (ApiKey::ListOffsets, 11),
+        (ApiKey::OffsetCommit, 10),
+        (ApiKey::OffsetFetch, 10),
+        (ApiKey::DeleteGroups, 3),
+        (ApiKey::ApiVersions, 5),
+    ],
+);
+
+/// `table` with the newest version of each API in `maxima` raised to the one given there.
+const fn with_maxima<const N: usize>(
+    mut table: [(ApiKey, VersionRange); N],
+    maxima: &[(ApiKey, i16)],
+) -> [(ApiKey, VersionRange); N] {
+    let mut i = 0;
+    while i < N {
+        let mut j = 0;
+        while j < maxima.len() {
+            if table[i].0 as i16 == maxima[j].0 as i16 {
+                table[i].1.max = maxima[j].1;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    table
+}
 
 const fn range(min: i16, max: i16) -> VersionRange {
     VersionRange { min, max }
