@@ -1,5 +1,5 @@
 //! Apache Kafka's own Java clients against the simulated cluster: `testing/kafka/run java-group`
-//! (`testing/kafka/java/GroupScenario.java`, kafka-clients 4.1.1) runs a KafkaProducer and a
+//! (`testing/kafka/java/GroupScenario.java`, kafka-clients of the harness's release) runs a KafkaProducer and a
 //! three-member KafkaConsumer group — one member leaves, another joins — once with
 //! `group.protocol=classic` and once with `group.protocol=consumer`. The test checks from the
 //! program's output that every produced record was consumed and that the group rebalanced on the

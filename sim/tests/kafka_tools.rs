@@ -2,7 +2,7 @@
 //! (`LocalClusterOptions::serve`, three brokers): `kafka-topics.sh` (`TopicCommand`),
 //! `kafka-configs.sh` (`ConfigCommand`), `kafka-consumer-groups.sh` (`ConsumerGroupCommand`) and
 //! `kafka-delete-records.sh` (`DeleteRecordsCommand`), run as Java main classes from the
-//! harness's Kafka jars (`testing/kafka/run classpath`, Kafka 4.1.1 unless `KAFKA_VERSION` says
+//! harness's Kafka jars (`testing/kafka/run classpath`, Kafka 4.4.0 unless `KAFKA_VERSION` says
 //! otherwise). A group of our own consumer commits offsets in between; each tool's output and
 //! exit status are checked, and what the tools changed is read back over the wire.
 //!
@@ -14,7 +14,7 @@ mod differential_support;
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -38,6 +38,8 @@ const RECORDS: [usize; 3] = [10, 5, 0];
 /// Kafka's jars and a JVM to run their tools.
 struct Tools {
     classpath: String,
+    /// ConfigCommand's class in this release (it moved to `org.apache.kafka.tools` in 4.4).
+    configs: String,
 }
 
 impl Tools {
@@ -52,10 +54,11 @@ impl Tools {
             return None;
         }
         let run = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testing/kafka/run");
-        let output = Command::new("bash").arg(run).arg("classpath").output();
+        let output = Command::new("bash").arg(&run).arg("classpath").output();
         match output {
             Ok(o) if o.status.success() => Some(Self {
                 classpath: String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+                configs: tool_class(&run, "ConfigCommand"),
             }),
             Ok(o) => {
                 skip(&format!(
@@ -104,8 +107,18 @@ impl Tools {
     }
 }
 
+/// The class of Kafka's CLI tool `name` in the harness's release (`run tool-class`).
+fn tool_class(run: &Path, name: &str) -> String {
+    let output = Command::new("bash")
+        .arg(run)
+        .args(["tool-class", name])
+        .output()
+        .expect("testing/kafka/run tool-class");
+    assert!(output.status.success(), "run tool-class {name}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
 const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
-const CONFIGS: &str = "kafka.admin.ConfigCommand";
 const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
 const DELETE_RECORDS: &str = "org.apache.kafka.tools.DeleteRecordsCommand";
 
@@ -218,7 +231,7 @@ async fn kafkas_tools_work_against_sim_serve() {
     // kafka-configs.sh --alter, then --describe shows the topic's own config.
     let altered = tools
         .ok(
-            CONFIGS,
+            &tools.configs,
             &[
                 "--bootstrap-server",
                 b,
@@ -238,7 +251,7 @@ async fn kafkas_tools_work_against_sim_serve() {
     );
     let configs = tools
         .ok(
-            CONFIGS,
+            &tools.configs,
             &[
                 "--bootstrap-server",
                 b,
@@ -257,7 +270,7 @@ async fn kafkas_tools_work_against_sim_serve() {
     );
     let unknown = tools
         .run(
-            CONFIGS,
+            &tools.configs,
             &[
                 "--bootstrap-server",
                 b,

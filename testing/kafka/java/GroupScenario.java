@@ -4,7 +4,7 @@
 //
 // Run via:  testing/kafka/run java-group --bootstrap H:P --topic T --group G \
 //               --protocol classic|consumer [--partitions 6] [--records 120]
-// (compiles this file against the harness classpath, i.e. kafka-clients 4.1.1)
+// (compiles this file against the harness classpath, i.e. kafka-clients of the harness's default release, 4.4.0)
 //
 // Scenario, in phases, each waited for with a deadline:
 //   1. members m0, m1, m2 join; wait until they split all partitions between

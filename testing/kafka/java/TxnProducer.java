@@ -5,7 +5,7 @@
 //
 // Run via:  testing/kafka/run txn-produce --topic T [--bootstrap H:P]
 //               [--transactional-id ID]
-// (compiles this file against the harness classpath, i.e. kafka-clients 4.1.1)
+// (compiles this file against the harness classpath, i.e. kafka-clients of the harness's default release, 4.4.0)
 //
 // Startup: initTransactions(), then it prints
 //   INITIALIZED <transactional.id>
