@@ -212,6 +212,19 @@ impl KafkaVersion {
         self >= KafkaVersion::V4_4
     }
 
+    /// Whether an OffsetCommit at a member epoch older than the member's is judged partition
+    /// by partition against the epoch each was assigned at (KIP-1251, Kafka 4.4's
+    /// `createAssignmentEpochValidator`) instead of refused with STALE_MEMBER_EPOCH.
+    pub fn fences_commits_by_assignment_epoch(self) -> bool {
+        self >= KafkaVersion::V4_4
+    }
+
+    /// Whether ConsumerGroupDescribe's member assignment includes the partitions pending
+    /// revocation (Kafka 4.4's `asConsumerGroupDescribeMember`); before 4.4 only the assigned.
+    pub fn describes_partitions_pending_revocation(self) -> bool {
+        self >= KafkaVersion::V4_4
+    }
+
     /// Whether the coordinator honours `group.consumer.assignment.interval.ms` (Kafka 4.4's
     /// `GroupMetadataManager.canComputeNextTargetAssignment`); earlier releases recompute the
     /// target assignment on every heartbeat that finds the group epoch ahead of it.

@@ -68,9 +68,30 @@ impl Side {
     }
 }
 
+/// When a conversation's consumer group computes target assignments on Kafka 4.4.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AssignmentInterval {
+    /// On every heartbeat that finds the group epoch ahead (the group's
+    /// `consumer.assignment.interval.ms` set to 0 on the real broker, and in the simulator):
+    /// what a conversation sees then does not depend on how fast each side answers.
+    Immediate,
+    /// At most once a second, 4.4's default (`group.consumer.assignment.interval.ms`).
+    Default,
+}
+
 /// Runs `conversation` against the simulated cluster and the real broker and compares their
-/// transcripts. Returns without comparing (after a SKIPPED line) when there is no real broker.
+/// transcripts, with target assignments computed at once. Returns without comparing (after a
+/// SKIPPED line) when there is no real broker.
 async fn differential<F, Fut>(name: &str, conversation: F)
+where
+    F: Fn(Side) -> Fut,
+    Fut: Future<Output = Side>,
+{
+    differential_with(name, AssignmentInterval::Immediate, conversation).await;
+}
+
+/// [`differential`] with the given assignment interval on a 4.4 broker.
+async fn differential_with<F, Fut>(name: &str, interval: AssignmentInterval, conversation: F)
 where
     F: Fn(Side) -> Fut,
     Fut: Future<Output = Side>,
@@ -78,13 +99,54 @@ where
     let Some(real) = real_bootstrap() else {
         return;
     };
-    let sim_cluster = harness_cluster(1, &[], real_kafka_version(&real).await).await;
-    let sim_bootstrap = sim_cluster.bootstrap_servers()[0].clone();
+    let version = real_kafka_version(&real).await;
+    let mut groups = harness_groups();
     let group = unique(&format!("{name}-group"));
+    if interval == AssignmentInterval::Immediate {
+        groups.consumer.assignment_interval_ms = 0;
+        if version.batches_consumer_group_assignments() {
+            set_group_assignment_interval_to_zero(&real, &group).await;
+        }
+    }
+    let sim_cluster = harness_cluster_with_groups(1, &[], version, groups).await;
+    let sim_bootstrap = sim_cluster.bootstrap_servers()[0].clone();
     let topic = unique(&format!("{name}-topic"));
     let sim = conversation(Side::new(&sim_bootstrap, group.clone(), topic.clone())).await;
     let kafka = conversation(Side::new(&real, group, topic)).await;
     assert_same(name, &sim.transcript, &kafka.transcript);
+}
+
+/// Sets group `group`'s `consumer.assignment.interval.ms` (Kafka 4.4's GroupConfig) to 0 on
+/// the real broker (IncrementalAlterConfigs of a GROUP resource, type 32).
+async fn set_group_assignment_interval_to_zero(bootstrap: &str, group: &str) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let mut admin = client(bootstrap);
+    let r = send(
+        &mut admin,
+        -1,
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(str(group))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(str("consumer.assignment.interval.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(str("0")))]),
+        ]),
+    )
+    .await;
+    let errors: Vec<_> = r
+        .responses
+        .iter()
+        .filter(|resource| resource.error_code != 0)
+        .map(|resource| (resource.error_code, resource.error_message.clone()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "set {group}'s assignment interval: {errors:?}"
+    );
 }
 
 fn join(side: &Side, member_id: &str, instance: Option<&str>) -> JoinGroupRequest {
@@ -185,6 +247,25 @@ fn commit(
                     .with_partition_index(1)
                     .with_committed_offset(offset + 1),
             ])])
+}
+
+/// A commit of one partition of the run's topic.
+fn commit_partition(
+    side: &Side,
+    member_epoch: i32,
+    member_id: &str,
+    partition: i32,
+    offset: i64,
+) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(group_id(&side.group))
+        .with_generation_id_or_member_epoch(member_epoch)
+        .with_member_id(str(member_id))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(topic_name(&side.topic))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(partition)
+                .with_committed_offset(offset)])])
 }
 
 fn offset_fetch(side: &Side, member: Option<&str>, epoch: i32) -> OffsetFetchRequest {
@@ -1320,6 +1401,165 @@ async fn classic_static_members_match_kafka() {
 #[tokio::test]
 async fn consumer_protocol_matches_kafka() {
     differential("consumer-protocol", consumer_protocol).await;
+}
+
+/// KIP-1251's assignment epochs (Kafka 4.4): once a revocation moved member A to a new epoch,
+/// a commit A sends at its old epoch is accepted for the partition it kept (assigned to it
+/// before) and refused for the one it gave up; before 4.4 both are STALE_MEMBER_EPOCH.
+async fn assignment_epochs(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    // The group coordinator learns of the topic a moment after the broker (see above).
+    sleep(Duration::from_secs(1)).await;
+    let (mut b, _) = s.member().await;
+    let a_id = random_uuid();
+    let b_id = random_uuid();
+    s.masks.name(&a_id, "member-a");
+    s.masks.name(&b_id, "member-b");
+
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
+    )
+    .await;
+    let (old_epoch, all) = (r.member_epoch, owned(&r));
+    s.transcript
+        .record("A joins", mask_consumer_heartbeat(&mut s.masks, r));
+    let r = send(
+        &mut b,
+        coordinator,
+        consumer_heartbeat(&s, &b_id, 0, None, Some(vec![])),
+    )
+    .await;
+    s.transcript
+        .record("B joins", mask_consumer_heartbeat(&mut s.masks, r));
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, old_epoch, None, all),
+    )
+    .await;
+    let kept = owned(&r);
+    let kept_partition = kept
+        .as_ref()
+        .and_then(|topics| topics.first())
+        .and_then(|topic| topic.partitions.first().copied())
+        .expect("A keeps one of the two partitions");
+    s.transcript.record(
+        "A is told to revoke",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, old_epoch, None, kept),
+    )
+    .await;
+    let new_epoch = r.member_epoch;
+    s.transcript.record(
+        "A acknowledges the revocation",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    for (step, epoch, partition) in [
+        (
+            "A commits its kept partition at its old epoch",
+            old_epoch,
+            kept_partition,
+        ),
+        (
+            "A commits its given-up partition at its old epoch",
+            old_epoch,
+            1 - kept_partition,
+        ),
+        (
+            "A commits its kept partition at its new epoch",
+            new_epoch,
+            kept_partition,
+        ),
+    ] {
+        let r = send(
+            &mut a,
+            coordinator,
+            commit_partition(&s, epoch, &a_id, partition, 7),
+        )
+        .await;
+        s.transcript.record(step, mask_commit(&mut s.masks, r));
+    }
+    s
+}
+
+/// Kafka 4.4's batched target assignments (`group.consumer.assignment.interval.ms`, 1 s by
+/// default): B joins right after A's first assignment, so the group is `Assigning` and A's
+/// heartbeat brings nothing new; the first heartbeat after the interval computes the
+/// assignment and starts A's revocation. Before 4.4 that happens at B's join. The steps before
+/// the wait are three requests, far inside the interval even on a loaded machine.
+async fn assignment_interval(mut s: Side) -> Side {
+    let (mut a, coordinator) = s.member().await;
+    create_topic(&mut a, &s.topic.clone(), 2).await;
+    sleep(Duration::from_secs(1)).await;
+    let (mut b, _) = s.member().await;
+    let a_id = random_uuid();
+    let b_id = random_uuid();
+    s.masks.name(&a_id, "member-a");
+    s.masks.name(&b_id, "member-b");
+    let describe =
+        || ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]);
+
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
+    )
+    .await;
+    let (epoch, all) = (r.member_epoch, owned(&r));
+    s.transcript
+        .record("A joins", mask_consumer_heartbeat(&mut s.masks, r));
+    let r = send(
+        &mut b,
+        coordinator,
+        consumer_heartbeat(&s, &b_id, 0, None, Some(vec![])),
+    )
+    .await;
+    s.transcript
+        .record("B joins", mask_consumer_heartbeat(&mut s.masks, r));
+    let r = send(&mut a, coordinator, describe()).await;
+    s.transcript.record(
+        "describe right after B joined",
+        mask_consumer_describe(&mut s.masks, r),
+    );
+    sleep(Duration::from_millis(1_500)).await;
+    let r = send(
+        &mut a,
+        coordinator,
+        consumer_heartbeat(&s, &a_id, epoch, None, all),
+    )
+    .await;
+    s.transcript.record(
+        "A heartbeats after the interval",
+        mask_consumer_heartbeat(&mut s.masks, r),
+    );
+    let r = send(&mut a, coordinator, describe()).await;
+    s.transcript.record(
+        "describe after the interval",
+        mask_consumer_describe(&mut s.masks, r),
+    );
+    s
+}
+
+#[tokio::test]
+async fn assignment_interval_matches_kafka() {
+    differential_with(
+        "assignment-interval",
+        AssignmentInterval::Default,
+        assignment_interval,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn assignment_epochs_match_kafka() {
+    differential("assignment-epochs", assignment_epochs).await;
 }
 
 #[tokio::test]

@@ -16,7 +16,6 @@ mod durable;
 pub mod placement;
 pub(crate) mod runtime;
 
-use crate::kafka_version::KafkaVersion;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, DeleteGroupsResponse,
@@ -26,6 +25,8 @@ use kafka_protocol::messages::{
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
     SyncGroupResponse,
 };
+
+use crate::kafka_version::KafkaVersion;
 
 pub use durable::{CoordinatorLog, CoordinatorLogError, CoordinatorRecord};
 

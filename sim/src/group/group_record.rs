@@ -231,6 +231,8 @@ pub struct ConsumerCurrentAssignmentValue {
     pub state: MemberState,
     pub assigned_partitions: Assignment,
     pub partitions_pending_revocation: Assignment,
+    /// `AssignmentEpochs` (KIP-1251): the epoch each owned partition was assigned at.
+    pub assignment_epochs: BTreeMap<(Uuid, i32), i32>,
 }
 
 /// A decoded group record value, by key type.
@@ -305,6 +307,12 @@ impl GroupRecordValue {
                 buf.put_i8(member_state_code(c.state));
                 put_assignment(&mut buf, &c.assigned_partitions);
                 put_assignment(&mut buf, &c.partitions_pending_revocation);
+                put_len(&mut buf, c.assignment_epochs.len());
+                for ((topic_id, partition), epoch) in &c.assignment_epochs {
+                    buf.put_slice(topic_id.as_bytes());
+                    buf.put_i32(*partition);
+                    buf.put_i32(*epoch);
+                }
             }
         }
         buf.freeze()
@@ -376,6 +384,7 @@ impl GroupRecordValue {
                     state: member_state_from_code(get_i8(buf)?)?,
                     assigned_partitions: get_assignment(buf)?,
                     partitions_pending_revocation: get_assignment(buf)?,
+                    assignment_epochs: get_assignment_epochs(buf)?,
                 })
             }
             _ => return None,
@@ -528,6 +537,16 @@ fn get_bytes(buf: &mut &[u8]) -> Option<Bytes> {
     Some(buf.copy_to_bytes(len))
 }
 
+fn get_assignment_epochs(buf: &mut &[u8]) -> Option<BTreeMap<(Uuid, i32), i32>> {
+    let mut epochs = BTreeMap::new();
+    for _ in 0..get_len(buf)? {
+        let topic_id = get_uuid(buf)?;
+        let partition = get_i32(buf)?;
+        epochs.insert((topic_id, partition), get_i32(buf)?);
+    }
+    Some(epochs)
+}
+
 fn get_assignment(buf: &mut &[u8]) -> Option<Assignment> {
     let mut assignment = Assignment::new();
     for _ in 0..get_len(buf)? {
@@ -668,6 +687,7 @@ mod tests {
                     state: MemberState::UnrevokedPartitions,
                     assigned_partitions: assignment.clone(),
                     partitions_pending_revocation: [(topic, BTreeSet::from([1]))].into(),
+                    assignment_epochs: [((topic, 1), 7), ((topic, 2), 9)].into(),
                 }),
             ),
         ];

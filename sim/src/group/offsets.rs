@@ -82,7 +82,7 @@ impl OffsetStore {
             let mut partitions = Vec::with_capacity(topic.partitions.len());
             for partition in &topic.partitions {
                 let metadata = partition.committed_metadata.as_deref().unwrap_or_default();
-                let error_code = if metadata.encode_utf16().count() > offset_metadata_max_bytes {
+                let error_code = if metadata_too_large(metadata, offset_metadata_max_bytes) {
                     ResponseError::OffsetMetadataTooLarge.code()
                 } else {
                     let offset = OffsetAndMetadata {
@@ -299,6 +299,13 @@ pub fn to_single_group_shape(
         })
         .collect();
     (topics, group.error_code)
+}
+
+/// Kafka's `isMetadataInvalid`: committed metadata longer than `offset.metadata.max.bytes`
+/// (counted in UTF-16 units, as Java's `String.length`) is refused with
+/// OFFSET_METADATA_TOO_LARGE, and such a partition is not checked further.
+pub fn metadata_too_large(metadata: &str, offset_metadata_max_bytes: usize) -> bool {
+    metadata.encode_utf16().count() > offset_metadata_max_bytes
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ use super::group_record::{record_type, GroupRecordKey, GroupRecordValue};
 use super::list::filter_listed_groups;
 use super::migration::{downgrade, upgrade};
 use super::offset_record::OffsetRecord;
-use super::offsets::{OffsetStore, RequestedTopics};
+use super::offsets::{metadata_too_large, OffsetStore, RequestedTopics};
 use super::offsets_retention::OffsetsRetentionConfig;
 use crate::coordinator::{
     CoordinatorLog, ExpelledMember, GroupRequest, GroupRequestContext, GroupResponse, GroupShard,
@@ -443,12 +443,28 @@ impl GroupCoordinatorShard {
                 .insert(context.request_id, (now_ms, request));
             return;
         }
+        // The partitions Kafka's validator sees: those whose metadata is not refused first.
+        let partitions: Vec<(&str, i32)> = request
+            .topics
+            .iter()
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .filter(|p| {
+                        let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+                        !metadata_too_large(metadata, self.offset_metadata_max_bytes)
+                    })
+                    .map(move |p| (topic.name.0.as_str(), p.partition_index))
+            })
+            .collect();
         let validated = self.consumer.validate_offset_commit(
             group_id,
             request.member_id.as_str(),
             request.generation_id_or_member_epoch,
             false,
             context.api_version,
+            &partitions,
             now_ms,
         );
         let response = match validated {

@@ -53,6 +53,16 @@ pub async fn harness_cluster(
     topics: &[(&str, i32)],
     kafka_version: KafkaVersion,
 ) -> LocalCluster {
+    harness_cluster_with_groups(brokers, topics, kafka_version, harness_groups()).await
+}
+
+/// [`harness_cluster`] with group coordinators built by `groups`.
+pub async fn harness_cluster_with_groups(
+    brokers: usize,
+    topics: &[(&str, i32)],
+    kafka_version: KafkaVersion,
+    groups: GroupCoordinatorFactory,
+) -> LocalCluster {
     let mut config = ClusterConfig {
         auto_create_topics_enable: true,
         offsets_partitions: 3,
@@ -67,7 +77,7 @@ pub async fn harness_cluster(
         brokers,
         base_port: 0,
         config,
-        group_shards: Some(Arc::new(harness_groups())),
+        group_shards: Some(Arc::new(groups)),
     })
     .await
     .unwrap()

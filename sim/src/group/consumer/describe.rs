@@ -1,5 +1,7 @@
 //! ConsumerGroupDescribe: Kafka's `ConsumerGroup.asDescribedGroup`.
 
+use std::collections::BTreeMap;
+
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions,
@@ -9,10 +11,12 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
 
 use super::assignment::Assignment;
 use super::coordinator::ConsumerGroupCoordinator;
 use super::heartbeat::assignor_name;
+use super::member::ConsumerGroupMember;
 use super::topics::TopicsImage;
 use crate::group::list::GROUP_TYPE_CONSUMER;
 
@@ -107,7 +111,7 @@ impl ConsumerGroupCoordinator {
                     .with_subscribed_topic_regex(Some(StrBytes::from_string(
                         member.subscribed_topic_regex.clone().unwrap_or_default(),
                     )))
-                    .with_assignment(described(&member.assigned_partitions, &self.topics))
+                    .with_assignment(self.described_assignment(member))
                     .with_target_assignment(described(&target, &self.topics))
                     .with_member_type(if member.uses_classic_protocol() {
                         CLASSIC_MEMBER_TYPE
@@ -129,18 +133,56 @@ impl ConsumerGroupCoordinator {
     }
 }
 
+impl ConsumerGroupCoordinator {
+    /// A member's described assignment. From Kafka 4.4 it includes the partitions pending
+    /// revocation, which the member is still responsible for (`asConsumerGroupDescribeMember`:
+    /// per topic its assigned partitions, then those pending revocation); before, only the
+    /// assigned ones.
+    fn described_assignment(&self, member: &ConsumerGroupMember) -> DescribedAssignment {
+        if !self
+            .config
+            .kafka_version
+            .describes_partitions_pending_revocation()
+        {
+            return described(&member.assigned_partitions, &self.topics);
+        }
+        let mut owned: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
+        for assignment in [
+            &member.assigned_partitions,
+            &member.partitions_pending_revocation,
+        ] {
+            for (topic_id, partitions) in assignment {
+                owned.entry(*topic_id).or_default().extend(partitions);
+            }
+        }
+        described_topics(owned.into_iter(), &self.topics)
+    }
+}
+
 /// Kafka's `topicPartitionsFromMap`: topics that no longer exist are left out.
 fn described(assignment: &Assignment, topics: &TopicsImage) -> DescribedAssignment {
-    DescribedAssignment::default().with_topic_partitions(
+    described_topics(
         assignment
             .iter()
+            .map(|(topic_id, partitions)| (*topic_id, partitions.iter().copied().collect())),
+        topics,
+    )
+}
+
+/// Partitions by topic id as ConsumerGroupDescribe describes them, in the order given.
+fn described_topics(
+    assignment: impl Iterator<Item = (Uuid, Vec<i32>)>,
+    topics: &TopicsImage,
+) -> DescribedAssignment {
+    DescribedAssignment::default().with_topic_partitions(
+        assignment
             .filter_map(|(topic_id, partitions)| {
-                let name = topics.name_of(*topic_id)?;
+                let name = topics.name_of(topic_id)?;
                 Some(
                     TopicPartitions::default()
-                        .with_topic_id(*topic_id)
+                        .with_topic_id(topic_id)
                         .with_topic_name(TopicName(StrBytes::from_string(name.to_owned())))
-                        .with_partitions(partitions.iter().copied().collect()),
+                        .with_partitions(partitions),
                 )
             })
             .collect(),

@@ -1,10 +1,11 @@
 //! A member of a consumer group: Kafka's `ConsumerGroupMember` and `MemberState`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
+use uuid::Uuid;
 
-use super::assignment::Assignment;
+use super::assignment::{self, Assignment};
 
 /// Kafka's `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata`: set on the members of a
 /// consumer group that speak the classic protocol (JoinGroup / SyncGroup / Heartbeat).
@@ -89,6 +90,12 @@ pub struct ConsumerGroupMember {
     pub assigned_partitions: Assignment,
     /// Partitions the member must still give up before advancing its epoch.
     pub partitions_pending_revocation: Assignment,
+    /// The epoch at which each partition it owns (assigned or pending revocation) was assigned
+    /// to it (KIP-1251's assignment epochs, Kafka 4.4's `ConsumerGroupMember.assignmentEpoch`):
+    /// a 4.4 coordinator accepts a commit at an older member epoch for a partition assigned at
+    /// or before that epoch. A partition missing here counts as assigned at the member's epoch
+    /// (Kafka's default for records written without epochs).
+    pub assignment_epochs: BTreeMap<(Uuid, i32), i32>,
     /// Set when the member uses the classic protocol inside this consumer group.
     pub classic: Option<ClassicMemberMetadata>,
 }
@@ -111,8 +118,40 @@ impl ConsumerGroupMember {
             server_assignor_name: None,
             assigned_partitions: Assignment::new(),
             partitions_pending_revocation: Assignment::new(),
+            assignment_epochs: BTreeMap::new(),
             classic: None,
         }
+    }
+
+    /// The epoch at which partition `partition` of `topic_id` was assigned to this member, if it
+    /// owns it (assigned or pending revocation): Kafka 4.4's `assignmentEpoch`, then
+    /// `pendingRevocationEpoch`.
+    pub fn assignment_epoch(&self, topic_id: Uuid, partition: i32) -> Option<i32> {
+        let owns = assignment::contains(&self.assigned_partitions, topic_id, partition)
+            || assignment::contains(&self.partitions_pending_revocation, topic_id, partition);
+        owns.then(|| {
+            self.assignment_epochs
+                .get(&(topic_id, partition))
+                .copied()
+                .unwrap_or(self.member_epoch.max(0))
+        })
+    }
+
+    /// Brings `assignment_epochs` in step after a reconciliation step from `previous`: a
+    /// partition it already owned keeps the epoch it was assigned at, one newly assigned is at
+    /// its new member epoch (Kafka's `CurrentAssignmentBuilder` puts the target assignment
+    /// epoch), and a partition it gave up is forgotten.
+    pub fn refresh_assignment_epochs(&mut self, previous: &ConsumerGroupMember) {
+        let new_epoch = self.member_epoch;
+        self.assignment_epochs = assignment::pairs(&self.assigned_partitions)
+            .chain(assignment::pairs(&self.partitions_pending_revocation))
+            .map(|(topic_id, partition)| {
+                let epoch = previous
+                    .assignment_epoch(topic_id, partition)
+                    .unwrap_or(new_epoch);
+                ((topic_id, partition), epoch)
+            })
+            .collect();
     }
 
     /// Kafka's `useClassicProtocol`.

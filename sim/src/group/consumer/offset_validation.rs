@@ -6,14 +6,19 @@ use kafka_protocol::error::ResponseError;
 use super::coordinator::ConsumerGroupCoordinator;
 use super::error::GroupError;
 use super::member::ConsumerGroupMember;
+use super::topics::TopicsImage;
 
 /// The first OffsetCommit version carrying member epochs (KIP-848).
 const MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL: i16 = 9;
 
 impl ConsumerGroupCoordinator {
-    /// Whether an OffsetCommit by `member_id` at `member_epoch` may write to consumer group
-    /// `group_id` at `now_ms`. Every epoch mismatch is STALE_MEMBER_EPOCH in Kafka, older or
-    /// newer: the member retries with the epoch its next heartbeat returns.
+    /// Whether an OffsetCommit by `member_id` at `member_epoch` of `partitions` (topic name,
+    /// partition) may write to consumer group `group_id` at `now_ms`. Before Kafka 4.4 every
+    /// epoch mismatch is STALE_MEMBER_EPOCH, older or newer: the member retries with the epoch
+    /// its next heartbeat returns. From 4.4 (KIP-1251) an older epoch is accepted when every
+    /// partition is one the member owns, assigned at or before that epoch; otherwise the whole
+    /// commit fails, as Kafka's validator throws out of `commitOffset`.
+    #[allow(clippy::too_many_arguments)] // Kafka's validateOffsetCommit, plus the partitions.
     pub fn validate_offset_commit(
         &mut self,
         group_id: &str,
@@ -21,6 +26,7 @@ impl ConsumerGroupCoordinator {
         member_epoch: i32,
         is_transactional: bool,
         api_version: i16,
+        partitions: &[(&str, i32)],
         now_ms: u64,
     ) -> Result<(), GroupError> {
         self.poll(now_ms);
@@ -45,6 +51,16 @@ impl ConsumerGroupCoordinator {
                 "OffsetCommit version 9 or above must be used by members using the modern group \
                  protocol",
             ));
+        }
+        if member_epoch < member.member_epoch
+            && self
+                .config
+                .kafka_version
+                .fences_commits_by_assignment_epoch()
+        {
+            return partitions.iter().try_for_each(|(topic, partition)| {
+                validate_assignment_epoch(member, member_epoch, &self.topics, topic, *partition)
+            });
         }
         validate_member_epoch(member_epoch, member)
     }
@@ -94,6 +110,42 @@ fn validate_member_epoch(received: i32, member: &ConsumerGroupMember) -> Result<
         ResponseError::StaleMemberEpoch,
         format!("The received member epoch {received} does not match the expected member epoch {expected}."),
     ))
+}
+
+/// Kafka 4.4's `createAssignmentEpochValidator`: a commit at `received`, older than the
+/// member's epoch, may write partition `partition` of `topic` only if the member owns it
+/// (assigned or pending revocation) since an epoch no newer than `received`.
+fn validate_assignment_epoch(
+    member: &ConsumerGroupMember,
+    received: i32,
+    topics: &TopicsImage,
+    topic: &str,
+    partition: i32,
+) -> Result<(), GroupError> {
+    let error = if member.uses_classic_protocol() {
+        ResponseError::IllegalGeneration
+    } else {
+        ResponseError::StaleMemberEpoch
+    };
+    let assigned_at = topics
+        .topic(topic)
+        .and_then(|image| member.assignment_epoch(image.id, partition));
+    match assigned_at {
+        None => Err(GroupError::new(
+            error,
+            format!(
+                "Partition {topic}-{partition} is not assigned or pending revocation for member."
+            ),
+        )),
+        Some(epoch) if received < epoch => Err(GroupError::new(
+            error,
+            format!(
+                "Received member epoch {received} is older than assignment epoch {epoch} for \
+                 partition {topic}-{partition}."
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 fn group_not_found(group_id: &str) -> GroupError {

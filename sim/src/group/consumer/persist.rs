@@ -63,6 +63,7 @@ pub fn group_records(group: &ConsumerGroup) -> BTreeMap<GroupRecordKey, GroupRec
                 state: member.state,
                 assigned_partitions: member.assigned_partitions.clone(),
                 partitions_pending_revocation: member.partitions_pending_revocation.clone(),
+                assignment_epochs: member.assignment_epochs.clone(),
             }),
         );
     }
@@ -114,6 +115,7 @@ pub fn replay(
                     member.previous_member_epoch = -1;
                     member.assigned_partitions.clear();
                     member.partitions_pending_revocation.clear();
+                    member.assignment_epochs.clear();
                 }
             }
             _ => {}
@@ -164,6 +166,7 @@ pub fn replay(
             updated.state = c.state;
             updated.assigned_partitions = c.assigned_partitions;
             updated.partitions_pending_revocation = c.partitions_pending_revocation;
+            updated.assignment_epochs = c.assignment_epochs;
             group.update_member(updated);
         }
         GroupRecordValue::Classic(_) => {}

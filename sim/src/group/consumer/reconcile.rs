@@ -92,6 +92,7 @@ fn next_assignment(
         next.update_member_epoch(member_epoch);
         next.assigned_partitions = kept;
         next.partitions_pending_revocation = pending_revocation;
+        next.refresh_assignment_epochs(member);
         return next;
     }
     for (topic_id, partition) in assignment::pairs(&pending_assignment) {
@@ -105,5 +106,6 @@ fn next_assignment(
     next.update_member_epoch(target_assignment_epoch);
     next.assigned_partitions = kept;
     next.partitions_pending_revocation = Assignment::new();
+    next.refresh_assignment_epochs(member);
     next
 }

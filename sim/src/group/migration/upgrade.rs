@@ -5,6 +5,7 @@ use kafka_protocol::error::ResponseError;
 
 use super::consumer_protocol::{decode_assignment, decode_subscription, MalformedConsumerProtocol};
 use crate::group::classic::ClassicGroup;
+use crate::group::consumer::assignment;
 use crate::group::consumer::error::GroupError;
 use crate::group::consumer::member::{ClassicMemberMetadata, MemberState};
 use crate::group::consumer::{
@@ -85,6 +86,11 @@ pub fn consumer_group_from_classic(
         converted.client_host = member.client_host.clone();
         converted.subscribed_topic_names = subscription.topics.clone();
         converted.assigned_partitions = assigned.clone();
+        // Kafka's conversion records no assignment epochs, and its default is the member
+        // epoch: every partition counts as assigned at the classic generation.
+        converted.assignment_epochs = assignment::pairs(&assigned)
+            .map(|tp| (tp, classic.generation_id))
+            .collect();
         converted.classic = Some(ClassicMemberMetadata {
             session_timeout_ms: member.session_timeout_ms,
             supported_protocols: member
