@@ -1407,33 +1407,13 @@ async fn consumer_protocol_matches_kafka() {
 /// a commit A sends at its old epoch is accepted for the partition it kept (assigned to it
 /// before) and refused for the one it gave up; before 4.4 both are STALE_MEMBER_EPOCH.
 async fn assignment_epochs(mut s: Side) -> Side {
-    let (mut a, coordinator) = s.member().await;
-    create_topic(&mut a, &s.topic.clone(), 2).await;
-    // The group coordinator learns of the topic a moment after the broker (see above).
-    sleep(Duration::from_secs(1)).await;
-    let (mut b, _) = s.member().await;
-    let a_id = random_uuid();
-    let b_id = random_uuid();
-    s.masks.name(&a_id, "member-a");
-    s.masks.name(&b_id, "member-b");
-
-    let r = send(
-        &mut a,
+    let TwoMembers {
+        mut a,
         coordinator,
-        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
-    )
-    .await;
-    let (old_epoch, all) = (r.member_epoch, owned(&r));
-    s.transcript
-        .record("A joins", mask_consumer_heartbeat(&mut s.masks, r));
-    let r = send(
-        &mut b,
-        coordinator,
-        consumer_heartbeat(&s, &b_id, 0, None, Some(vec![])),
-    )
-    .await;
-    s.transcript
-        .record("B joins", mask_consumer_heartbeat(&mut s.masks, r));
+        a_id,
+        a_epoch: old_epoch,
+        a_owned: all,
+    } = a_then_b_join(&mut s).await;
     let r = send(
         &mut a,
         coordinator,
@@ -1489,40 +1469,68 @@ async fn assignment_epochs(mut s: Side) -> Side {
     s
 }
 
-/// Kafka 4.4's batched target assignments (`group.consumer.assignment.interval.ms`, 1 s by
-/// default): B joins right after A's first assignment, so the group is `Assigning` and A's
-/// heartbeat brings nothing new; the first heartbeat after the interval computes the
-/// assignment and starts A's revocation. Before 4.4 that happens at B's join. The steps before
-/// the wait are three requests, far inside the interval even on a loaded machine.
-async fn assignment_interval(mut s: Side) -> Side {
+/// The opening of the two-member KIP-848 conversations: a topic of two partitions, then
+/// member A joins (and gets both), then member B joins; both answers recorded.
+struct TwoMembers {
+    a: NetworkClient,
+    coordinator: i32,
+    a_id: String,
+    /// A's epoch and partitions from its join.
+    a_epoch: i32,
+    a_owned: Option<Vec<AckedPartitions>>,
+}
+
+async fn a_then_b_join(s: &mut Side) -> TwoMembers {
     let (mut a, coordinator) = s.member().await;
     create_topic(&mut a, &s.topic.clone(), 2).await;
+    // The group coordinator learns of the topic a moment after the broker (see above).
     sleep(Duration::from_secs(1)).await;
     let (mut b, _) = s.member().await;
     let a_id = random_uuid();
     let b_id = random_uuid();
     s.masks.name(&a_id, "member-a");
     s.masks.name(&b_id, "member-b");
-    let describe =
-        || ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]);
-
     let r = send(
         &mut a,
         coordinator,
-        consumer_heartbeat(&s, &a_id, 0, None, Some(vec![])),
+        consumer_heartbeat(s, &a_id, 0, None, Some(vec![])),
     )
     .await;
-    let (epoch, all) = (r.member_epoch, owned(&r));
+    let (a_epoch, a_owned) = (r.member_epoch, owned(&r));
     s.transcript
         .record("A joins", mask_consumer_heartbeat(&mut s.masks, r));
     let r = send(
         &mut b,
         coordinator,
-        consumer_heartbeat(&s, &b_id, 0, None, Some(vec![])),
+        consumer_heartbeat(s, &b_id, 0, None, Some(vec![])),
     )
     .await;
     s.transcript
         .record("B joins", mask_consumer_heartbeat(&mut s.masks, r));
+    TwoMembers {
+        a,
+        coordinator,
+        a_id,
+        a_epoch,
+        a_owned,
+    }
+}
+
+/// Kafka 4.4's batched target assignments (`group.consumer.assignment.interval.ms`, 1 s by
+/// default): B joins right after A's first assignment, so the group is `Assigning` and A's
+/// heartbeat brings nothing new; the first heartbeat after the interval computes the
+/// assignment and starts A's revocation. Before 4.4 that happens at B's join. The steps before
+/// the wait are three requests, far inside the interval even on a loaded machine.
+async fn assignment_interval(mut s: Side) -> Side {
+    let TwoMembers {
+        mut a,
+        coordinator,
+        a_id,
+        a_epoch: epoch,
+        a_owned: all,
+    } = a_then_b_join(&mut s).await;
+    let describe =
+        || ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(&s.group)]);
     let r = send(&mut a, coordinator, describe()).await;
     s.transcript.record(
         "describe right after B joined",
