@@ -444,27 +444,24 @@ impl GroupCoordinatorShard {
             return;
         }
         // The partitions Kafka's validator sees: those whose metadata is not refused first.
-        let partitions: Vec<(&str, i32)> = request
-            .topics
-            .iter()
-            .flat_map(|topic| {
-                topic
-                    .partitions
-                    .iter()
-                    .filter(|p| {
-                        let metadata = p.committed_metadata.as_deref().unwrap_or_default();
-                        !metadata_too_large(metadata, self.offset_metadata_max_bytes)
-                    })
-                    .map(move |p| (topic.name.0.as_str(), p.partition_index))
-            })
-            .collect();
+        let max_bytes = self.offset_metadata_max_bytes;
+        let partitions = request.topics.iter().flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .filter(move |p| {
+                    let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+                    !metadata_too_large(metadata, max_bytes)
+                })
+                .map(move |p| (topic.name.0.as_str(), p.partition_index))
+        });
         let validated = self.consumer.validate_offset_commit(
             group_id,
             request.member_id.as_str(),
             request.generation_id_or_member_epoch,
             false,
             context.api_version,
-            &partitions,
+            partitions,
             now_ms,
         );
         let response = match validated {

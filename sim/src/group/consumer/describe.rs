@@ -131,9 +131,7 @@ impl ConsumerGroupCoordinator {
             )))
             .with_members(members)
     }
-}
 
-impl ConsumerGroupCoordinator {
     /// A member's described assignment. From Kafka 4.4 it includes the partitions pending
     /// revocation, which the member is still responsible for (`asConsumerGroupDescribeMember`:
     /// per topic its assigned partitions, then those pending revocation); before, only the

@@ -13,20 +13,20 @@ const MIN_OFFSET_COMMIT_VERSION_FOR_CONSUMER_PROTOCOL: i16 = 9;
 
 impl ConsumerGroupCoordinator {
     /// Whether an OffsetCommit by `member_id` at `member_epoch` of `partitions` (topic name,
-    /// partition) may write to consumer group `group_id` at `now_ms`. Before Kafka 4.4 every
+    /// partition; read only when a 4.4 coordinator judges them one by one) may write to consumer group `group_id` at `now_ms`. Before Kafka 4.4 every
     /// epoch mismatch is STALE_MEMBER_EPOCH, older or newer: the member retries with the epoch
     /// its next heartbeat returns. From 4.4 (KIP-1251) an older epoch is accepted when every
     /// partition is one the member owns, assigned at or before that epoch; otherwise the whole
     /// commit fails, as Kafka's validator throws out of `commitOffset`.
     #[allow(clippy::too_many_arguments)] // Kafka's validateOffsetCommit, plus the partitions.
-    pub fn validate_offset_commit(
+    pub fn validate_offset_commit<'a>(
         &mut self,
         group_id: &str,
         member_id: &str,
         member_epoch: i32,
         is_transactional: bool,
         api_version: i16,
-        partitions: &[(&str, i32)],
+        partitions: impl IntoIterator<Item = (&'a str, i32)>,
         now_ms: u64,
     ) -> Result<(), GroupError> {
         self.poll(now_ms);
@@ -58,8 +58,8 @@ impl ConsumerGroupCoordinator {
                 .kafka_version
                 .fences_commits_by_assignment_epoch()
         {
-            return partitions.iter().try_for_each(|(topic, partition)| {
-                validate_assignment_epoch(member, member_epoch, &self.topics, topic, *partition)
+            return partitions.into_iter().try_for_each(|(topic, partition)| {
+                validate_assignment_epoch(member, member_epoch, &self.topics, topic, partition)
             });
         }
         validate_member_epoch(member_epoch, member)

@@ -202,15 +202,15 @@ fn classic_requests_are_validated_like_kafka() {
     // Offsets: a classic member commits with its generation (any version); a mismatch is the
     // classic ILLEGAL_GENERATION, not STALE_MEMBER_EPOCH.
     assert_eq!(
-        c.validate_offset_commit(GROUP, "x", 2, false, 8, &[], 100),
+        c.validate_offset_commit(GROUP, "x", 2, false, 8, [], 100),
         Ok(())
     );
     let stale = c
-        .validate_offset_commit(GROUP, "x", 1, false, 8, &[], 100)
+        .validate_offset_commit(GROUP, "x", 1, false, 8, [], 100)
         .unwrap_err();
     assert_eq!(stale.error, ResponseError::IllegalGeneration);
     let consumer_v8 = c
-        .validate_offset_commit(GROUP, "a", 2, false, 8, &[], 100)
+        .validate_offset_commit(GROUP, "a", 2, false, 8, [], 100)
         .unwrap_err();
     assert_eq!(consumer_v8.error, ResponseError::UnsupportedVersion);
 }

@@ -140,7 +140,7 @@ fn a_commit_at_an_older_epoch_is_judged_by_assignment_epochs() {
 
     // a's commit sent at epoch 2 for a partition it has owned since epoch 2: accepted.
     let commit = |c: &mut ConsumerGroupCoordinator, member: &str, epoch: i32, p: i32| {
-        c.validate_offset_commit(GROUP, member, epoch, false, 9, &[("foo", p)], 11_300)
+        c.validate_offset_commit(GROUP, member, epoch, false, 9, [("foo", p)], 11_300)
     };
     assert_eq!(error(commit(&mut c, "a", 2, kept)), None);
     // ... not for a partition it gave up, and not when one partition of the commit fails.
@@ -154,7 +154,7 @@ fn a_commit_at_an_older_epoch_is_judged_by_assignment_epochs() {
         2,
         false,
         9,
-        &[("foo", kept), ("foo", moved)],
+        [("foo", kept), ("foo", moved)],
         11_300,
     );
     assert_eq!(error(both), Some(ResponseError::StaleMemberEpoch));

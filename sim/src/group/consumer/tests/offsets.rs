@@ -12,14 +12,14 @@ fn code(result: Result<(), crate::group::consumer::GroupError>) -> i16 {
 fn offset_commit_matrix() {
     let mut c = coordinator();
     assert_eq!(
-        code(c.validate_offset_commit(GROUP, "a", 1, false, 9, &[], 0)),
+        code(c.validate_offset_commit(GROUP, "a", 1, false, 9, [], 0)),
         ResponseError::GroupIdNotFound.code()
     );
     send(&mut c, &join("a", &["foo"]), 0);
     send(&mut c, &heartbeat("a", -1, &parts(&[])), 0);
     // Empty group: admin-style commits with epoch -1 pass.
     assert_eq!(
-        code(c.validate_offset_commit(GROUP, "", -1, false, 9, &[], 1)),
+        code(c.validate_offset_commit(GROUP, "", -1, false, 9, [], 1)),
         0
     );
 
@@ -60,7 +60,7 @@ fn offset_commit_matrix() {
                 member_epoch,
                 transactional,
                 version,
-                &[],
+                [],
                 3
             )),
             expected,
