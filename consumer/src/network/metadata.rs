@@ -6,7 +6,7 @@
 //! never moves a partition's leader epoch backwards (Kafka's `Metadata.updatePartitionLeadership`
 //! rule): a partition whose cached epoch is newer keeps its cached state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
@@ -102,7 +102,9 @@ impl Metadata {
         self.controller_id = (response.controller_id.0 >= 0).then_some(response.controller_id.0);
         self.cluster_id = response.cluster_id.as_ref().map(|c| c.to_string());
 
-        let mut seen = Vec::with_capacity(response.topics.len());
+        // Names this response lists, looked up once per cached topic below: a set, so a
+        // response for all of a cluster's topics merges in O(n log n), not O(n²).
+        let mut seen = BTreeSet::new();
         for topic in &response.topics {
             let Some(name) = topic.name.as_ref().map(|n| n.0.to_string()) else {
                 continue; // only possible in a by-id request for an unknown id
@@ -125,7 +127,7 @@ impl Metadata {
                 self.remove_topic(&name);
                 continue;
             }
-            seen.push(name.clone());
+            seen.insert(name.clone());
             let replaced = self
                 .topics
                 .get(&name)
@@ -169,15 +171,14 @@ impl Metadata {
             }
         }
         if scope == MetadataScope::AllTopics {
-            let gone: Vec<String> = self
-                .topics
-                .keys()
-                .filter(|name| !seen.contains(name))
-                .cloned()
-                .collect();
-            for name in gone {
-                self.remove_topic(&name);
-            }
+            let names_by_id = &mut self.names_by_id;
+            self.topics.retain(|name, topic| {
+                let listed = seen.contains(name);
+                if !listed {
+                    names_by_id.remove(&topic.topic_id);
+                }
+                listed
+            });
         }
     }
 
