@@ -62,6 +62,12 @@ impl Collector {
         self.ledger.clear();
     }
 
+    /// Whether no metric is remembered.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.ledger.is_empty()
+    }
+
     /// The data points of one push at `now_unix_nano`: the metrics `selector` selects, sums
     /// as deltas if `delta` (else cumulative). Every metric is remembered, selected or not,
     /// and one no longer measured is forgotten (Java's `metricRemoval`).

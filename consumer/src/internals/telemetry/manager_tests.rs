@@ -473,3 +473,26 @@ fn uncompressed_when_the_broker_accepts_no_codec() {
     assert_eq!(push.compression_type, 0);
     MetricsData::decode(push.metrics.as_ref()).unwrap();
 }
+
+#[test]
+fn a_new_temporality_resets_the_sums() {
+    let (mut m, mut p) = subscribed(1000);
+    let (_, token) = expect_push(&mut m, &mut p);
+    assert!(!m.collector.is_empty());
+    respond_push(&mut m, &mut p, token, ErrorCode::UNKNOWN_SUBSCRIPTION_ID);
+    // The same temporality: the ledger is kept.
+    let token = expect_subscription_request(&mut m, &mut p, ID);
+    respond_subscription(&mut m, &mut p, token, subscription(1000, &["*"]));
+    assert!(!m.collector.is_empty());
+    p.advance_ms(1500);
+    let (_, token) = expect_push(&mut m, &mut p);
+    respond_push(&mut m, &mut p, token, ErrorCode::UNKNOWN_SUBSCRIPTION_ID);
+    let token = expect_subscription_request(&mut m, &mut p, ID);
+    respond_subscription(
+        &mut m,
+        &mut p,
+        token,
+        subscription(1000, &["*"]).with_delta_temporality(true),
+    );
+    assert!(m.collector.is_empty(), "Java's metricsReset");
+}
