@@ -69,6 +69,15 @@ fn resource_attributes(ctx: &ManagerContext<'_>) -> Vec<(String, String)> {
     out
 }
 
+/// Why no broker can take a telemetry request now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoTarget {
+    /// No broker is connected yet: wait (the other managers connect them).
+    NotConnected,
+    /// The connected brokers do not offer both APIs (no client-metrics plugin).
+    Unsupported,
+}
+
 /// The versions of GetTelemetrySubscriptions and PushTelemetry a broker offers within
 /// ours, if it offers both.
 fn telemetry_versions(table: &ApiVersionsTable) -> Option<(i16, i16)> {
@@ -180,10 +189,11 @@ impl TelemetryManager {
         self.last_request_at = Some(now);
         match wait {
             ErrorWait::RetryAfterMs(ms) => self.interval_ms = ms,
-            ErrorWait::Disable | ErrorWait::None => {
+            ErrorWait::Disable => {
                 tracing::debug!("client telemetry disabled for this client");
                 self.enabled = false;
             }
+            ErrorWait::None => {}
         }
     }
 
@@ -203,10 +213,8 @@ impl TelemetryManager {
         }
     }
 
-    /// The broker to send to and the versions of the two APIs there; `Err(true)` when the
-    /// connected brokers lack the APIs (telemetry goes off), `Err(false)` when none is
-    /// connected yet.
-    fn target(&mut self, ctx: &ManagerContext<'_>) -> Result<(i32, i16, i16), bool> {
+    /// The broker to send to and the versions of the two APIs there.
+    fn target(&mut self, ctx: &ManagerContext<'_>) -> Result<(i32, i16, i16), NoTarget> {
         let versions_at = |node: i32| {
             let (subscriptions, push) = telemetry_versions(ctx.versions.of(node)?)?;
             Some((node, subscriptions, push))
@@ -224,7 +232,8 @@ impl TelemetryManager {
                 self.sticky_node = Some(found.0);
                 Ok(found)
             }
-            None => Err(ctx.versions.any_candidate_connected()),
+            None if ctx.versions.any_candidate_connected() => Err(NoTarget::Unsupported),
+            None => Err(NoTarget::NotConnected),
         }
     }
 
@@ -245,15 +254,14 @@ impl TelemetryManager {
         }
         let (node, subscriptions_version, push_version) = match self.target(ctx) {
             Ok(found) => found,
-            Err(lacking) => {
-                if lacking {
-                    // Java sends anyway and disables telemetry on the UnsupportedVersionException;
-                    // nothing reaches the broker there either.
-                    tracing::debug!(
-                        "no connected broker supports client telemetry (KIP-714); disabling it"
-                    );
-                    self.enabled = false;
-                }
+            Err(NoTarget::NotConnected) => return result,
+            Err(NoTarget::Unsupported) => {
+                // Java sends anyway and disables telemetry on the UnsupportedVersionException;
+                // nothing reaches the broker there either.
+                tracing::debug!(
+                    "no connected broker supports client telemetry (KIP-714); disabling it"
+                );
+                self.enabled = false;
                 return result;
             }
         };
