@@ -22,7 +22,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -130,7 +130,7 @@ struct Push {
 }
 
 /// The pushes of client `client_id`, in arrival order.
-fn pushes_of(dir: &PathBuf, client_id: &str) -> Vec<Push> {
+fn pushes_of(dir: &Path, client_id: &str) -> Vec<Push> {
     let log = std::fs::read_to_string(dir.join("pushes.log")).unwrap_or_default();
     log.lines()
         .filter_map(|line| {
