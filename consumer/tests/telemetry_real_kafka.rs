@@ -11,7 +11,10 @@
 //!   `MetricsData` with Java's telemetry names and `records-consumed-total` summing to what
 //!   was produced;
 //! - `enable_metrics_push_false_pushes_nothing`: the same with `enable.metrics.push=false`:
-//!   no push, and `client_instance_id` is an illegal-state error.
+//!   no push, and `client_instance_id` is an illegal-state error;
+//! - `a_broker_without_a_plugin_assigns_no_instance_id`: on the default broker (`KAFKA_BOOTSTRAP`,
+//!   no plugin, so no telemetry APIs in ApiVersions) the consumer consumes as usual and never
+//!   gets a subscription: `client_instance_id` times out.
 //!
 //! Needs `KAFKA_TELEMETRY_BOOTSTRAP` (that broker's address) and `KAFKA_CLIENT_TELEMETRY_DIR`;
 //! without them it prints a loud SKIPPED line and passes, unless `REQUIRE_KAFKA_TELEMETRY=1`
@@ -35,7 +38,7 @@ use kafka_protocol::messages::{GetTelemetrySubscriptionsRequest, IncrementalAlte
 use kafka_protocol::protocol::StrBytes;
 use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point, MetricsData};
 use prost::Message;
-use support::real_broker::{create_topic, keyed_lines, produce_with_java, unique};
+use support::real_broker::{bootstrap, create_topic, keyed_lines, produce_with_java, unique};
 use tokio::time::{sleep, Duration, Instant};
 
 const RECORDS: usize = 50;
@@ -322,4 +325,24 @@ async fn enable_metrics_push_false_pushes_nothing() {
     .await;
     consumer.close(Duration::from_secs(10)).await.unwrap();
     assert!(pushes_of(&dir, &client_id).is_empty());
+}
+
+#[tokio::test]
+async fn a_broker_without_a_plugin_assigns_no_instance_id() {
+    let Some(bootstrap) = bootstrap() else {
+        return;
+    };
+    let client_id = unique("telemetry-unsupported-consumer");
+    let mut admin = admin(&bootstrap, &client_id);
+    let topic = unique("telemetry-unsupported");
+    create_topic(&mut admin, &topic, 1).await;
+    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..RECORDS));
+    let mut consumer = consumer(&bootstrap, &client_id, true);
+    consume(&mut consumer, &topic, Instant::now()).await;
+    let error = consumer
+        .client_instance_id(Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    consumer.close(Duration::from_secs(10)).await.unwrap();
 }
