@@ -146,13 +146,12 @@ impl TelemetryManager {
         self.subscription.as_ref().map(|s| s.client_instance_id)
     }
 
-    /// Whether close should wait for the terminating push (due or out).
+    /// Whether close should wait for the terminating push: it is out. The background task
+    /// polls this manager in the round close begins, so a push that could go out is out when
+    /// close looks; one that found no connected broker is not waited for, as Java's close
+    /// waits only for requests it sent.
     pub fn terminating_push_pending(&self) -> bool {
-        self.enabled
-            && matches!(
-                self.state,
-                TelemetryState::TerminatingPushNeeded | TelemetryState::TerminatingPushInProgress
-            )
+        self.enabled && self.state == TelemetryState::TerminatingPushInProgress
     }
 
     /// The consumer is closing: one last push is due at once if a subscription was loaded

@@ -391,7 +391,10 @@ fn close_sends_one_terminating_push_at_once() {
     // Closing long before the next push is due: the terminating push goes at once.
     m.initiate_close();
     assert_eq!(m.state(), TelemetryState::TerminatingPushNeeded);
-    assert!(m.terminating_push_pending());
+    assert!(
+        !m.terminating_push_pending(),
+        "not sent yet: close does not wait for it"
+    );
     let (push, token) = expect_push(&mut m, &mut p);
     assert!(push.terminating);
     assert_eq!(m.state(), TelemetryState::TerminatingPushInProgress);
