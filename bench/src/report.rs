@@ -737,9 +737,15 @@ fn ceiling_table(out: &mut String, results: &Results) {
         for (client, outcome) in clients {
             match outcome {
                 Outcome::Measured(c) => {
+                    // A fast client reads the whole topic in well under the window.
+                    let short = if c.min_fetch_s < 5.0 {
+                        format!(" (shortest run {:.1} s)", c.min_fetch_s)
+                    } else {
+                        String::new()
+                    };
                     let _ = writeln!(
                         out,
-                        "| {workload} | {client} | {} | {} | {:.2} | {:.0} | {} |",
+                        "| {workload} | {client} | {}{short} | {} | {:.2} | {:.0} | {} |",
                         with_range(&c.rate, &si),
                         ceiling.map_or("—".to_owned(), |top| format!(
                             "{:.2}",
