@@ -102,7 +102,7 @@ impl WorkloadMode {
         }
     }
 
-    /// The second-round workloads (issue #23): their results go to their own file and block
+    /// The latency, slow-app and ceiling workloads: their results go to their own file and block
     /// ([`report::ResultsSet::Workloads`]), never mixed with the peer matrix's.
     pub fn is_second_round(self) -> bool {
         matches!(
