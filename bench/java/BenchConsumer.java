@@ -6,6 +6,7 @@
 //   java -cp <kafka classpath>:<dir of this class> BenchConsumer --bootstrap H:P --topic T
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
 //        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
+//        [--start earliest|latest] [--latency-warmup-ms MS]
 //        [--security plaintext|sasl_ssl --ca-location PEM --sasl-username U --sasl-password P]
 //
 // Under sasl_ssl it sets the same properties as ours (SaslSsl::java_properties in
@@ -31,6 +32,8 @@ public final class BenchConsumer {
 
     public static void main(String[] argv) {
         String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
+        String startOffset = "earliest";
+        long latencyWarmupMs = -1;
         String security = "plaintext", caLocation = null, saslUsername = null, saslPassword = null;
         int partitions = 0;
         long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
@@ -47,6 +50,8 @@ public final class BenchConsumer {
                 case "--expected": expected = Long.parseLong(v); break;
                 case "--leave-after-ms": leaveAfterMs = Long.parseLong(v); break;
                 case "--rate-per-s": ratePerS = Math.max(1, Long.parseLong(v)); break;
+                case "--start": startOffset = v; break;
+                case "--latency-warmup-ms": latencyWarmupMs = Long.parseLong(v); break;
                 case "--security": security = v; break;
                 case "--ca-location": caLocation = v; break;
                 case "--sasl-username": saslUsername = v; break;
@@ -62,7 +67,10 @@ public final class BenchConsumer {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("client.id", "bench-java-" + protocol);
-        props.put("auto.offset.reset", "earliest");
+        if (!startOffset.equals("earliest") && !startOffset.equals("latest")) {
+            fail("unknown start " + startOffset);
+        }
+        props.put("auto.offset.reset", startOffset);
         props.put("enable.auto.commit", "false");
         props.put("group.protocol", protocol);
         if (mode.equals("subscribe")) {
@@ -102,6 +110,14 @@ public final class BenchConsumer {
         }
 
         long first = -1, last = -1, maxGap = 0, records = 0, bytes = 0;
+        // The latency workload: delivery time - record timestamp (CreateTime from the
+        // producer, same machine clock) of every record after the warm-up, in µs.
+        long[] latencies = new long[latencyWarmupMs >= 0 ? 1 << 16 : 0];
+        int nLatencies = 0;
+        // A rate-limited application (the rebalance workload): when each partition last had a
+        // record delivered, as Stats::note_partitions (plast_<p> in the report line).
+        long[] partitionLast = new long[ratePerS > 0 ? partitions : 0];
+        java.util.Arrays.fill(partitionLast, -1);
         while (true) {
             ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
             int n = batch.count();
@@ -114,8 +130,20 @@ public final class BenchConsumer {
                     maxGap = Math.max(maxGap, now - last);
                 }
                 last = now;
+                boolean measuring = latencyWarmupMs >= 0 && now - first >= latencyWarmupMs * 1_000_000L;
+                Instant wallNow = measuring ? Instant.now() : null;
+                long nowUs = measuring ? wallNow.getEpochSecond() * 1_000_000L + wallNow.getNano() / 1_000 : 0;
                 for (ConsumerRecord<byte[], byte[]> r : batch) {
                     bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
+                    if (r.partition() < partitionLast.length) {
+                        partitionLast[r.partition()] = now;
+                    }
+                    if (measuring) {
+                        if (nLatencies == latencies.length) {
+                            latencies = java.util.Arrays.copyOf(latencies, latencies.length * 2);
+                        }
+                        latencies[nLatencies++] = Math.max(0, nowUs - Math.max(0, r.timestamp()) * 1000);
+                    }
                 }
                 records += n;
                 if (ratePerS > 0) {
@@ -142,7 +170,36 @@ public final class BenchConsumer {
             + " start_ns=" + base
             + " first_ns=" + (base + (first - start))
             + " last_ns=" + (base + (last - start))
-            + " max_gap_ns=" + maxGap);
+            + " max_gap_ns=" + maxGap
+            + latencyFields(latencies, nLatencies)
+            + partitionFields(partitionLast, base, start));
+    }
+
+    // The same nearest-rank percentiles and fields as Percentiles in bench/src/lib.rs.
+    private static String latencyFields(long[] samples, int n) {
+        if (n == 0) {
+            return "";
+        }
+        long[] sorted = java.util.Arrays.copyOf(samples, n);
+        java.util.Arrays.sort(sorted);
+        return " lat_n=" + n + " lat_p50_us=" + rank(sorted, 0.50) + " lat_p99_us=" + rank(sorted, 0.99)
+            + " lat_p999_us=" + rank(sorted, 0.999) + " lat_max_us=" + sorted[n - 1];
+    }
+
+    private static String partitionFields(long[] partitionLast, long base, long start) {
+        StringBuilder s = new StringBuilder();
+        for (int p = 0; p < partitionLast.length; p++) {
+            if (partitionLast[p] >= 0) {
+                s.append(" plast_").append(p).append('=').append(base + (partitionLast[p] - start));
+            }
+        }
+        return s.toString();
+    }
+
+    private static long rank(long[] sorted, double q) {
+        int n = sorted.length;
+        int r = (int) Math.ceil(q * n);
+        return sorted[Math.min(Math.max(r, 1), n) - 1];
     }
 
     private static void sleepNs(long ns) {

@@ -1,7 +1,7 @@
 //! Fills the benchmark topics with Kafka's own Java producer (`ProducerPerformance` from
 //! kafka-tools 4.1.1, the class behind `kafka-producer-perf-test.sh`).
 //!
-//! One topic per record size and codec, 12 partitions, named after its record count so a topic
+//! One topic per record size and codec the workloads read, 12 partitions, named after its record count so a topic
 //! is filled once and reused by later runs. Values are drawn at random from 10,000 distinct
 //! log-like lines of exactly the record size (a JSON-ish prefix, then random hex), so the codecs
 //! compress about as they would real events, not a single repeated payload. Keys are null.
@@ -22,7 +22,7 @@ pub fn topic_name(size: usize, codec: Codec, records: u64) -> String {
 
 const TOOL_JVM: [&str; 3] = ["-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"];
 
-fn tool(classpath: &str, class: &str) -> Command {
+pub(crate) fn tool(classpath: &str, class: &str) -> Command {
     let mut command = Command::new("java");
     command.args(TOOL_JVM).arg("-cp").arg(classpath).arg(class);
     command
@@ -88,63 +88,62 @@ pub fn fill(options: &Options) -> Result<(), String> {
         return Err("KAFKA_BOOTSTRAP is not set (start the broker with bench/run)".to_owned());
     }
     let classpath = kafka_classpath()?;
-    for &size in &options.sizes {
+    // Only the topics the run's workloads read (`Options::filled_topics`).
+    for (size, codec) in options.filled_topics() {
         let payloads = payload_file(size)?;
-        for &codec in &options.codecs {
-            let records = options.records(size);
-            let topic = topic_name(size, codec, records);
-            let have = end_offsets(&classpath, &options.bootstrap, &topic);
-            if have == records {
-                eprintln!("kafka-bench: {topic}: {have} records, reused");
-                continue;
-            }
-            if have > 0 {
-                return Err(format!(
-                    "{topic} holds {have} records, not {records} (an interrupted fill?): delete it \
-                     with TopicCommand --delete or restart the broker with a fresh state dir"
-                ));
-            }
-            output(
-                tool(&classpath, "org.apache.kafka.tools.TopicCommand").args([
-                    "--bootstrap-server",
-                    &options.bootstrap,
-                    "--create",
-                    "--if-not-exists",
-                    "--topic",
-                    &topic,
-                    "--partitions",
-                    &PARTITIONS.to_string(),
-                    "--replication-factor",
-                    "1",
+        let records = options.records(size);
+        let topic = topic_name(size, codec, records);
+        let have = end_offsets(&classpath, &options.bootstrap, &topic);
+        if have == records {
+            eprintln!("kafka-bench: {topic}: {have} records, reused");
+            continue;
+        }
+        if have > 0 {
+            return Err(format!(
+                "{topic} holds {have} records, not {records} (an interrupted fill?): delete it \
+                 with TopicCommand --delete or restart the broker with a fresh state dir"
+            ));
+        }
+        output(
+            tool(&classpath, "org.apache.kafka.tools.TopicCommand").args([
+                "--bootstrap-server",
+                &options.bootstrap,
+                "--create",
+                "--if-not-exists",
+                "--topic",
+                &topic,
+                "--partitions",
+                &PARTITIONS.to_string(),
+                "--replication-factor",
+                "1",
+            ]),
+        )?;
+        eprintln!("kafka-bench: {topic}: producing {records} records ...");
+        let started = Instant::now();
+        let produced = output(
+            tool(&classpath, "org.apache.kafka.tools.ProducerPerformance")
+                .args(["--topic", &topic, "--num-records", &records.to_string()])
+                .args(["--throughput", "-1", "--payload-file"])
+                .arg(&payloads)
+                .args([
+                    "--producer-props",
+                    &format!("bootstrap.servers={}", options.bootstrap),
+                    &format!("compression.type={}", codec.name()),
+                    "acks=1",
+                    "linger.ms=20",
+                    "batch.size=65536",
                 ]),
-            )?;
-            eprintln!("kafka-bench: {topic}: producing {records} records ...");
-            let started = Instant::now();
-            let produced = output(
-                tool(&classpath, "org.apache.kafka.tools.ProducerPerformance")
-                    .args(["--topic", &topic, "--num-records", &records.to_string()])
-                    .args(["--throughput", "-1", "--payload-file"])
-                    .arg(&payloads)
-                    .args([
-                        "--producer-props",
-                        &format!("bootstrap.servers={}", options.bootstrap),
-                        &format!("compression.type={}", codec.name()),
-                        "acks=1",
-                        "linger.ms=20",
-                        "batch.size=65536",
-                    ]),
-            )?;
-            let summary = produced.lines().last().unwrap_or_default();
-            eprintln!(
-                "kafka-bench: {topic}: {summary} ({:.0?})",
-                started.elapsed()
-            );
-            // The last acks can race the end-offset lookup; give the log a moment.
-            std::thread::sleep(Duration::from_millis(500));
-            let have = end_offsets(&classpath, &options.bootstrap, &topic);
-            if have != records {
-                return Err(format!("{topic}: produced {records}, broker has {have}"));
-            }
+        )?;
+        let summary = produced.lines().last().unwrap_or_default();
+        eprintln!(
+            "kafka-bench: {topic}: {summary} ({:.0?})",
+            started.elapsed()
+        );
+        // The last acks can race the end-offset lookup; give the log a moment.
+        std::thread::sleep(Duration::from_millis(500));
+        let have = end_offsets(&classpath, &options.bootstrap, &topic);
+        if have != records {
+            return Err(format!("{topic}: produced {records}, broker has {have}"));
         }
     }
     Ok(())

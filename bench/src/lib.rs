@@ -137,12 +137,38 @@ pub struct ClientArgs {
     /// waits between polls, see [`Stats::pace`]), so a member never reaches the end of its
     /// partitions and every pause in its deliveries is the rebalance's.
     pub rate_per_s: Option<u64>,
+    /// Where an assigned partition without a committed offset starts (`auto.offset.reset`):
+    /// the earliest offset (every workload reading a pre-filled topic), or the end (the latency
+    /// workload, which counts only records produced while the client runs).
+    pub start: Start,
+    /// The latency workload: record each record's delivery time − its timestamp
+    /// ([`Stats::record_latency`]) once this long has passed since the first record (the
+    /// warm-up: connections, the first fetches and a JIT are not what is measured).
+    pub latency_warmup: Option<Duration>,
+}
+
+/// Where a client starts reading a partition it has no committed offset for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    Earliest,
+    Latest,
+}
+
+impl Start {
+    /// Kafka's `auto.offset.reset` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Start::Earliest => "earliest",
+            Start::Latest => "latest",
+        }
+    }
 }
 
 impl ClientArgs {
     /// Parses `--bootstrap H:P --topic T --partitions N --mode assign|subscribe --group G
     /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]
-    /// [--max-buffered-records N] [--rate-per-s N] [--security plaintext|sasl_ssl
+    /// [--max-buffered-records N] [--rate-per-s N] [--start earliest|latest]
+    /// [--latency-warmup-ms MS] [--security plaintext|sasl_ssl
     /// --ca-location PEM --sasl-username U --sasl-password P]`.
     pub fn parse() -> Result<Self, String> {
         Self::parse_from(std::env::args().skip(1))
@@ -165,6 +191,8 @@ impl ClientArgs {
             leave_after: None,
             max_buffered_records: None,
             rate_per_s: None,
+            start: Start::Earliest,
+            latency_warmup: None,
         };
         let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
@@ -201,6 +229,16 @@ impl ClientArgs {
                         Some(value.parse().map_err(|e| format!("{flag}: {e}"))?)
                 }
                 "--rate-per-s" => args.rate_per_s = Some(number(&value)?.max(1)),
+                "--start" => {
+                    args.start = match value.as_str() {
+                        "earliest" => Start::Earliest,
+                        "latest" => Start::Latest,
+                        other => return Err(format!("unknown start {other}")),
+                    }
+                }
+                "--latency-warmup-ms" => {
+                    args.latency_warmup = Some(Duration::from_millis(number(&value)?))
+                }
                 "--security" => security = Security::parse(&value)?,
                 "--ca-location" => ca_location = Some(value),
                 "--sasl-username" => username = Some(value),
@@ -257,6 +295,62 @@ pub struct Stats {
     window: Duration,
     expected: u64,
     rate_per_s: Option<u64>,
+    latency_warmup: Option<Duration>,
+    /// Delivery time − record timestamp of every record after the warm-up, in µs.
+    latencies_us: Vec<u64>,
+    /// A rate-limited application (the rebalance workload): when each partition last had a
+    /// record delivered, so the driver can check that the members that stayed received the
+    /// leaver's partitions after it left ([`Stats::note_partitions`]).
+    partition_last: Vec<Option<Instant>>,
+}
+
+/// The percentiles of the latency workload, in µs (nearest-rank on the sorted samples).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Percentiles {
+    pub samples: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles (the smallest sample with at least `q` of the samples at or
+    /// below it); `None` without samples. Sorts `samples` in place.
+    pub fn of(samples: &mut [u64]) -> Option<Percentiles> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let rank = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Some(Percentiles {
+            samples: n as u64,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            p999: rank(0.999),
+            max: samples[n - 1],
+        })
+    }
+}
+
+/// Now, in µs since the Unix epoch: the clock the producer's timestamps come from (the same
+/// machine's wall clock).
+pub fn wall_clock_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros() as u64
+}
+
+impl Percentiles {
+    /// The `BENCH` line's latency fields (the Java client prints the same).
+    pub fn fields(&self) -> String {
+        format!(
+            " lat_n={} lat_p50_us={} lat_p99_us={} lat_p999_us={} lat_max_us={}",
+            self.samples, self.p50, self.p99, self.p999, self.max
+        )
+    }
 }
 
 impl Stats {
@@ -273,7 +367,50 @@ impl Stats {
             window: args.leave_after.unwrap_or(args.window).min(args.window),
             expected: args.expected,
             rate_per_s: args.rate_per_s,
+            latency_warmup: args.latency_warmup,
+            latencies_us: Vec::new(),
+            partition_last: if args.rate_per_s.is_some() {
+                vec![None; args.partitions.max(0) as usize]
+            } else {
+                Vec::new()
+            },
         }
+    }
+
+    /// Notes the partitions of records delivered now (only a rate-limited application keeps
+    /// them: at its rate this costs nothing; unlimited ones skip the per-record work).
+    pub fn note_partitions(&mut self, partitions: impl IntoIterator<Item = i32>) {
+        if self.partition_last.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for p in partitions {
+            if let Some(slot) = self.partition_last.get_mut(p.max(0) as usize) {
+                *slot = Some(now);
+            }
+        }
+    }
+
+    /// Whether [`Stats::note_partitions`] keeps anything (so a client can skip collecting).
+    pub fn tracks_partitions(&self) -> bool {
+        !self.partition_last.is_empty()
+    }
+
+    /// Whether the client should call [`Stats::record_latency`] for the records it just
+    /// delivered: the latency workload, past its warm-up.
+    pub fn measuring_latency(&self) -> bool {
+        match (self.latency_warmup, self.first) {
+            (Some(warmup), Some(first)) => first.elapsed() >= warmup,
+            _ => false,
+        }
+    }
+
+    /// Notes one record delivered now whose timestamp (CreateTime, set by the producer from
+    /// the same machine's wall clock) is `timestamp_ms`. The timestamp has ms resolution, so
+    /// every latency reads up to 1 ms high, alike for every client.
+    pub fn record_latency(&mut self, now_us: u64, timestamp_ms: i64) {
+        let sent_us = (timestamp_ms.max(0) as u64).saturating_mul(1000);
+        self.latencies_us.push(now_us.saturating_sub(sent_us));
     }
 
     /// Notes `records` records with `bytes` bytes of keys and values, handed to the application
@@ -328,7 +465,7 @@ impl Stats {
                 .as_nanos();
             at.map_or(0, |t| base + (t - self.start).as_nanos())
         };
-        format!(
+        let mut line = format!(
             "BENCH records={} bytes={} start_ns={} first_ns={} last_ns={} max_gap_ns={}",
             self.records,
             self.bytes,
@@ -336,7 +473,16 @@ impl Stats {
             epoch_ns(self.first),
             epoch_ns(self.last),
             self.max_gap.as_nanos(),
-        )
+        );
+        if let Some(p) = Percentiles::of(&mut self.latencies_us.clone()) {
+            line.push_str(&p.fields());
+        }
+        for (partition, at) in self.partition_last.iter().enumerate() {
+            if let Some(at) = at {
+                line.push_str(&format!(" plast_{partition}={}", epoch_ns(Some(*at))));
+            }
+        }
+        line
     }
 }
 
@@ -379,6 +525,8 @@ mod tests {
             leave_after: None,
             max_buffered_records: None,
             rate_per_s,
+            start: Start::Earliest,
+            latency_warmup: None,
         }
     }
 
@@ -439,6 +587,87 @@ mod tests {
         assert!(error.contains("--sasl-password"), "{error}");
         let error = ClientArgs::parse_from(argv(&["--security", "ssl"])).unwrap_err();
         assert!(error.contains("unknown security ssl"), "{error}");
+    }
+
+    #[test]
+    fn the_latency_workload_starts_at_the_end_and_warms_up() {
+        let args = ClientArgs::parse_from(argv(&[])).expect("defaults");
+        assert_eq!(args.start, Start::Earliest);
+        assert_eq!(args.latency_warmup, None);
+        let args =
+            ClientArgs::parse_from(argv(&["--start", "latest", "--latency-warmup-ms", "1000"]))
+                .expect("latency");
+        assert_eq!(args.start, Start::Latest);
+        assert_eq!(args.start.name(), "latest");
+        assert_eq!(args.latency_warmup, Some(Duration::from_secs(1)));
+        let error = ClientArgs::parse_from(argv(&["--start", "middle"])).unwrap_err();
+        assert!(error.contains("unknown start middle"), "{error}");
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(Percentiles::of(&mut []), None);
+        let mut one = [7];
+        let p = Percentiles::of(&mut one).expect("one sample");
+        assert_eq!((p.p50, p.p99, p.p999, p.max), (7, 7, 7, 7));
+        // 1..=1000 shuffled: the 500th, 990th and 999th smallest.
+        let mut samples: Vec<u64> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
+        let p = Percentiles::of(&mut samples).expect("samples");
+        assert_eq!(
+            p,
+            Percentiles {
+                samples: 1000,
+                p50: 500,
+                p99: 990,
+                p999: 999,
+                max: 1000
+            }
+        );
+        assert_eq!(
+            p.fields(),
+            " lat_n=1000 lat_p50_us=500 lat_p99_us=990 lat_p999_us=999 lat_max_us=1000"
+        );
+    }
+
+    #[test]
+    fn latencies_count_only_after_the_warm_up_and_never_go_negative() {
+        let mut a = args(None);
+        a.latency_warmup = Some(Duration::ZERO);
+        let mut stats = Stats::start(&a);
+        assert!(!stats.measuring_latency(), "no record yet");
+        stats.delivered(1, 100);
+        assert!(stats.measuring_latency());
+        stats.record_latency(5_000_300, 5_000);
+        // A timestamp a little ahead of the delivery (ms rounding) counts as 0.
+        stats.record_latency(4_999_000, 5_000);
+        assert!(stats
+            .report()
+            .ends_with(" lat_n=2 lat_p50_us=0 lat_p99_us=300 lat_p999_us=300 lat_max_us=300"));
+        let unmeasured = Stats::start(&args(None));
+        assert!(!unmeasured.report().contains("lat_n"));
+    }
+
+    #[test]
+    fn a_rate_limited_application_reports_when_each_partition_last_delivered() {
+        let mut a = args(Some(1_000));
+        a.partitions = 3;
+        let mut stats = Stats::start(&a);
+        assert!(stats.tracks_partitions());
+        stats.delivered(2, 200);
+        stats.note_partitions([0, 2, 7]);
+        let line = stats.report();
+        assert!(
+            line.contains(" plast_0=") && line.contains(" plast_2="),
+            "{line}"
+        );
+        assert!(
+            !line.contains("plast_1") && !line.contains("plast_7"),
+            "{line}"
+        );
+        let mut unlimited = Stats::start(&args(None));
+        assert!(!unlimited.tracks_partitions());
+        unlimited.note_partitions([0]);
+        assert!(!unlimited.report().contains("plast_"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! ```text
 //! kafka-bench all|fill|run|report [--sizes 100,1024] [--codecs none,lz4,zstd]
 //!     [--codecs-groups none] [--modes assign,subscribe,group,rebalance] [--clients ours,rdkafka,...] [--reps 3]
+//!     (or the second-round workloads, on their own: [--modes latency,slow-app,ceiling])
 //!     [--window-ms 5000] [--records-100 N] [--records-1024 N] [--security plaintext,sasl_ssl]
+//!     [--latency-window-ms 22000] [--slow-app-window-ms 60000]
 //! ```
 //!
 //! The broker comes from `KAFKA_BOOTSTRAP` (see `bench/run`, which starts it); with
@@ -72,16 +74,49 @@ pub enum WorkloadMode {
     /// Measured at the smallest record size, uncompressed only: a pause at a fixed rate does
     /// not depend on how the records are encoded.
     Rebalance,
+    /// End-to-end latency at a fixed produce rate (records a second, one of
+    /// [`runner::LATENCY_RATES`]): a rate-limited Java producer writes 100 B records while one
+    /// client, assigned every partition from the end, reports percentiles of delivery time −
+    /// record timestamp (same machine clock).
+    Latency(u64),
+    /// A slow application on the pre-filled 100 B topic: every client delivers at most
+    /// [`runner::SLOW_APP_RATE_PER_S`] records a second for [`runner::SLOW_APP_WINDOW_MS`]
+    /// (assign mode), while the driver samples its RSS: what a consumer buffers when the
+    /// application cannot keep up, and whether that stays bounded.
+    SlowApp,
+    /// The assign workload (uncompressed) with the raw fetch-only client `ceiling` beside the
+    /// others: the broker's serving ceiling on this machine, every client a fraction of it.
+    Ceiling,
 }
 
 impl WorkloadMode {
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            WorkloadMode::Assign => "assign",
-            WorkloadMode::Subscribe => "subscribe",
-            WorkloadMode::Group => "group",
-            WorkloadMode::Rebalance => "rebalance",
+            WorkloadMode::Assign => "assign".to_owned(),
+            WorkloadMode::Subscribe => "subscribe".to_owned(),
+            WorkloadMode::Group => "group".to_owned(),
+            WorkloadMode::Rebalance => "rebalance".to_owned(),
+            WorkloadMode::Latency(rate) => format!("latency-{}", rate_label(rate)),
+            WorkloadMode::SlowApp => "slow-app".to_owned(),
+            WorkloadMode::Ceiling => "ceiling".to_owned(),
         }
+    }
+
+    /// The latency, slow-app and ceiling workloads: their results go to their own file and block
+    /// ([`report::ResultsSet::Workloads`]), never mixed with the peer matrix's.
+    pub fn is_second_round(self) -> bool {
+        matches!(
+            self,
+            WorkloadMode::Latency(_) | WorkloadMode::SlowApp | WorkloadMode::Ceiling
+        )
+    }
+
+    /// Whether the clients run in assign mode (no group).
+    pub fn assigns(self) -> bool {
+        !matches!(
+            self,
+            WorkloadMode::Subscribe | WorkloadMode::Group | WorkloadMode::Rebalance
+        )
     }
 
     /// Whether the workload runs [`runner::GROUP_MEMBERS`] members, one of which leaves.
@@ -89,14 +124,40 @@ impl WorkloadMode {
         matches!(self, WorkloadMode::Group | WorkloadMode::Rebalance)
     }
 
-    fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "assign" => Ok(WorkloadMode::Assign),
-            "subscribe" => Ok(WorkloadMode::Subscribe),
-            "group" => Ok(WorkloadMode::Group),
-            "rebalance" => Ok(WorkloadMode::Rebalance),
-            other => Err(format!("unknown mode {other}")),
-        }
+    /// One mode, or `latency` for every rate of [`runner::LATENCY_RATES`] (`latency-10k` for
+    /// one of them).
+    fn parse(s: &str) -> Result<Vec<Self>, String> {
+        let one = match s {
+            "assign" => WorkloadMode::Assign,
+            "subscribe" => WorkloadMode::Subscribe,
+            "group" => WorkloadMode::Group,
+            "rebalance" => WorkloadMode::Rebalance,
+            "slow-app" => WorkloadMode::SlowApp,
+            "ceiling" => WorkloadMode::Ceiling,
+            "latency" => {
+                return Ok(runner::LATENCY_RATES
+                    .iter()
+                    .map(|&r| WorkloadMode::Latency(r))
+                    .collect())
+            }
+            other => runner::LATENCY_RATES
+                .iter()
+                .map(|&r| WorkloadMode::Latency(r))
+                .find(|m| m.name() == other)
+                .ok_or(format!("unknown mode {other}"))?,
+        };
+        Ok(vec![one])
+    }
+}
+
+/// `1k`, `100k`, `1M` records a second.
+pub fn rate_label(rate: u64) -> String {
+    if rate >= 1_000_000 && rate.is_multiple_of(1_000_000) {
+        format!("{}M", rate / 1_000_000)
+    } else if rate >= 1_000 && rate.is_multiple_of(1_000) {
+        format!("{}k", rate / 1_000)
+    } else {
+        rate.to_string()
     }
 }
 
@@ -166,9 +227,18 @@ pub struct Client {
 }
 
 impl Client {
-    /// Whether the client runs in `mode`.
+    /// Whether the client runs in `mode`: the second protocols only where a group is involved,
+    /// the raw fetch loop only in the ceiling workload.
     pub fn runs_in(&self, mode: WorkloadMode) -> bool {
-        !(self.groups_only && mode == WorkloadMode::Assign)
+        if self.is_ceiling() {
+            return mode == WorkloadMode::Ceiling;
+        }
+        !(self.groups_only && mode.assigns())
+    }
+
+    /// Whether the client is the raw fetch loop of the ceiling workload (no consumer).
+    pub fn is_ceiling(&self) -> bool {
+        matches!(self.launch, Launch::Rust("client-ceiling"))
     }
 
     /// Whether the client is ours (a column of our side in the ratios, not a peer).
@@ -178,7 +248,7 @@ impl Client {
 }
 
 /// Every client, in the order of the table.
-pub const CLIENTS: [Client; 8] = [
+pub const CLIENTS: [Client; 9] = [
     Client {
         name: "ours",
         launch: Launch::Rust("client-ours"),
@@ -252,6 +322,16 @@ pub const CLIENTS: [Client; 8] = [
         groups_only: false,
         no_sasl_ssl: None,
     },
+    // Not a consumer: Fetch requests in a loop, batches counted from their headers
+    // (bench/src/bin/client-ceiling.rs). Only in the ceiling workload, where it is the 1.0.
+    Client {
+        name: "ceiling",
+        launch: Launch::Rust("client-ceiling"),
+        protocol: Protocol::Classic,
+        extra: &[],
+        groups_only: false,
+        no_sasl_ssl: Some("the raw fetch loop speaks PLAINTEXT only"),
+    },
 ];
 
 /// The broker's SASL_SSL listener and what a client needs for it.
@@ -311,6 +391,10 @@ pub struct Options {
     pub clients: Vec<Client>,
     pub reps: usize,
     pub window_ms: u64,
+    /// The latency workload's window after the first record (the warm-up included).
+    pub latency_window_ms: u64,
+    /// The slow-app workload's window after the first record.
+    pub slow_app_window_ms: u64,
     pub records_100: u64,
     pub records_1024: u64,
     pub bootstrap: String,
@@ -343,6 +427,17 @@ impl Options {
             }
         };
         for &mode in &self.modes {
+            // Fixed-rate workloads: 100 B uncompressed (the rate, not the encoding, is measured).
+            if matches!(mode, WorkloadMode::Latency(_) | WorkloadMode::SlowApp) {
+                push(100, Codec::None, mode);
+                continue;
+            }
+            if mode == WorkloadMode::Ceiling {
+                for &size in &self.sizes {
+                    push(size, Codec::None, mode);
+                }
+                continue;
+            }
             if mode == WorkloadMode::Rebalance {
                 if let Some(&size) = self.sizes.iter().min() {
                     push(size, Codec::None, mode);
@@ -362,6 +457,20 @@ impl Options {
         all
     }
 
+    /// The pre-filled topics the workloads read, as (record size, codec): the latency
+    /// workload writes its own as it runs.
+    pub fn filled_topics(&self) -> Vec<(usize, Codec)> {
+        let mut topics: Vec<(usize, Codec)> = self
+            .workloads()
+            .iter()
+            .filter(|w| !matches!(w.mode, WorkloadMode::Latency(_)))
+            .map(|w| (w.size, w.codec))
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+
     /// The SASL_SSL listener, when a workload needs it.
     pub fn sasl_ssl_listener(&self) -> Result<Option<SaslSslListener>, String> {
         if !self.securities.contains(&Security::SaslSsl) {
@@ -373,10 +482,12 @@ impl Options {
     /// Which results a run writes: `peers` for the plaintext matrix, `tls` for a run with
     /// another listener (so the TLS comparison never overwrites the plaintext matrix).
     pub fn results_set(&self) -> report::ResultsSet {
-        if self.securities.iter().all(|&s| s == Security::Plaintext) {
-            report::ResultsSet::Peers
-        } else {
+        if !self.securities.iter().all(|&s| s == Security::Plaintext) {
             report::ResultsSet::Tls
+        } else if self.modes.iter().all(|m| m.is_second_round()) {
+            report::ResultsSet::Workloads
+        } else {
+            report::ResultsSet::Peers
         }
     }
 }
@@ -401,6 +512,9 @@ fn parse_options() -> Result<Options, String> {
         clients: CLIENTS.to_vec(),
         reps: 3,
         window_ms: 5_000,
+        // 2 s of warm-up, then 20 s: 2 M samples at 100 k records/s, 18 k at 1 k/s.
+        latency_window_ms: 22_000,
+        slow_app_window_ms: 60_000,
         // Enough that the fastest client (ours, ~5–6 M records/s at 100 B and ~1.3 M at 1 KiB
         // in assign mode) still reads for most of the 5 s window: 2.2 GB and 7.2 GB uncompressed.
         records_100: 20_000_000,
@@ -418,7 +532,19 @@ fn parse_options() -> Result<Options, String> {
             "--sizes" => options.sizes = list(value, |s| s.parse().map_err(|e| format!("{e}")))?,
             "--codecs" => options.codecs = list(value, Codec::parse)?,
             "--codecs-groups" => options.codecs_groups = Some(list(value, Codec::parse)?),
-            "--modes" => options.modes = list(value, WorkloadMode::parse)?,
+            "--modes" => {
+                options.modes = list(value, WorkloadMode::parse)?
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let second = options.modes.iter().filter(|m| m.is_second_round()).count();
+                if second != 0 && second != options.modes.len() {
+                    return Err("latency, slow-app and ceiling write their own results \
+                                (bench/results/workloads.tsv): run them apart from the \
+                                peer matrix's modes"
+                        .to_owned());
+                }
+            }
             "--clients" => {
                 options.clients = list(value, |name| {
                     CLIENTS
@@ -430,6 +556,8 @@ fn parse_options() -> Result<Options, String> {
             }
             "--reps" => options.reps = number(value)? as usize,
             "--window-ms" => options.window_ms = number(value)?,
+            "--latency-window-ms" => options.latency_window_ms = number(value)?,
+            "--slow-app-window-ms" => options.slow_app_window_ms = number(value)?,
             "--records-100" => options.records_100 = number(value)?,
             "--records-1024" => options.records_1024 = number(value)?,
             "--bootstrap" => options.bootstrap = value.clone(),
@@ -514,6 +642,94 @@ pub fn newer(path: &Path, than: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_second_round_modes_parse_and_expand() {
+        assert_eq!(
+            WorkloadMode::parse("latency").expect("latency"),
+            vec![
+                WorkloadMode::Latency(1_000),
+                WorkloadMode::Latency(10_000),
+                WorkloadMode::Latency(100_000)
+            ]
+        );
+        assert_eq!(
+            WorkloadMode::parse("latency-10k").expect("one rate"),
+            vec![WorkloadMode::Latency(10_000)]
+        );
+        assert_eq!(
+            WorkloadMode::parse("slow-app").expect("slow-app"),
+            vec![WorkloadMode::SlowApp]
+        );
+        assert_eq!(
+            WorkloadMode::parse("ceiling").expect("ceiling"),
+            vec![WorkloadMode::Ceiling]
+        );
+        assert!(WorkloadMode::parse("latency-7k").is_err());
+        for mode in [
+            WorkloadMode::Latency(100_000),
+            WorkloadMode::SlowApp,
+            WorkloadMode::Ceiling,
+        ] {
+            assert_eq!(
+                WorkloadMode::parse(&mode.name()).expect("round trip"),
+                vec![mode]
+            );
+            assert!(mode.is_second_round() && mode.assigns());
+        }
+        assert_eq!(rate_label(100_000), "100k");
+        assert_eq!(rate_label(2_500), "2500");
+    }
+
+    #[test]
+    fn the_second_round_workloads_and_their_clients() {
+        let options = Options {
+            command: String::new(),
+            sizes: vec![100, 1024],
+            codecs: vec![Codec::None, Codec::Lz4],
+            codecs_groups: None,
+            modes: vec![
+                WorkloadMode::Latency(1_000),
+                WorkloadMode::SlowApp,
+                WorkloadMode::Ceiling,
+            ],
+            clients: CLIENTS.to_vec(),
+            reps: 1,
+            window_ms: 5_000,
+            latency_window_ms: 22_000,
+            slow_app_window_ms: 60_000,
+            records_100: 20_000_000,
+            records_1024: 7_000_000,
+            bootstrap: String::new(),
+            securities: vec![Security::Plaintext],
+            bootstrap_sasl_ssl: String::new(),
+            security_file: String::new(),
+        };
+        let labels: Vec<String> = options.workloads().iter().map(Workload::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "100B/none/latency-1k",
+                "100B/none/slow-app",
+                "100B/none/ceiling",
+                "1KiB/none/ceiling"
+            ]
+        );
+        // The latency topic is written while it runs: only slow-app and ceiling need a fill.
+        assert_eq!(
+            options.filled_topics(),
+            vec![(100, Codec::None), (1024, Codec::None)]
+        );
+        assert_eq!(options.results_set(), report::ResultsSet::Workloads);
+        let by_name = |n: &str| CLIENTS.iter().find(|c| c.name == n).copied().expect(n);
+        let ceiling = by_name("ceiling");
+        assert!(ceiling.runs_in(WorkloadMode::Ceiling));
+        assert!(!ceiling.runs_in(WorkloadMode::Assign) && !ceiling.runs_in(WorkloadMode::SlowApp));
+        let ours_consumer = by_name("ours-consumer");
+        assert!(!ours_consumer.runs_in(WorkloadMode::Latency(1_000)));
+        assert!(ours_consumer.runs_in(WorkloadMode::Group));
+        assert!(by_name("java-consumer").runs_in(WorkloadMode::SlowApp));
+    }
 
     #[test]
     fn the_sasl_ssl_listener_comes_from_the_harness_security_file() {

@@ -34,6 +34,25 @@ pub const REBALANCE_RATE_PER_S: u64 = 20_000;
 /// the leave, the slowest protocol's notice of it (KIP-848's 5 s heartbeat interval) and the
 /// resumed deliveries fit inside it.
 pub const REBALANCE_WINDOW_MS: u64 = 10_000;
+/// The latency workload's produce rates, records a second.
+pub const LATENCY_RATES: [u64; 3] = [1_000, 10_000, 100_000];
+/// The latency workload's topic (100 B values, 12 partitions), shared by every run: each run
+/// reads only what is produced while it runs (it starts at the end offsets).
+pub const LATENCY_TOPIC: &str = "bench-latency-100b";
+/// The producer starts this long before the client, so its JVM is up and producing at its
+/// rate when the client arrives.
+pub const LATENCY_PRODUCER_LEAD: Duration = Duration::from_secs(4);
+/// Latencies are recorded from this long after a client's first record: connection set-up,
+/// the first fetches and a JIT's warm-up are not steady-state delivery.
+pub const LATENCY_WARMUP_MS: u64 = 2_000;
+/// What the slow application takes a second, every client alike: a tenth of what the slowest
+/// client (krafka, ~210 k records/s at 100 B) reads unthrottled in assign mode, so every client
+/// fetches at least 10× faster than its application (ours ~290×). A tenth of ours' rate
+/// (~585 k/s) would read the 20 M-record topic to its end in 35 s and would not hold back the
+/// clients slower than that at all.
+pub const SLOW_APP_RATE_PER_S: u64 = 20_000;
+/// How often the driver samples a child's RSS (`VmRSS` in `/proc/<pid>/status`).
+const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(500);
 
 /// What one child process did.
 #[derive(Debug, Default)]
@@ -46,6 +65,36 @@ struct ChildOutcome {
     killed: bool,
     /// Remote TCP ports seen on the child's sockets while it ran.
     remote_ports: BTreeSet<u16>,
+    /// `(ms since the children started, VmRSS kB)`, every [`RSS_SAMPLE_EVERY`].
+    rss: Vec<(u64, i64)>,
+}
+
+/// The `VmRSS` of a `/proc/<pid>/status` text, in kB.
+pub fn vm_rss_kb(status: &str) -> Option<i64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let mut fields = line["VmRSS:".len()..].split_whitespace();
+    let kb = fields.next()?.parse().ok()?;
+    (fields.next() == Some("kB")).then_some(kb)
+}
+
+/// A child's RSS now (`None` once it has exited or when `/proc` is unreadable).
+fn sample_rss(pid: libc::pid_t) -> Option<i64> {
+    vm_rss_kb(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// What a run's RSS samples say: the median over its second half (the steady state) and
+/// the growth from the middle of the run to its end (a bounded consumer's is ~0).
+pub fn rss_steady_and_growth(samples: &[(u64, i64)]) -> Option<(i64, i64)> {
+    let (&(end_ms, end_kb), _) = samples.split_last()?;
+    let half = end_ms / 2;
+    let mut second: Vec<i64> = samples
+        .iter()
+        .filter(|(t, _)| *t >= half)
+        .map(|(_, kb)| *kb)
+        .collect();
+    let mid_kb = second[0];
+    second.sort_unstable();
+    Some((second[second.len() / 2], end_kb - mid_kb))
 }
 
 /// How often the driver looks at the children's sockets: often enough to see every broker
@@ -77,14 +126,26 @@ pub struct Row {
     /// Remote ports the members' sockets were seen connected to, comma-separated (empty in
     /// TSVs written before the column existed).
     pub ports: String,
+    /// The latency workload: p50, p99, p99.9 and max of delivery − record timestamp, ms, and
+    /// how many records they are over (0 elsewhere).
+    pub latency_ms: [f64; 4],
+    pub latency_samples: u64,
+    /// The slow-app workload: median RSS over the run's second half, and its growth from the
+    /// middle of the run to the end, kB (0 elsewhere).
+    pub rss_steady_kb: i64,
+    pub rss_growth_kb: i64,
 }
 
-pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\trecords\tbytes\tfetch_s\tjoin_s\tfirst_ms\tmax_gap_ms\tcpu_s\trss_kb\terror\tports";
+/// The slow-app workload's RSS samples (`bench/results/<this>`).
+pub const RSS_TSV: &str = "workloads-rss.tsv";
+pub const RSS_TSV_HEADER: &str = "workload\tclient\trep\tt_ms\trss_kb";
+
+pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\trecords\tbytes\tfetch_s\tjoin_s\tfirst_ms\tmax_gap_ms\tcpu_s\trss_kb\terror\tports\tlat_p50_ms\tlat_p99_ms\tlat_p999_ms\tlat_max_ms\tlat_n\trss_steady_kb\trss_growth_kb";
 
 impl Row {
     fn tsv(&self) -> String {
         format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.3}\t{:.3}\t{:.4}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{:.6}\t{:.6}\t{:.3}\t{:.3}\t{:.4}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{}\t{}\t{}",
             self.workload,
             self.client,
             self.rep,
@@ -98,7 +159,14 @@ impl Row {
             self.cpu_s,
             self.rss_kb,
             self.error,
-            self.ports
+            self.ports,
+            self.latency_ms[0],
+            self.latency_ms[1],
+            self.latency_ms[2],
+            self.latency_ms[3],
+            self.latency_samples,
+            self.rss_steady_kb,
+            self.rss_growth_kb,
         )
     }
 
@@ -122,6 +190,12 @@ impl Row {
             rss_kb: f[11].parse().ok()?,
             error: f[12].to_owned(),
             ports: f.get(13).map_or(String::new(), |p| (*p).to_owned()),
+            // Absent in TSVs written before the second-round workloads.
+            latency_ms: [14, 15, 16, 17]
+                .map(|i| f.get(i).and_then(|v| v.parse().ok()).unwrap_or(0.0)),
+            latency_samples: f.get(18).and_then(|v| v.parse().ok()).unwrap_or(0),
+            rss_steady_kb: f.get(19).and_then(|v| v.parse().ok()).unwrap_or(0),
+            rss_growth_kb: f.get(20).and_then(|v| v.parse().ok()).unwrap_or(0),
         })
     }
 }
@@ -157,8 +231,10 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
     // Sockets are sampled for every child that is not reaped yet (so its pid is still ours).
     let pids: Vec<libc::pid_t> = running.iter().map(|(pid, ..)| *pid).collect();
     let mut ports: Vec<BTreeSet<u16>> = vec![BTreeSet::new(); pids.len()];
+    let mut rss: Vec<Vec<(u64, i64)>> = vec![Vec::new(); pids.len()];
     let mut reaped_pids: BTreeSet<libc::pid_t> = BTreeSet::new();
     let mut sampled = Instant::now();
+    let mut rss_sampled = Instant::now();
     let mut outcomes = Vec::new();
     for (pid, out, err) in running {
         let mut outcome = ChildOutcome::default();
@@ -168,6 +244,15 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
                 for (i, &p) in pids.iter().enumerate() {
                     if !reaped_pids.contains(&p) {
                         ports[i].extend(remote_ports(p));
+                    }
+                }
+            }
+            if rss_sampled.elapsed() >= RSS_SAMPLE_EVERY {
+                rss_sampled = Instant::now();
+                let at = started.elapsed().as_millis() as u64;
+                for (i, &p) in pids.iter().enumerate() {
+                    if !reaped_pids.contains(&p) {
+                        rss[i].extend(sample_rss(p).map(|kb| (at, kb)));
                     }
                 }
             }
@@ -202,8 +287,9 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
         outcome.stderr = err.join().unwrap_or_default();
         outcomes.push(outcome);
     }
-    for (outcome, ports) in outcomes.iter_mut().zip(ports) {
+    for ((outcome, ports), rss) in outcomes.iter_mut().zip(ports).zip(rss) {
         outcome.remote_ports = ports;
+        outcome.rss = rss;
     }
     Ok(outcomes)
 }
@@ -243,6 +329,8 @@ fn error_text(outcome: &ChildOutcome) -> String {
 
 struct Launcher {
     release_dir: PathBuf,
+    /// Kafka's classpath (the latency workload's producer).
+    kafka_classpath: String,
     java_classpath: String,
     java_log_config: PathBuf,
 }
@@ -274,6 +362,7 @@ impl Launcher {
         .map_err(|e| e.to_string())?;
         Ok(Launcher {
             release_dir,
+            kafka_classpath: kafka.clone(),
             java_classpath: format!("{kafka}:{}", java_dir.display()),
             java_log_config,
         })
@@ -307,9 +396,18 @@ fn run_one(
     client: &Client,
     rep: usize,
     serial: usize,
-) -> Result<Row, String> {
+) -> Result<(Row, Vec<(u64, i64)>), String> {
     let records = options.records(workload.size);
-    let topic = topic_name(workload.size, workload.codec, records);
+    let topic = match workload.mode {
+        WorkloadMode::Latency(_) => LATENCY_TOPIC.to_owned(),
+        _ => topic_name(workload.size, workload.codec, records),
+    };
+    let window_ms = match workload.mode {
+        WorkloadMode::Rebalance => REBALANCE_WINDOW_MS,
+        WorkloadMode::Latency(_) => options.latency_window_ms,
+        WorkloadMode::SlowApp => options.slow_app_window_ms,
+        _ => options.window_ms,
+    };
     let group = format!(
         "bench-{}-{}-{}-{serial}",
         client.name,
@@ -330,7 +428,7 @@ fn run_one(
             "--partitions".to_owned(),
             PARTITIONS.to_string(),
             "--mode".to_owned(),
-            if workload.mode == WorkloadMode::Assign {
+            if workload.mode.assigns() {
                 "assign"
             } else {
                 "subscribe"
@@ -341,14 +439,14 @@ fn run_one(
             "--protocol".to_owned(),
             client.protocol.name().to_owned(),
             "--window-ms".to_owned(),
-            if workload.mode == WorkloadMode::Rebalance {
-                REBALANCE_WINDOW_MS
-            } else {
-                options.window_ms
+            window_ms.to_string(),
+            "--expected".to_owned(),
+            match workload.mode {
+                // Fresh records only, for the whole window (the Java client's count is a long).
+                WorkloadMode::Latency(_) => i64::MAX as u64,
+                _ => records,
             }
             .to_string(),
-            "--expected".to_owned(),
-            records.to_string(),
         ];
         args.extend(client.extra.iter().map(|s| (*s).to_owned()));
         if let Some(listener) = listener {
@@ -367,8 +465,23 @@ fn run_one(
                 .map(str::to_owned),
             );
         }
-        if workload.mode == WorkloadMode::Rebalance {
-            args.extend(["--rate-per-s".to_owned(), REBALANCE_RATE_PER_S.to_string()]);
+        match workload.mode {
+            WorkloadMode::Rebalance => {
+                args.extend(["--rate-per-s".to_owned(), REBALANCE_RATE_PER_S.to_string()])
+            }
+            WorkloadMode::SlowApp => {
+                args.extend(["--rate-per-s".to_owned(), SLOW_APP_RATE_PER_S.to_string()])
+            }
+            WorkloadMode::Latency(_) => args.extend(
+                [
+                    "--start",
+                    "latest",
+                    "--latency-warmup-ms",
+                    &LATENCY_WARMUP_MS.to_string(),
+                ]
+                .map(str::to_owned),
+            ),
+            _ => {}
         }
         if let Some(ms) = leave {
             args.extend(["--leave-after-ms".to_owned(), ms.to_string()]);
@@ -385,9 +498,21 @@ fn run_one(
     } else {
         vec![launcher.command(client, &base(None))]
     };
-    let deadline = Duration::from_millis(options.window_ms.max(REBALANCE_WINDOW_MS))
-        + Duration::from_secs(150);
-    let outcomes = run_children(commands, deadline)?;
+    let deadline =
+        Duration::from_millis(window_ms.max(REBALANCE_WINDOW_MS)) + Duration::from_secs(150);
+    // The latency workload's producer runs from before the client starts until it is done.
+    let producer = match workload.mode {
+        WorkloadMode::Latency(rate) => Some(LatencyProducer::start(
+            &launcher.kafka_classpath,
+            &options.bootstrap,
+            rate,
+            deadline + LATENCY_PRODUCER_LEAD,
+        )?),
+        _ => None,
+    };
+    let outcomes = run_children(commands, deadline);
+    let producer_error = producer.map(LatencyProducer::stop).transpose()?.flatten();
+    let outcomes = outcomes?;
 
     let mut row = Row {
         workload: workload.label(),
@@ -404,6 +529,10 @@ fn run_one(
         rss_kb: 0,
         error: String::new(),
         ports: String::new(),
+        latency_ms: [0.0; 4],
+        latency_samples: 0,
+        rss_steady_kb: 0,
+        rss_growth_kb: 0,
     };
     let ports: BTreeSet<u16> = outcomes
         .iter()
@@ -415,6 +544,7 @@ fn run_one(
         .collect::<Vec<_>>()
         .join(",");
     let (mut start, mut first, mut last) = (u128::MAX, u128::MAX, 0u128);
+    let mut reports: Vec<BTreeMap<String, u128>> = Vec::new();
     for (member, outcome) in outcomes.iter().enumerate() {
         row.cpu_s += outcome.cpu_s;
         row.rss_kb = row.rss_kb.max(outcome.max_rss_kb);
@@ -432,6 +562,7 @@ fn run_one(
             }
             continue;
         };
+        reports.push(f.clone());
         let get = |k: &str| f.get(k).copied().unwrap_or(0);
         row.records += get("records") as u64;
         row.bytes += get("bytes") as u64;
@@ -441,6 +572,11 @@ fn run_one(
         row.first_ms = row
             .first_ms
             .max(get("first_ns").saturating_sub(get("start_ns")) as f64 / 1e6);
+        if let WorkloadMode::Latency(_) = workload.mode {
+            row.latency_samples = get("lat_n") as u64;
+            row.latency_ms = ["lat_p50_us", "lat_p99_us", "lat_p999_us", "lat_max_us"]
+                .map(|k| get(k) as f64 / 1e3);
+        }
         let stayed = !workload.mode.is_group() || member < GROUP_MEMBERS - 1;
         if stayed {
             row.max_gap_ms = row.max_gap_ms.max(get("max_gap_ns") as f64 / 1e6);
@@ -456,7 +592,172 @@ fn run_one(
         row.fetch_s = last.saturating_sub(first) as f64 / 1e9;
         row.join_s = last.saturating_sub(start) as f64 / 1e9;
     }
-    Ok(row)
+    if let (true, WorkloadMode::Rebalance) = (row.ok, workload.mode) {
+        if let Some(error) = leaver_partitions_not_taken_over(&reports) {
+            row.ok = false;
+            row.error = error;
+        }
+    }
+    if let (true, WorkloadMode::Latency(_)) = (row.ok, workload.mode) {
+        // A run without percentiles measured nothing; one whose producer failed measured a
+        // producer that was not at its rate.
+        if let Some(error) = producer_error {
+            row.ok = false;
+            row.error = error;
+        } else if row.latency_samples == 0 {
+            row.ok = false;
+            row.error = "no latency samples after the warm-up".to_owned();
+        }
+    }
+    let rss = outcomes.first().map(|o| o.rss.clone()).unwrap_or_default();
+    if workload.mode == WorkloadMode::SlowApp {
+        if let Some((steady, growth)) = rss_steady_and_growth(&rss) {
+            row.rss_steady_kb = steady;
+            row.rss_growth_kb = growth;
+        }
+    }
+    Ok((row, rss))
+}
+
+/// The rebalance workload's validity: every partition the leaver (the last member) delivered
+/// records of must have had records delivered by a member that stayed after the leaver's last
+/// delivery, inside the window; else the pause measured is not a rebalance's (the stayers may
+/// have run out of the window, or never been given the partitions). `reports` are the members'
+/// `BENCH` fields in member order (`plast_<p>`: when partition `p` last delivered, ns since the
+/// epoch; `last_ns`: the last delivery). `None` when valid.
+pub fn leaver_partitions_not_taken_over(reports: &[BTreeMap<String, u128>]) -> Option<String> {
+    let (leaver, stayers) = reports.split_last()?;
+    let left_at = leaver.get("last_ns").copied().unwrap_or(0);
+    let missing: Vec<&str> = leaver
+        .keys()
+        .filter_map(|k| k.strip_prefix("plast_"))
+        .filter(|p| {
+            !stayers
+                .iter()
+                .any(|s| s.get(&format!("plast_{p}")).is_some_and(|&at| at > left_at))
+        })
+        .collect();
+    if leaver.keys().all(|k| !k.starts_with("plast_")) {
+        return Some("invalid run: the leaving member reported no partitions".to_owned());
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "invalid run: the members that stayed delivered nothing of the leaver's partition(s) {} after it left (within the window)",
+            missing.join(",")
+        )
+    })
+}
+
+/// The latency workload's producer: Kafka's own `ProducerPerformance` (the class behind
+/// `kafka-producer-perf-test.sh`, kafka-tools 4.1.1, as the fill uses) throttled to `--throughput`
+/// records a second. Its records carry no explicit timestamp, so `KafkaProducer.send` stamps
+/// each with the wall clock when it is called (CreateTime, the topic's default timestamp
+/// type): the same clock the clients read at delivery. `linger.ms=0` (Kafka 4's default is 5):
+/// a record leaves as soon as the sender thread can send it, so batching adds only what
+/// in-flight requests make it wait; `acks=1`. 100 B values, uncompressed.
+struct LatencyProducer {
+    child: std::process::Child,
+    started: Instant,
+}
+
+impl LatencyProducer {
+    fn start(
+        classpath: &str,
+        bootstrap: &str,
+        rate: u64,
+        lasting: Duration,
+    ) -> Result<Self, String> {
+        let mut command =
+            crate::fill::tool(classpath, "org.apache.kafka.tools.ProducerPerformance");
+        command
+            .args(["--topic", LATENCY_TOPIC, "--record-size", "100"])
+            .args(["--num-records", &(rate * lasting.as_secs()).to_string()])
+            .args(["--throughput", &rate.to_string(), "--producer-props"])
+            .args([
+                format!("bootstrap.servers={bootstrap}"),
+                "acks=1".to_owned(),
+                "linger.ms=0".to_owned(),
+                "compression.type=none".to_owned(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = command
+            .spawn()
+            .map_err(|e| format!("ProducerPerformance: {e}"))?;
+        let producer = LatencyProducer {
+            child,
+            started: Instant::now(),
+        };
+        std::thread::sleep(LATENCY_PRODUCER_LEAD);
+        Ok(producer)
+    }
+
+    /// Stops the producer (SIGKILL by its own pid: it would otherwise produce its whole
+    /// `--num-records`); `Some(error)` when it had exited before it was stopped.
+    fn stop(mut self) -> Result<Option<String>, String> {
+        let early = self.child.try_wait().map_err(|e| e.to_string())?;
+        if early.is_none() {
+            self.child.kill().map_err(|e| e.to_string())?;
+        }
+        self.child.wait().map_err(|e| e.to_string())?;
+        let mut stderr = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        Ok(early.map(|status| {
+            let tail = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            format!(
+                "the producer exited after {:.0?} ({status}): {}",
+                self.started.elapsed(),
+                tail.replace(['\t', '\r', '\n'], " ")
+            )
+        }))
+    }
+}
+
+/// Creates the latency workload's topic unless it exists. At 100 k records/s it grows by
+/// ~15 MB/s: it keeps a minute of records in 64 MiB segments (the broker deletes older ones at
+/// its next retention check, every 5 min by default), and the run deletes it when done.
+fn create_latency_topic(classpath: &str, bootstrap: &str) -> Result<(), String> {
+    output(
+        crate::fill::tool(classpath, "org.apache.kafka.tools.TopicCommand").args([
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--if-not-exists",
+            "--topic",
+            LATENCY_TOPIC,
+            "--partitions",
+            &PARTITIONS.to_string(),
+            "--replication-factor",
+            "1",
+            "--config",
+            "retention.ms=60000",
+            "--config",
+            "segment.bytes=67108864",
+        ]),
+    )
+    .map(drop)
+}
+
+/// Deletes the latency workload's topic (nothing in it is read again: every run starts at the
+/// end).
+fn delete_latency_topic(classpath: &str, bootstrap: &str) -> Result<(), String> {
+    output(
+        crate::fill::tool(classpath, "org.apache.kafka.tools.TopicCommand").args([
+            "--bootstrap-server",
+            bootstrap,
+            "--delete",
+            "--if-exists",
+            "--topic",
+            LATENCY_TOPIC,
+        ]),
+    )
+    .map(drop)
 }
 
 /// The row of a client that cannot run the workload at all: not measured, with the reason.
@@ -476,6 +777,10 @@ fn skipped(workload: &Workload, client: &Client, rep: usize, reason: &str) -> Ro
         rss_kb: 0,
         error: format!("skipped: {reason}"),
         ports: String::new(),
+        latency_ms: [0.0; 4],
+        latency_samples: 0,
+        rss_steady_kb: 0,
+        rss_growth_kb: 0,
     }
 }
 
@@ -555,6 +860,8 @@ pub fn run(options: &Options) -> Result<(), String> {
         format!("load_start={}", load_average()),
         format!("reps={}", options.reps),
         format!("window_ms={}", options.window_ms),
+        format!("latency_window_ms={}", options.latency_window_ms),
+        format!("slow_app_window_ms={}", options.slow_app_window_ms),
         format!("records_100={}", options.records_100),
         format!("records_1024={}", options.records_1024),
         format!(
@@ -579,6 +886,16 @@ pub fn run(options: &Options) -> Result<(), String> {
     write_meta(&[meta.clone(), vec!["finished=(interrupted)".to_owned()]].concat())?;
     let tsv_path = results_dir().join(format!("{}.tsv", set.name()));
     let mut lines = vec![TSV_HEADER.to_owned()];
+    // The slow-app workload's RSS over time, one line per sample.
+    let rss_path = results_dir().join(RSS_TSV);
+    let mut rss_lines = vec![RSS_TSV_HEADER.to_owned()];
+    let latency = options
+        .modes
+        .iter()
+        .any(|m| matches!(m, WorkloadMode::Latency(_)));
+    if latency {
+        create_latency_topic(&launcher.kafka_classpath, &options.bootstrap)?;
+    }
     let mut serial = 0;
     // A client that failed a workload is not retried on it (the error is in the table).
     let mut failed: BTreeSet<(String, &str)> = BTreeSet::new();
@@ -621,7 +938,7 @@ pub fn run(options: &Options) -> Result<(), String> {
                         failed.insert((workload.label(), client.name));
                         continue;
                     }
-                    let row = run_one(
+                    let (row, rss) = run_one(
                         &launcher,
                         options,
                         sasl_ssl.as_ref(),
@@ -630,6 +947,13 @@ pub fn run(options: &Options) -> Result<(), String> {
                         rep,
                         serial,
                     )?;
+                    if workload.mode == WorkloadMode::SlowApp {
+                        rss_lines.extend(rss.iter().map(|(ms, kb)| {
+                            format!("{}\t{}\t{rep}\t{ms}\t{kb}", row.workload, row.client)
+                        }));
+                        std::fs::write(&rss_path, rss_lines.join("\n") + "\n")
+                            .map_err(|e| e.to_string())?;
+                    }
                     eprintln!(
                         "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
                         row.workload,
@@ -637,7 +961,7 @@ pub fn run(options: &Options) -> Result<(), String> {
                         rep + 1,
                         if row.ok {
                             format!(
-                            "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms, ports {}",
+                            "{} records in {:.2} s = {:.0} rec/s, cpu {:.2} s, rss {} MiB, first {:.0} ms, gap {:.0} ms, ports {}{}",
                             row.records,
                             row.fetch_s,
                             row.records as f64 / row.fetch_s.max(1e-9),
@@ -645,7 +969,20 @@ pub fn run(options: &Options) -> Result<(), String> {
                             row.rss_kb / 1024,
                             row.first_ms,
                             row.max_gap_ms,
-                            row.ports
+                            row.ports,
+                            match workload.mode {
+                                WorkloadMode::Latency(_) => format!(
+                                    ", latency ms p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1} over {} records",
+                                    row.latency_ms[0], row.latency_ms[1], row.latency_ms[2],
+                                    row.latency_ms[3], row.latency_samples
+                                ),
+                                WorkloadMode::SlowApp => format!(
+                                    ", rss steady {:.1} MiB, growth {:+.1} MiB",
+                                    row.rss_steady_kb as f64 / 1024.0,
+                                    row.rss_growth_kb as f64 / 1024.0
+                                ),
+                                _ => String::new(),
+                            }
                         )
                         } else {
                             format!("FAILED: {}", row.error)
@@ -662,7 +999,80 @@ pub fn run(options: &Options) -> Result<(), String> {
             }
         }
     }
+    if latency {
+        delete_latency_topic(&launcher.kafka_classpath, &options.bootstrap)?;
+    }
     meta.push(format!("finished={}", utc_now()));
     meta.push(format!("load_end={}", load_average()));
     write_meta(&meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(fields: &[(&str, u128)]) -> BTreeMap<String, u128> {
+        fields.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn a_rebalance_run_is_valid_only_if_the_stayers_took_over_the_leavers_partitions() {
+        let stayer_a = report(&[("last_ns", 90), ("plast_0", 90), ("plast_4", 80)]);
+        let stayer_b = report(&[("last_ns", 95), ("plast_1", 95), ("plast_5", 40)]);
+        let leaver = report(&[("last_ns", 50), ("plast_4", 50), ("plast_5", 49)]);
+        // Partition 4 went on at a after the leave; 5 stopped at b before it.
+        let error = leaver_partitions_not_taken_over(&[stayer_a.clone(), stayer_b, leaver.clone()])
+            .expect("invalid");
+        assert!(error.contains("partition(s) 5 after it left"), "{error}");
+        let stayer_b = report(&[("last_ns", 95), ("plast_1", 95), ("plast_5", 60)]);
+        assert_eq!(
+            leaver_partitions_not_taken_over(&[stayer_a.clone(), stayer_b, leaver]),
+            None
+        );
+        let silent = report(&[("last_ns", 50)]);
+        assert!(leaver_partitions_not_taken_over(&[stayer_a, silent]).is_some());
+    }
+
+    #[test]
+    fn vm_rss_is_read_from_proc_status() {
+        let status =
+            "Name:\tclient-ours\nVmPeak:\t  812345 kB\nVmRSS:\t   19876 kB\nRssAnon:\t 1 kB\n";
+        assert_eq!(vm_rss_kb(status), Some(19_876));
+        assert_eq!(vm_rss_kb("Name:\tx\n"), None);
+        assert_eq!(vm_rss_kb("VmRSS:\t12 MB\n"), None);
+        assert!(sample_rss(std::process::id() as libc::pid_t).is_some_and(|kb| kb > 0));
+    }
+
+    #[test]
+    fn steady_rss_is_the_second_half_and_growth_is_middle_to_end() {
+        assert_eq!(rss_steady_and_growth(&[]), None);
+        let flat: Vec<(u64, i64)> = (0..=20).map(|i| (i * 500, 20_000 + i as i64 % 2)).collect();
+        assert_eq!(rss_steady_and_growth(&flat), Some((20_000, 0)));
+        let growing: Vec<(u64, i64)> = (0..=20).map(|i| (i * 500, 1_000 * i as i64)).collect();
+        // Samples at 5 000 ms (the middle) to 10 000 ms: median 15 000, growth 20 000 − 10 000.
+        assert_eq!(rss_steady_and_growth(&growing), Some((15_000, 10_000)));
+    }
+
+    #[test]
+    fn rows_round_trip_and_old_rows_still_parse() {
+        let old =
+            "100B/none/assign\tours\t0\tok\t10\t1000\t1.0\t1.1\t5.0\t2.0\t0.5\t19000\t\t19192";
+        let row = Row::parse(old).expect("old row");
+        assert_eq!((row.latency_samples, row.rss_steady_kb), (0, 0));
+        let mut row = row;
+        row.latency_ms = [1.5, 9.25, 20.0, 31.0];
+        row.latency_samples = 42;
+        row.rss_steady_kb = 18_000;
+        row.rss_growth_kb = -12;
+        let back = Row::parse(&row.tsv()).expect("new row");
+        assert_eq!(back.latency_ms, [1.5, 9.25, 20.0, 31.0]);
+        assert_eq!(
+            (back.latency_samples, back.rss_steady_kb, back.rss_growth_kb),
+            (42, 18_000, -12)
+        );
+        assert_eq!(
+            TSV_HEADER.split('\t').count(),
+            row.tsv().split('\t').count()
+        );
+    }
 }

@@ -1,10 +1,11 @@
-//! The chart: one panel per workload, one bar per client (median records/s, a whisker from the
-//! slowest to the fastest repetition; for the rebalance workload the longest pause in ms), each
-//! panel on its own scale. Plain SVG, no dependencies.
+//! The charts: one panel per workload, one bar per client (median records/s, a whisker from the
+//! slowest to the fastest repetition; for the rebalance workload the longest pause in ms, for
+//! the latency workload the p99, for the slow-app workload the peak RSS), each panel on its own
+//! scale; and the slow-app workload's RSS over time. Plain SVG, no dependencies.
 
 use std::fmt::Write as _;
 
-use crate::report::{Cell, Outcome, Results, Spread};
+use crate::report::{Cell, Outcome, Results, RssSeries, Spread};
 use crate::CLIENTS;
 
 const COLUMNS: usize = 3;
@@ -13,9 +14,15 @@ const LABEL_W: f64 = 100.0;
 const BAR_H: f64 = 14.0;
 const BAR_GAP: f64 = 4.0;
 const TITLE_H: f64 = 22.0;
-const COLORS: [&str; 8] = [
+const COLORS: [&str; 9] = [
     "#d62728", "#e377c2", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
+    "#7f7f7f",
 ];
+
+/// The peer matrix chart's title.
+pub const PEERS_TITLE: &str = "Median records/s per client (whisker: min–max; each panel its own scale); rebalance: longest pause, ms";
+/// The second-round chart's title.
+pub const WORKLOADS_TITLE: &str = "Latency: p99 ms (lower is better); slow-app: peak RSS MiB (lower is better); ceiling: median records/s (whisker: min–max)";
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -41,13 +48,26 @@ type Label = fn(f64) -> String;
 fn figure(workload: &str) -> (Value, Label) {
     if workload.ends_with("/rebalance") {
         (|c| c.gap_ms, |v| format!("{v:.0} ms"))
+    } else if workload.contains("/latency-") {
+        (|c| c.latency_ms[1], |v| format!("{v:.1} ms"))
+    } else if workload.ends_with("/slow-app") {
+        (|c| c.rss_mib, |v| format!("{v:.0} MiB"))
     } else {
         (|c| c.rate, short)
     }
 }
 
-pub fn chart(results: &Results) -> String {
-    let panel_h = TITLE_H + CLIENTS.len() as f64 * (BAR_H + BAR_GAP) + 10.0;
+/// Draws only the clients that took part in some workload of `results`.
+pub fn chart(results: &Results, title: &str) -> String {
+    let clients_shown: Vec<_> = CLIENTS
+        .iter()
+        .filter(|c| {
+            results
+                .iter()
+                .any(|(_, cs)| cs.iter().any(|(n, _)| n == c.name))
+        })
+        .collect();
+    let panel_h = TITLE_H + clients_shown.len() as f64 * (BAR_H + BAR_GAP) + 10.0;
     let rows = results.len().div_ceil(COLUMNS);
     let width = PANEL_W * COLUMNS as f64 + 20.0;
     let height = 40.0 + panel_h * rows as f64;
@@ -58,7 +78,8 @@ pub fn chart(results: &Results) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Median records/s per client (whisker: min–max; each panel its own scale); rebalance: longest pause, ms</text>"#
+        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">{}</text>"#,
+        escape(title)
     );
     for (i, (workload, clients)) in results.iter().enumerate() {
         let x0 = 10.0 + (i % COLUMNS) as f64 * PANEL_W;
@@ -79,7 +100,7 @@ pub fn chart(results: &Results) -> String {
             y0 + 14.0,
             escape(workload)
         );
-        for (j, client) in CLIENTS.iter().enumerate() {
+        for (j, client) in clients_shown.iter().enumerate() {
             let y = y0 + TITLE_H + j as f64 * (BAR_H + BAR_GAP);
             let _ = writeln!(
                 s,
@@ -105,7 +126,7 @@ pub fn chart(results: &Results) -> String {
                         s,
                         r#"<rect x="{}" y="{y}" width="{w:.1}" height="{BAR_H}" fill="{}"/><line x1="{lo:.1}" y1="{mid}" x2="{hi:.1}" y2="{mid}" stroke="black"/><line x1="{lo:.1}" y1="{}" x2="{lo:.1}" y2="{}" stroke="black"/><line x1="{hi:.1}" y1="{}" x2="{hi:.1}" y2="{}" stroke="black"/><text x="{:.1}" y="{}">{}</text>"#,
                         x0 + LABEL_W,
-                        COLORS[j % COLORS.len()],
+                        color(client.name),
                         y + 3.0,
                         y + BAR_H - 3.0,
                         y + 3.0,
@@ -129,4 +150,112 @@ pub fn chart(results: &Results) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// A client's colour, the same in every chart.
+fn color(name: &str) -> &'static str {
+    let i = CLIENTS.iter().position(|c| c.name == name).unwrap_or(0);
+    COLORS[i % COLORS.len()]
+}
+
+/// The slow-app workload's RSS over time: one line per client and repetition (MiB against
+/// seconds since the client started), a legend of the clients.
+pub fn rss_chart(series: &RssSeries) -> String {
+    const W: f64 = 900.0;
+    const H: f64 = 420.0;
+    const LEFT: f64 = 60.0;
+    const TOP: f64 = 40.0;
+    const PLOT_W: f64 = 640.0;
+    const PLOT_H: f64 = 330.0;
+    let max_s = series
+        .iter()
+        .flat_map(|(_, _, p)| p.iter().map(|(ms, _)| *ms as f64 / 1e3))
+        .fold(1.0, f64::max);
+    let max_mib = series
+        .iter()
+        .flat_map(|(_, _, p)| p.iter().map(|(_, kb)| *kb as f64 / 1024.0))
+        .fold(1.0, f64::max)
+        * 1.05;
+    let x = |s: f64| LEFT + s / max_s * PLOT_W;
+    let y = |mib: f64| TOP + PLOT_H - mib / max_mib * PLOT_H;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="10" y="22" font-size="14" font-weight="bold">Slow application: RSS (MiB) over time (s), one line per client and repetition</text>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<line x1="{LEFT}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{}" stroke="black"/>"#,
+        TOP + PLOT_H,
+        LEFT + PLOT_W,
+        TOP + PLOT_H,
+        TOP + PLOT_H
+    );
+    for i in 0..=4 {
+        let (sec, mib) = (max_s * i as f64 / 4.0, max_mib * i as f64 / 4.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{sec:.0}</text><text x="{}" y="{:.1}" text-anchor="end">{mib:.0}</text>"#,
+            x(sec),
+            TOP + PLOT_H + 14.0,
+            LEFT - 4.0,
+            y(mib) + 4.0
+        );
+    }
+    for (client, _, points) in series {
+        let path: Vec<String> = points
+            .iter()
+            .map(|(ms, kb)| format!("{:.1},{:.1}", x(*ms as f64 / 1e3), y(*kb as f64 / 1024.0)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+            color(client),
+            path.join(" ")
+        );
+    }
+    let mut legend: Vec<&str> = Vec::new();
+    for (client, _, _) in series {
+        if !legend.contains(&client.as_str()) {
+            legend.push(client);
+        }
+    }
+    for (i, client) in legend.iter().enumerate() {
+        let ly = TOP + 10.0 + i as f64 * 16.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{}" y="{}" width="12" height="4" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            LEFT + PLOT_W + 20.0,
+            ly - 4.0,
+            color(client),
+            LEFT + PLOT_W + 38.0,
+            ly,
+            escape(client)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rss_chart_draws_a_line_per_run_and_a_legend_per_client() {
+        let series = vec![
+            ("ours".to_owned(), 0, vec![(500, 10_240), (1_000, 20_480)]),
+            ("ours".to_owned(), 1, vec![(500, 10_240)]),
+            ("rdkafka".to_owned(), 0, vec![(500, 30_720)]),
+        ];
+        let svg = rss_chart(&series);
+        assert_eq!(svg.matches("<polyline").count(), 3);
+        assert_eq!(svg.matches(">ours</text>").count(), 1);
+        assert!(svg.contains(">rdkafka</text>"));
+        assert!(svg.ends_with("</svg>\n"));
+    }
 }

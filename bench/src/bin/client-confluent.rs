@@ -9,7 +9,7 @@ use bytes::Bytes;
 use confluent_kafka::common::serialization::BytesDeserializer;
 use confluent_kafka::common::TopicPartition;
 use confluent_kafka::consumer::{Consumer, ConsumerConfig, KafkaConsumer};
-use kafka_bench::{client_main, len, ClientArgs, Mode, Stats};
+use kafka_bench::{client_main, len, wall_clock_us, ClientArgs, Mode, Stats};
 
 fn main() {
     client_main("client-confluent", |args| {
@@ -22,7 +22,7 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
     let mut props = HashMap::new();
     props.insert("bootstrap.servers".to_owned(), args.bootstrap.clone());
     props.insert("client.id".to_owned(), "bench-confluent".to_owned());
-    props.insert("auto.offset.reset".to_owned(), "earliest".to_owned());
+    props.insert("auto.offset.reset".to_owned(), args.start.name().to_owned());
     props.insert("enable.auto.commit".to_owned(), "false".to_owned());
     props.insert("group.protocol".to_owned(), args.protocol.name().to_owned());
     for (key, value) in args.sasl_ssl.iter().flat_map(|s| s.java_properties()) {
@@ -61,6 +61,15 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             bytes += len(record.key().map(|k| &k[..])) + len(record.value().map(|v| &v[..]));
         }
         stats.delivered(records.count() as u64, bytes);
+        if stats.tracks_partitions() {
+            stats.note_partitions((&records).into_iter().map(|r| r.partition()));
+        }
+        if stats.measuring_latency() {
+            let now = wall_clock_us();
+            for record in &records {
+                stats.record_latency(now, record.timestamp());
+            }
+        }
         if let Some(wait) = stats.pace() {
             tokio::time::sleep(wait).await;
         }

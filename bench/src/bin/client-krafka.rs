@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats, SASL_MECHANISM};
+use kafka_bench::{
+    client_main, len, wall_clock_us, ClientArgs, Mode, Protocol, Start, Stats, SASL_MECHANISM,
+};
 use krafka::auth::{AuthConfig, TlsConfig};
 use krafka::consumer::{AutoOffsetReset, GroupProtocol};
 use krafka::Kafka;
@@ -40,7 +42,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
         None => builder,
     };
     let consumer = builder
-        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .auto_offset_reset(match args.start {
+            Start::Earliest => AutoOffsetReset::Earliest,
+            Start::Latest => AutoOffsetReset::Latest,
+        })
         .enable_auto_commit(false)
         .build()
         .await
@@ -66,6 +71,15 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             bytes += len(record.key.as_deref()) + len(record.value.as_deref());
         }
         stats.delivered(records.len() as u64, bytes);
+        if stats.tracks_partitions() {
+            stats.note_partitions(records.iter().map(|r| r.partition));
+        }
+        if stats.measuring_latency() {
+            let now = wall_clock_us();
+            for record in &records {
+                stats.record_latency(now, record.timestamp);
+            }
+        }
         if let Some(wait) = stats.pace() {
             tokio::time::sleep(wait).await;
         }

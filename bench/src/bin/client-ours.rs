@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kafka_bench::{client_main, len, ClientArgs, Mode, Stats};
+use kafka_bench::{client_main, len, wall_clock_us, ClientArgs, Mode, Start, Stats};
 use kafka_consumer::{AutoOffsetReset, Consumer, ConsumerConfig, TopicPartition};
 
 fn main() {
@@ -25,7 +25,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
     let mut builder = ConsumerConfig::builder()
         .bootstrap_servers([&args.bootstrap])
         .client_id("bench-ours")
-        .auto_offset_reset(AutoOffsetReset::Earliest)
+        .auto_offset_reset(match args.start {
+            Start::Earliest => AutoOffsetReset::Earliest,
+            Start::Latest => AutoOffsetReset::Latest,
+        })
         .set("enable.auto.commit", "false");
     for (key, value) in args.sasl_ssl.iter().flat_map(|s| s.java_properties()) {
         builder = builder.set(key, value);
@@ -52,6 +55,15 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             bytes += len(record.key.as_deref()) + len(record.value.as_deref());
         }
         stats.delivered(records.count() as u64, bytes);
+        if stats.tracks_partitions() {
+            stats.note_partitions(records.iter().map(|r| r.partition));
+        }
+        if stats.measuring_latency() {
+            let now = wall_clock_us();
+            for record in &records {
+                stats.record_latency(now, record.timestamp_ms);
+            }
+        }
         if let Some(wait) = stats.pace() {
             tokio::time::sleep(wait).await;
         }
@@ -66,7 +78,7 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
     Ok(stats)
 }
 
-/// Every partition of the topic, from the earliest offset (`auto.offset.reset`).
+/// Every partition of the topic, from `--start` (`auto.offset.reset`).
 async fn assign(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
     let partitions = (0..args.partitions).map(|p| TopicPartition::new(args.topic.as_str(), p));
     consumer.assign(partitions).await.map_err(|e| e.to_string())

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kafka_bench::{client_main, len, ClientArgs, Mode, Protocol, Stats};
+use kafka_bench::{client_main, len, wall_clock_us, ClientArgs, Mode, Protocol, Start, Stats};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -18,7 +18,7 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
     config
         .set("bootstrap.servers", &args.bootstrap)
         .set("client.id", "bench-rdkafka")
-        .set("auto.offset.reset", "earliest")
+        .set("auto.offset.reset", args.start.name())
         .set("enable.auto.commit", "false")
         // librdkafka's assign() fails with "Local: Unknown group" without a group.id; assigning
         // joins no group, so assign mode gets one too.
@@ -36,7 +36,14 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
             let mut partitions = TopicPartitionList::new();
             for p in 0..args.partitions {
                 partitions
-                    .add_partition_offset(&args.topic, p, Offset::Beginning)
+                    .add_partition_offset(
+                        &args.topic,
+                        p,
+                        match args.start {
+                            Start::Earliest => Offset::Beginning,
+                            Start::Latest => Offset::End,
+                        },
+                    )
                     .map_err(|e| e.to_string())?;
             }
             consumer.assign(&partitions).map_err(|e| e.to_string())?;
@@ -53,7 +60,15 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
     }
     loop {
         match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(message)) => stats.delivered(1, len(message.key()) + len(message.payload())),
+            Some(Ok(message)) => {
+                stats.delivered(1, len(message.key()) + len(message.payload()));
+                stats.note_partitions([message.partition()]);
+                if stats.measuring_latency() {
+                    if let Some(ms) = message.timestamp().to_millis() {
+                        stats.record_latency(wall_clock_us(), ms);
+                    }
+                }
+            }
             Some(Err(error)) => return Err(error.to_string()),
             None => {}
         }
