@@ -276,6 +276,12 @@ impl BlockingConsumer {
         self.consumer.metrics()
     }
 
+    /// See [`Consumer::client_instance_id`].
+    pub fn client_instance_id(&mut self, timeout: Duration) -> Result<crate::Uuid> {
+        self.runtime
+            .block_on(self.consumer.client_instance_id(timeout))
+    }
+
     /// See [`Consumer::close`].
     pub fn close(&mut self, timeout: Duration) -> Result<()> {
         self.runtime.block_on(self.consumer.close(timeout))

@@ -1556,6 +1556,27 @@ impl Consumer {
         ConsumerMetrics::snapshot(&self.buffer, &self.metrics)
     }
 
+    /// The client instance id a broker assigned this consumer for KIP-714 client metrics
+    /// (Java's `KafkaConsumer.clientInstanceId(Duration)`): the id under which the broker's
+    /// metrics plugin files what this consumer pushes. Waits up to `timeout` for the first
+    /// telemetry subscription to be fetched.
+    ///
+    /// Fails with [`Error::IllegalState`] when `enable.metrics.push` is `false` (Java's
+    /// `IllegalStateException`), and with [`Error::Timeout`] when no subscription came within
+    /// `timeout` (Java returns `null`): for instance on a cluster without a client-metrics
+    /// plugin, whose brokers do not offer the telemetry APIs.
+    pub async fn client_instance_id(&mut self, timeout: Duration) -> Result<crate::Uuid> {
+        self.ensure_open()?;
+        if !self.settings.enable_metrics_push {
+            return Err(Error::IllegalState(
+                "telemetry is not enabled; set `enable.metrics.push` to `true`".to_owned(),
+            ));
+        }
+        let (completion, receiver) = Self::completion("client_instance_id", timeout);
+        self.send(ApplicationEvent::ClientInstanceId { completion })?;
+        self.wait(receiver).await
+    }
+
     // ----- close -----
 
     /// Closes within `timeout`: a final auto-commit (errors are logged, not returned), the

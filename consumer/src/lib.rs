@@ -91,6 +91,8 @@ pub use rebalance::ConsumerRebalanceListener;
 pub use types::{
     ConsumerGroupMetadata, ConsumerRecord, ConsumerRecords, OffsetAndMetadata, TopicPartition,
 };
+/// The client instance id type of [`Consumer::client_instance_id`] (KIP-714).
+pub use uuid::Uuid;
 
 /// The README's examples, compiled as doctests so they stay true to the API.
 #[cfg(doctest)]

@@ -290,6 +290,7 @@ impl ConsumerConfigBuilder {
         "check.crcs" check_crcs: bool;
         "allow.auto.create.topics" allow_auto_create_topics: bool;
         "exclude.internal.topics" exclude_internal_topics: bool;
+        "enable.metrics.push" enable_metrics_push: bool;
         "request.timeout.ms" request_timeout_ms: u32;
         "default.api.timeout.ms" default_api_timeout_ms: u32;
         "retry.backoff.ms" retry_backoff_ms: u64;

@@ -82,6 +82,7 @@ pub struct ConsumerConfig {
     check_crcs: bool,
     allow_auto_create_topics: bool,
     exclude_internal_topics: bool,
+    enable_metrics_push: bool,
     request_timeout_ms: u32,
     default_api_timeout_ms: u32,
     retry_backoff_ms: u64,
@@ -250,6 +251,7 @@ impl ConsumerConfig {
                 self.default_api_timeout_ms.to_string(),
             ),
             ("enable.auto.commit", self.enable_auto_commit.to_string()),
+            ("enable.metrics.push", self.enable_metrics_push.to_string()),
             (
                 "exclude.internal.topics",
                 self.exclude_internal_topics.to_string(),
@@ -394,6 +396,7 @@ impl ConsumerConfig {
             check_crcs: r.bool("check.crcs")?,
             allow_auto_create_topics: r.bool("allow.auto.create.topics")?,
             exclude_internal_topics: r.bool("exclude.internal.topics")?,
+            enable_metrics_push: r.bool("enable.metrics.push")?,
             request_timeout_ms: r.non_negative_int("request.timeout.ms")?,
             default_api_timeout_ms: r.non_negative_int("default.api.timeout.ms")?,
             retry_backoff_ms: r.non_negative_long("retry.backoff.ms")?,
@@ -510,6 +513,7 @@ copy_getters! {
     "check.crcs" check_crcs: bool;
     "allow.auto.create.topics" allow_auto_create_topics: bool;
     "exclude.internal.topics" exclude_internal_topics: bool;
+    "enable.metrics.push" enable_metrics_push: bool;
     "request.timeout.ms" request_timeout_ms: u32;
     "default.api.timeout.ms" default_api_timeout_ms: u32;
     "retry.backoff.ms" retry_backoff_ms: u64;

@@ -997,6 +997,7 @@ fn builder_equals_map() {
         .check_crcs(false)
         .allow_auto_create_topics(false)
         .exclude_internal_topics(false)
+        .enable_metrics_push(false)
         .request_timeout_ms(5_000)
         .default_api_timeout_ms(6_000)
         .retry_backoff_ms(10)
@@ -1037,6 +1038,7 @@ fn builder_equals_map() {
         ("check.crcs", "false"),
         ("allow.auto.create.topics", "false"),
         ("exclude.internal.topics", "false"),
+        ("enable.metrics.push", "false"),
         ("request.timeout.ms", "5000"),
         ("default.api.timeout.ms", "6000"),
         ("retry.backoff.ms", "10"),

@@ -153,6 +153,12 @@ pub(crate) enum ApplicationEvent {
         /// Done when in effect (buffered data of paused partitions dropped).
         completion: Completion<()>,
     },
+    /// `client_instance_id`: completes once a KIP-714 telemetry subscription has given the
+    /// client its instance id.
+    ClientInstanceId {
+        /// The id.
+        completion: Completion<uuid::Uuid>,
+    },
     /// `position`: completes once the partition has a valid position.
     Position {
         /// The partition.

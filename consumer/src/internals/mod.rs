@@ -31,6 +31,7 @@ pub(crate) mod requests;
 pub(crate) mod seek;
 pub(crate) mod settings;
 pub(crate) mod subscription_state;
+pub(crate) mod telemetry;
 pub(crate) mod topic_metadata_request_manager;
 
 #[cfg(test)]

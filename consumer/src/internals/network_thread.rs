@@ -35,6 +35,7 @@ use super::fetch_buffer::FetchBuffer;
 use super::fetch_request_manager::FetchRequestManager;
 use super::membership::{MemberIdentity, Membership};
 use super::metrics::{EventQueue, SharedMetrics};
+use super::metrics_snapshot::measure_all;
 use super::node_versions::NodeVersions;
 use super::offsets_request_manager::{no_offset_error, OffsetsRequestManager};
 use super::requests::{
@@ -43,6 +44,7 @@ use super::requests::{
 use super::seek::seek_partition;
 use super::settings::ConsumerSettings;
 use super::subscription_state::{FetchState, SubscriptionState, SubscriptionType};
+use super::telemetry::{Sample, TelemetryManager};
 use super::topic_metadata_request_manager::TopicMetadataRequestManager;
 use crate::background_runtime::{BackgroundRuntime, RuntimeLease};
 use crate::config::{AutoOffsetReset, GroupProtocol};
@@ -50,7 +52,7 @@ use crate::error::{panic_message, Error, Result};
 use crate::network::{
     NetworkClient, NetworkObserver, NodeEvent, ObserverHandle, RequestOptions, Target,
 };
-use crate::rt::{Duration, Instant, SeededRng};
+use crate::rt::{wall_clock_ms, Duration, Instant, SeededRng};
 use crate::types::{ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition};
 
 mod leave_on_drop;
@@ -113,8 +115,11 @@ pub(crate) struct ConsumerNetworkThread {
     offsets: OffsetsRequestManager,
     metadata: TopicMetadataRequestManager,
     fetch: FetchRequestManager,
+    telemetry: TelemetryManager,
     reaper: CompletableEventReaper,
     position_waiters: Vec<(TopicPartition, Completion<OffsetAndMetadata>)>,
+    /// `client_instance_id` calls waiting for the first telemetry subscription.
+    instance_id_waiters: Vec<Completion<uuid::Uuid>>,
     /// Acknowledged polls to answer after this round of the managers.
     poll_acks: Vec<Completion<()>>,
     channels: Channels,
@@ -193,11 +198,13 @@ impl ConsumerNetworkThread {
                 settings.retry_backoff_ms,
                 settings.retry_backoff_max_ms,
             ),
+            telemetry: TelemetryManager::new(settings.enable_metrics_push),
             settings,
             client,
             subscriptions: SubscriptionState::default(),
             reaper: CompletableEventReaper::default(),
             position_waiters: Vec::new(),
+            instance_id_waiters: Vec::new(),
             poll_acks: Vec::new(),
             channels,
             responses_tx,
@@ -234,9 +241,13 @@ impl ConsumerNetworkThread {
         }
         #[cfg(feature = "metrics")]
         self.publish_metrics(Instant::now(), true);
+        self.telemetry.close();
         let stopped = self.channels.failure.stopped_error();
         let failed = self.reaper.reap_all(&stopped);
         for (_, waiter) in self.position_waiters.drain(..) {
+            waiter.complete(Err(stopped.clone()));
+        }
+        for waiter in self.instance_id_waiters.drain(..) {
             waiter.complete(Err(stopped.clone()));
         }
         tracing::debug!(failed, "background task stopped");
@@ -350,6 +361,8 @@ impl ConsumerNetworkThread {
         let now = Instant::now();
         tracing::debug!("closing");
         self.commit.signal_close();
+        // KIP-714: one last push, which close waits for until its deadline.
+        self.telemetry.initiate_close();
         let mut tokens = BTreeSet::new();
         let result = {
             let mut effects = Effects::default();
@@ -392,7 +405,8 @@ impl ConsumerNetworkThread {
         now >= closing.deadline
             || (!self.commit.has_pending_commits()
                 && closing.session_close_tokens.is_empty()
-                && !leaving)
+                && !leaving
+                && !self.telemetry.terminating_push_pending())
     }
 
     fn process(&mut self, event: ApplicationEvent, now: Instant) {
@@ -535,6 +549,19 @@ impl ConsumerNetworkThread {
                     self.channels.buffer.set_paused(tp, paused);
                 }
                 completion.complete(Ok(()));
+            }
+            ApplicationEvent::ClientInstanceId { completion } => {
+                match self.telemetry.client_instance_id() {
+                    Some(id) => {
+                        completion.complete(Ok(id));
+                    }
+                    None => {
+                        // As Java's `clientInstanceId(timeout)`: wait for the subscription
+                        // until the caller's deadline.
+                        self.reaper.add(&completion);
+                        self.instance_id_waiters.push(completion);
+                    }
+                }
             }
             ApplicationEvent::Position {
                 partition,
@@ -696,6 +723,7 @@ impl ConsumerNetworkThread {
             offsets: &mut self.offsets,
             metadata: &mut self.metadata,
             fetch: &mut self.fetch,
+            telemetry: &mut self.telemetry,
         };
         f(&mut ctx, &mut managers)
     }
@@ -707,6 +735,7 @@ impl ConsumerNetworkThread {
         }
         let mut effects = Effects::default();
         let closing = self.closing.is_some();
+        let shared_metrics = self.channels.metrics.clone();
         let results: Vec<(ManagerId, PollResult)> = self.with_ctx(now, &mut effects, |ctx, m| {
             let mut results = vec![(ManagerId::Coordinator, m.coordinator.poll(ctx))];
             // Membership polls before commits: a rebalance's auto-commit goes out in this
@@ -728,6 +757,13 @@ impl ConsumerNetworkThread {
                 results.push((ManagerId::Metadata, m.metadata.poll(ctx)));
                 results.push((ManagerId::Fetch, m.fetch.poll(ctx)));
             }
+            // Telemetry polls while closing too: the terminating push goes out then.
+            let buffer = ctx.buffer;
+            let sample = || Sample {
+                metrics: measure_all(buffer, &shared_metrics, now),
+                now_unix_ms: wall_clock_ms(),
+            };
+            results.push((ManagerId::Telemetry, m.telemetry.poll(ctx, sample)));
             results
         });
         self.fail_commits_on_membership_fatal();
@@ -742,6 +778,13 @@ impl ConsumerNetworkThread {
             }
         }
         self.complete_position_waiters(now);
+        if let Some(id) = self.telemetry.client_instance_id() {
+            for waiter in self.instance_id_waiters.drain(..) {
+                waiter.complete(Ok(id));
+            }
+        } else {
+            self.instance_id_waiters.retain(|waiter| !waiter.is_done());
+        }
         if let Some(membership) = &self.membership {
             let stats = membership.rebalance_stats();
             self.channels
@@ -991,6 +1034,7 @@ impl ConsumerNetworkThread {
                 }
             }
             ManagerId::Fetch => m.fetch.on_response(ctx, token, result),
+            ManagerId::Telemetry => m.telemetry.on_response(ctx, token, result),
             ManagerId::Membership => {
                 if let Some(membership) = m.membership.as_deref_mut() {
                     membership.on_response(ctx, token, result);
@@ -1124,6 +1168,8 @@ impl ConsumerNetworkThread {
             RequestBody::Heartbeat(r) => forward!(r, Heartbeat),
             RequestBody::LeaveGroup(r) => forward!(r, LeaveGroup),
             RequestBody::ConsumerGroupHeartbeat(r) => forward!(r, ConsumerGroupHeartbeat),
+            RequestBody::GetTelemetrySubscriptions(r) => forward!(r, GetTelemetrySubscriptions),
+            RequestBody::PushTelemetry(r) => forward!(r, PushTelemetry),
         }
     }
 }
@@ -1136,4 +1182,5 @@ pub(crate) struct Managers<'a> {
     offsets: &'a mut OffsetsRequestManager,
     metadata: &'a mut TopicMetadataRequestManager,
     fetch: &'a mut FetchRequestManager,
+    telemetry: &'a mut TelemetryManager,
 }

@@ -114,6 +114,21 @@ impl NodeVersions {
             .map(|(_, node_id, version)| (node_id, version))
     }
 
+    /// Among the connected least-loaded candidates whose versions pass `usable`, the one with
+    /// the fewest unanswered requests (the lowest id on a tie): for a request that needs
+    /// several APIs on one broker (KIP-714's GetTelemetrySubscriptions and PushTelemetry).
+    pub fn least_loaded_where(&self, usable: impl Fn(&ApiVersionsTable) -> bool) -> Option<i32> {
+        #[cfg(test)]
+        if let Some(table) = &self.every_node {
+            return usable(table).then_some(-1);
+        }
+        self.nodes
+            .iter()
+            .filter(|(_, entry)| entry.least_loaded_candidate && usable(&entry.versions))
+            .min_by_key(|(&node_id, entry)| (entry.outstanding, node_id))
+            .map(|(&node_id, _)| node_id)
+    }
+
     /// Whether any least-loaded candidate is connected (with or without the API).
     pub fn any_candidate_connected(&self) -> bool {
         #[cfg(test)]

@@ -3,11 +3,13 @@
 
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FetchRequest, FetchResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
+    FindCoordinatorRequest, FindCoordinatorResponse, GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+    OffsetForLeaderEpochResponse, PushTelemetryRequest, PushTelemetryResponse, SyncGroupRequest,
+    SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 
@@ -54,6 +56,8 @@ pub(crate) enum ManagerId {
     /// The group membership manager (JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
     /// ConsumerGroupHeartbeat).
     Membership,
+    /// The KIP-714 client telemetry sender (GetTelemetrySubscriptions, PushTelemetry).
+    Telemetry,
 }
 
 macro_rules! bodies {
@@ -88,6 +92,8 @@ bodies! {
     Heartbeat(HeartbeatRequest, HeartbeatResponse),
     LeaveGroup(LeaveGroupRequest, LeaveGroupResponse),
     ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    GetTelemetrySubscriptions(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    PushTelemetry(PushTelemetryRequest, PushTelemetryResponse),
 }
 
 impl RequestBody {
@@ -104,7 +110,10 @@ impl RequestBody {
             | Self::ListOffsets(_)
             | Self::OffsetForLeaderEpoch(_)
             | Self::OffsetFetch(_) => RequestKind::Lookup,
-            Self::Fetch(_) | Self::OffsetCommit(_) => RequestKind::Other,
+            Self::Fetch(_)
+            | Self::OffsetCommit(_)
+            | Self::GetTelemetrySubscriptions(_)
+            | Self::PushTelemetry(_) => RequestKind::Other,
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct ConsumerSettings {
     pub auto_offset_reset: AutoOffsetReset,
     /// `enable.auto.commit` (only effective with a `group.id`).
     pub enable_auto_commit: bool,
+    /// `enable.metrics.push`: KIP-714 client telemetry.
+    pub enable_metrics_push: bool,
     /// `auto.commit.interval.ms`.
     pub auto_commit_interval_ms: u64,
     /// `max.poll.records`.
@@ -117,6 +119,7 @@ impl Default for ConsumerSettings {
             exclude_internal_topics: true,
             auto_offset_reset: AutoOffsetReset::Latest,
             enable_auto_commit: true,
+            enable_metrics_push: true,
             auto_commit_interval_ms: 5_000,
             max_poll_records: 500,
             fetch_min_bytes: 1,
@@ -185,6 +188,7 @@ impl ConsumerSettings {
             exclude_internal_topics: config.exclude_internal_topics(),
             auto_offset_reset: config.auto_offset_reset(),
             enable_auto_commit: config.enable_auto_commit(),
+            enable_metrics_push: config.enable_metrics_push(),
             auto_commit_interval_ms: config.auto_commit_interval_ms().into(),
             max_poll_records: usize::try_from(config.max_poll_records()).unwrap_or(usize::MAX),
             fetch_min_bytes: int(config.fetch_min_bytes()),
@@ -290,6 +294,9 @@ mod tests {
             ),
             ("enable.auto.commit", "false", "false", |s| {
                 s.enable_auto_commit.to_string()
+            }),
+            ("enable.metrics.push", "false", "false", |s| {
+                s.enable_metrics_push.to_string()
             }),
             ("auto.commit.interval.ms", "1234", "1234", |s| {
                 s.auto_commit_interval_ms.to_string()
@@ -416,6 +423,7 @@ mod tests {
             group_instance_id: _,
             auto_offset_reset: _,
             enable_auto_commit: _,
+            enable_metrics_push: _,
             auto_commit_interval_ms: _,
             max_poll_records: _,
             fetch_min_bytes: _,
@@ -451,7 +459,7 @@ mod tests {
             group_remote_assignor: _, // checked below: a consumer-protocol key
             security: _,              // checked below: needs several keys together
         } = settings;
-        assert_eq!(table.len(), 37);
+        assert_eq!(table.len(), 38);
         let secured = ConsumerConfig::from_properties_str(
             "bootstrap.servers = b:1\nsecurity.protocol = SASL_PLAINTEXT\nsasl.mechanism = PLAIN\n\
              sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \

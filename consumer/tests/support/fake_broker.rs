@@ -351,7 +351,12 @@ impl FakeBroker {
                     .unwrap();
             }
             ApiKey::ApiVersions => {
+                // KIP-714's APIs are left out, as a real broker without a client-metrics
+                // plugin leaves them out: the consumer then sends no telemetry request.
                 let keys = ApiKey::iter()
+                    .filter(|k| {
+                        !matches!(k, ApiKey::GetTelemetrySubscriptions | ApiKey::PushTelemetry)
+                    })
                     .filter(|k| !state.omitted_apis.contains(&(*k as i16)))
                     .map(|k| {
                         let range = k.valid_versions();
