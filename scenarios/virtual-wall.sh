@@ -5,12 +5,17 @@
 # VIRTUAL_WALL_HISTORY=1 reads it off the printed history instead (`run --history`, as the
 # script did before that flag; the history costs the printing and the grep). Numbers in
 # BENCHMARKS.md.
-#   scenarios/virtual-wall.sh [N]
+#   [SIM=path/to/sim] [VIRTUAL_WALL_HISTORY=1] scenarios/virtual-wall.sh [N]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 n="${1:-10}"
-cargo sim list > /dev/null   # builds the release CLI once
-sim=target/sim/release/sim
+# SIM=path measures another build of the CLI (e.g. an older commit's, copied aside).
+if [ -n "${SIM:-}" ]; then
+  sim="$SIM"
+else
+  cargo sim list > /dev/null   # builds the release CLI once
+  sim=target/sim/release/sim
+fi
 printf "%-28s %10s %8s %12s\n" scenario virtual_s wall_s virtual/wall
 total_virtual_ms=0
 total_wall_ms=0
