@@ -44,7 +44,7 @@ mod cli {
 
     pub const USAGE: &str = "usage:
   cargo sim list
-  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html|FILE.json] [--overshoot] [--sabotage NAME]
+  cargo sim run SCENARIO --seed N [--subject legacy|consumer] [--history|--golden] [--plan FILE] [--trace FILE.html|FILE.json] [--overshoot] [--virtual-end] [--sabotage NAME]
   cargo sim shrink SCENARIO --seed N [--subject legacy|consumer]
   cargo sim explore SCENARIO|--all --seeds N [--start S] [--subject consumer|legacy] [--jobs J] [--shard I/N] [--json FILE] [--junit FILE]
   cargo sim merge FILE... [--junit FILE]    (JSON lines of explore runs, e.g. one per shard)
@@ -176,6 +176,10 @@ mod cli {
         print!("{}", result.report);
         if options.flag("overshoot") {
             println!("{}", overshoot_line(&result.history));
+        }
+        if options.flag("virtual-end") {
+            // What `scenarios/virtual-wall.sh` reads, without printing the whole history.
+            println!("virtual end: {}ms", result.history.end_ms());
         }
         if let Some(path) = options.value::<String>("trace")? {
             let title = format!("{} seed {seed} subject {subject}", info.name);

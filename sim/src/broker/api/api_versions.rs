@@ -36,12 +36,13 @@ fn offered(broker: &Broker) -> Vec<(ApiKey, VersionRange)> {
         .collect()
 }
 
-/// The versions of `api` this broker serves, if any.
+/// The versions of `api` this broker serves, if any: its entry in [`offered`], looked up
+/// without building the whole list, since every request asks.
 pub(crate) fn supported_range(broker: &Broker, api: ApiKey) -> Option<VersionRange> {
-    offered(broker)
-        .into_iter()
-        .find(|(key, _)| *key == api)
-        .map(|(_, range)| range)
+    if broker.coordinator.is_none() && GROUP_APIS.contains(&api) {
+        return None;
+    }
+    broker.version.api_range(api)
 }
 
 fn api_keys(broker: &Broker) -> Vec<ApiVersion> {
