@@ -194,35 +194,63 @@ fn table(out: &mut String, results: &Results, mode: &str) {
         "| workload | client | records/s median (min–max) | MB/s | records/s incl. join | CPU s / M records | peak RSS MiB | subscribe→first record ms | runs |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let suffix = format!("/{mode}");
+    client_rows(
+        out,
+        results,
+        6,
+        |w| w.strip_suffix(suffix.as_str()),
+        |_, c| {
+            format!(
+                "{}{} | {:.1} | {} | {:.2} | {:.0} | {:.0} | {}",
+                with_range(&c.rate, &si),
+                shortest_run(c),
+                c.mb_s.median,
+                si(c.rate_join.median),
+                c.cpu_per_m.median,
+                c.rss_mib.median,
+                c.first_ms.median,
+                c.runs
+            )
+        },
+    );
+}
+
+/// Writes one row per client of every workload `label` selects (it returns the label the
+/// rows show), then a blank line: `cells` gives a measured client's cells after the workload
+/// and client columns (the workload's clients at hand, for ratios); a client that failed
+/// gets the error and `empty` blank cells ([`not_measured`]).
+fn client_rows(
+    out: &mut String,
+    results: &Results,
+    empty: usize,
+    label: impl for<'w> Fn(&'w str) -> Option<&'w str>,
+    cells: impl Fn(&[(String, Outcome)], &Cell) -> String,
+) {
     for (workload, clients) in results {
-        let Some(name) = workload.strip_suffix(&format!("/{mode}")) else {
+        let Some(name) = label(workload) else {
             continue;
         };
         for (client, outcome) in clients {
             match outcome {
                 Outcome::Measured(c) => {
-                    let short = if c.min_fetch_s < 5.0 {
-                        format!(" (shortest run {:.1} s)", c.min_fetch_s)
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        out,
-                        "| {name} | {client} | {}{short} | {:.1} | {} | {:.2} | {:.0} | {:.0} | {} |",
-                        with_range(&c.rate, &si),
-                        c.mb_s.median,
-                        si(c.rate_join.median),
-                        c.cpu_per_m.median,
-                        c.rss_mib.median,
-                        c.first_ms.median,
-                        c.runs
-                    );
+                    let _ = writeln!(out, "| {name} | {client} | {} |", cells(clients, c));
                 }
-                Outcome::Failed(error) => not_measured(out, name, client, error, 6),
+                Outcome::Failed(error) => not_measured(out, name, client, error, empty),
             }
         }
     }
     out.push('\n');
+}
+
+/// " (shortest run N s)" after a rate when a run read its whole topic in under 5 s (a fast
+/// client outruns the window), else nothing.
+fn shortest_run(c: &Cell) -> String {
+    if c.min_fetch_s < 5.0 {
+        format!(" (shortest run {:.1} s)", c.min_fetch_s)
+    } else {
+        String::new()
+    }
 }
 
 /// The rebalance workload: the pause, not the (rate-limited) throughput.
@@ -232,31 +260,22 @@ fn rebalance_table(out: &mut String, results: &Results) {
         "| workload | client | longest gap ms median (min–max) | ÷ ours | subscribe→first record ms | runs |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
-    for (workload, clients) in results {
-        let Some(name) = workload.strip_suffix("/rebalance") else {
-            continue;
-        };
-        let ours = clients.iter().find_map(|(c, o)| match o {
-            Outcome::Measured(cell) if c == "ours" => Some(cell.gap_ms.median),
-            _ => None,
-        });
-        for (client, outcome) in clients {
-            match outcome {
-                Outcome::Measured(c) => {
-                    let _ = writeln!(
-                        out,
-                        "| {name} | {client} | {} | {} | {:.0} | {} |",
-                        with_range(&c.gap_ms, &|v| format!("{v:.0}")),
-                        ours.map_or("—".to_owned(), |o| format!("{:.2}×", c.gap_ms.median / o)),
-                        c.first_ms.median,
-                        c.runs
-                    );
-                }
-                Outcome::Failed(error) => not_measured(out, name, client, error, 3),
-            }
-        }
-    }
-    out.push('\n');
+    client_rows(
+        out,
+        results,
+        3,
+        |w| w.strip_suffix("/rebalance"),
+        |clients, c| {
+            let ours = measured(clients, "ours").map(|o| o.gap_ms.median);
+            format!(
+                "{} | {} | {:.0} | {}",
+                with_range(&c.gap_ms, &|v| format!("{v:.0}")),
+                ours.map_or("—".to_owned(), |o| format!("{:.2}×", c.gap_ms.median / o)),
+                c.first_ms.median,
+                c.runs
+            )
+        },
+    );
 }
 
 /// A table row for a client that failed the workload: the error, then `empty` blank cells.
@@ -631,6 +650,11 @@ fn measured<'a>(clients: &'a [(String, Outcome)], name: &str) -> Option<&'a Cell
     })
 }
 
+/// A latency workload's label as its rows show it (every produce rate is its own workload).
+fn latency_workload(workload: &str) -> Option<&str> {
+    workload.contains("/latency-").then_some(workload)
+}
+
 fn latency_table(out: &mut String, results: &Results) {
     let _ = writeln!(
         out,
@@ -638,36 +662,24 @@ fn latency_table(out: &mut String, results: &Results) {
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let ms = |v: f64| format!("{v:.1}");
-    for (workload, clients) in results {
-        if !workload.contains("/latency-") {
-            continue;
-        }
-        for (client, outcome) in clients {
-            match outcome {
-                Outcome::Measured(c) => {
-                    let _ = writeln!(
-                        out,
-                        "| {workload} | {client} | {} | {:.1} | {} | {:.1} | {:.1} | {} | {} |",
-                        si(c.rate.median),
-                        c.latency_ms[0].median,
-                        with_range(&c.latency_ms[1], &ms),
-                        c.latency_ms[2].median,
-                        c.latency_ms[3].median,
-                        c.latency_samples,
-                        c.runs
-                    );
-                }
-                Outcome::Failed(error) => not_measured(out, workload, client, error, 6),
-            }
-        }
-    }
-    out.push('\n');
+    client_rows(out, results, 6, latency_workload, |_, c| {
+        format!(
+            "{} | {:.1} | {} | {:.1} | {:.1} | {} | {}",
+            si(c.rate.median),
+            c.latency_ms[0].median,
+            with_range(&c.latency_ms[1], &ms),
+            c.latency_ms[2].median,
+            c.latency_ms[3].median,
+            c.latency_samples,
+            c.runs
+        )
+    });
     let _ = writeln!(
         out,
         "Ours' p99 ÷ the best peer's p99 (the goal: ≤ 1.00):\n\n| workload | ours p99 ms | best peer | its p99 ms | ratio |\n|---|---:|---|---:|---:|"
     );
     for (workload, clients) in results {
-        if !workload.contains("/latency-") {
+        if latency_workload(workload).is_none() {
             continue;
         }
         let best = clients
@@ -699,28 +711,23 @@ fn slow_app_table(out: &mut String, results: &Results) {
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
     let mib = |v: f64| format!("{v:.0}");
-    for (workload, clients) in results {
-        if !workload.ends_with("/slow-app") {
-            continue;
-        }
-        for (client, outcome) in clients {
-            match outcome {
-                Outcome::Measured(c) => {
-                    let _ = writeln!(
-                        out,
-                        "| {workload} | {client} | {} | {} | {:.1} | {:+.1} | {} |",
-                        si(c.rate.median),
-                        with_range(&c.rss_mib, &mib),
-                        c.rss_steady_mib.median,
-                        c.rss_growth_mib.median,
-                        c.runs
-                    );
-                }
-                Outcome::Failed(error) => not_measured(out, workload, client, error, 4),
-            }
-        }
-    }
-    out.push('\n');
+    let ends = |w: &str| w.ends_with("/slow-app");
+    client_rows(
+        out,
+        results,
+        4,
+        |w| ends(w).then_some(w),
+        |_, c| {
+            format!(
+                "{} | {} | {:.1} | {:+.1} | {}",
+                si(c.rate.median),
+                with_range(&c.rss_mib, &mib),
+                c.rss_steady_mib.median,
+                c.rss_growth_mib.median,
+                c.runs
+            )
+        },
+    );
 }
 
 fn ceiling_table(out: &mut String, results: &Results) {
@@ -729,41 +736,31 @@ fn ceiling_table(out: &mut String, results: &Results) {
         "| workload | client | records/s median (min–max) | ÷ ceiling | CPU s / M records | peak RSS MiB | runs |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
-    for (workload, clients) in results {
-        if !workload.ends_with("/ceiling") {
-            continue;
-        }
-        let ceiling = measured(clients, "ceiling").map(|c| c.rate.median);
-        for (client, outcome) in clients {
-            match outcome {
-                Outcome::Measured(c) => {
-                    // A fast client reads the whole topic in well under the window.
-                    let short = if c.min_fetch_s < 5.0 {
-                        format!(" (shortest run {:.1} s)", c.min_fetch_s)
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        out,
-                        "| {workload} | {client} | {}{short} | {} | {:.2} | {:.0} | {} |",
-                        with_range(&c.rate, &si),
-                        ceiling.map_or("—".to_owned(), |top| format!(
-                            "{:.2}",
-                            c.rate.median / top
-                        )),
-                        c.cpu_per_m.median,
-                        c.rss_mib.median,
-                        c.runs
-                    );
-                }
-                Outcome::Failed(error) => not_measured(out, workload, client, error, 4),
-            }
-        }
-    }
-    out.push('\n');
+    let ends = |w: &str| w.ends_with("/ceiling");
+    client_rows(
+        out,
+        results,
+        4,
+        |w| ends(w).then_some(w),
+        |clients, c| {
+            let ceiling = measured(clients, "ceiling").map(|top| top.rate.median);
+            format!(
+                "{}{} | {} | {:.2} | {:.0} | {}",
+                with_range(&c.rate, &si),
+                shortest_run(c),
+                ceiling.map_or("—".to_owned(), |top| format!(
+                    "{:.2}",
+                    c.rate.median / top
+                )),
+                c.cpu_per_m.median,
+                c.rss_mib.median,
+                c.runs
+            )
+        },
+    );
 }
 
-/// The second-round workloads' block: the tables only (the prose around it in
+/// The latency, slow-app and ceiling workloads' block: the tables only (the prose around it in
 /// `BENCHMARKS.md` says what each measures and how).
 fn workloads_block(results: &Results, meta: &BTreeMap<String, String>) -> String {
     let m = |k: &str| meta.get(k).cloned().unwrap_or_else(|| "?".to_owned());
