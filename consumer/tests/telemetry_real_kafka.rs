@@ -197,6 +197,25 @@ fn consumer(bootstrap: &str, client_id: &str, push: bool) -> Consumer {
     Consumer::new(config).unwrap()
 }
 
+/// A fresh client id and a fresh topic of `partitions` holding `RECORDS` records, both named
+/// after `prefix`; with `subscribe`, a client-metrics subscription matching that client id.
+async fn topic_with_records(
+    bootstrap: &str,
+    prefix: &str,
+    partitions: i32,
+    subscribe: bool,
+) -> (String, String) {
+    let client_id = unique(&format!("{prefix}-consumer"));
+    let mut admin = admin(bootstrap, &client_id);
+    let topic = unique(prefix);
+    create_topic(&mut admin, &topic, partitions).await;
+    produce_with_java(bootstrap, &topic, "none", &keyed_lines(0..RECORDS));
+    if subscribe {
+        subscribe_client_metrics(&mut admin, &unique(&format!("{prefix}-sub")), &client_id).await;
+    }
+    (client_id, topic)
+}
+
 /// Reads `RECORDS` records from `topic`, then keeps polling until `until`.
 async fn consume(consumer: &mut Consumer, topic: &str, until: Instant) {
     consumer.subscribe([topic.to_owned()]).await.unwrap();
@@ -218,12 +237,7 @@ async fn pushes_subscribed_metrics_and_a_terminating_push() {
     let Some((bootstrap, dir)) = telemetry_broker() else {
         return;
     };
-    let client_id = unique("telemetry-consumer");
-    let mut admin = admin(&bootstrap, &client_id);
-    let topic = unique("telemetry");
-    create_topic(&mut admin, &topic, 2).await;
-    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..RECORDS));
-    subscribe_client_metrics(&mut admin, &unique("telemetry-sub"), &client_id).await;
+    let (client_id, topic) = topic_with_records(&bootstrap, "telemetry", 2, true).await;
 
     let mut consumer = consumer(&bootstrap, &client_id, true);
     let started = Instant::now();
@@ -304,12 +318,7 @@ async fn enable_metrics_push_false_pushes_nothing() {
     let Some((bootstrap, dir)) = telemetry_broker() else {
         return;
     };
-    let client_id = unique("telemetry-off-consumer");
-    let mut admin = admin(&bootstrap, &client_id);
-    let topic = unique("telemetry-off");
-    create_topic(&mut admin, &topic, 1).await;
-    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..RECORDS));
-    subscribe_client_metrics(&mut admin, &unique("telemetry-off-sub"), &client_id).await;
+    let (client_id, topic) = topic_with_records(&bootstrap, "telemetry-off", 1, true).await;
 
     let mut consumer = consumer(&bootstrap, &client_id, false);
     let error = consumer
@@ -332,11 +341,8 @@ async fn a_broker_without_a_plugin_assigns_no_instance_id() {
     let Some(bootstrap) = bootstrap() else {
         return;
     };
-    let client_id = unique("telemetry-unsupported-consumer");
-    let mut admin = admin(&bootstrap, &client_id);
-    let topic = unique("telemetry-unsupported");
-    create_topic(&mut admin, &topic, 1).await;
-    produce_with_java(&bootstrap, &topic, "none", &keyed_lines(0..RECORDS));
+    let (client_id, topic) =
+        topic_with_records(&bootstrap, "telemetry-unsupported", 1, false).await;
     let mut consumer = consumer(&bootstrap, &client_id, true);
     consume(&mut consumer, &topic, Instant::now()).await;
     let error = consumer
