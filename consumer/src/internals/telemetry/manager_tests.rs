@@ -105,17 +105,18 @@ fn expect_push(m: &mut TelemetryManager, p: &mut Parts) -> (PushTelemetryRequest
     (request, token)
 }
 
-/// Subscribed with `interval_ms`, the staggered first push waited out: a push is due.
-fn subscribed(interval_ms: i32) -> (TelemetryManager, Parts) {
+/// A fresh manager that asked for its first subscription and got `body` back.
+fn answered(body: GetTelemetrySubscriptionsResponse) -> (TelemetryManager, Parts) {
     let mut p = parts();
     let mut m = TelemetryManager::new(true);
     let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(
-        &mut m,
-        &mut p,
-        token,
-        subscription(interval_ms, &["org.apache.kafka.consumer."]),
-    );
+    respond_subscription(&mut m, &mut p, token, body);
+    (m, p)
+}
+
+/// Subscribed with `interval_ms`, the staggered first push waited out: a push is due.
+fn subscribed(interval_ms: i32) -> (TelemetryManager, Parts) {
+    let (m, mut p) = answered(subscription(interval_ms, &["org.apache.kafka.consumer."]));
     assert_eq!(m.state(), TelemetryState::PushNeeded);
     p.advance_ms(u64::try_from(interval_ms).unwrap() * 3 / 2);
     (m, p)
@@ -242,10 +243,7 @@ fn jitter_comes_from_the_injected_rng() {
 
 #[test]
 fn empty_requested_metrics_means_no_push_and_a_new_subscription_after_the_interval() {
-    let mut p = parts();
-    let mut m = TelemetryManager::new(true);
-    let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(&mut m, &mut p, token, subscription(2_000, &[]));
+    let (mut m, mut p) = answered(subscription(2_000, &[]));
     assert_eq!(m.state(), TelemetryState::SubscriptionNeeded);
     let next = poll(&mut m, &mut p).next_poll_at.unwrap();
     assert_eq!(next, p.now + Duration::from_millis(2_000), "not staggered");
@@ -255,10 +253,7 @@ fn empty_requested_metrics_means_no_push_and_a_new_subscription_after_the_interv
 
 #[test]
 fn invalid_push_interval_becomes_the_default() {
-    let mut p = parts();
-    let mut m = TelemetryManager::new(true);
-    let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(&mut m, &mut p, token, subscription(0, &["*"]));
+    let (m, _p) = answered(subscription(0, &["*"]));
     assert_eq!(
         m.subscription.as_ref().unwrap().push_interval_ms,
         DEFAULT_PUSH_INTERVAL_MS
@@ -267,15 +262,7 @@ fn invalid_push_interval_becomes_the_default() {
 
 #[test]
 fn a_nil_instance_id_from_the_broker_turns_telemetry_off() {
-    let mut p = parts();
-    let mut m = TelemetryManager::new(true);
-    let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(
-        &mut m,
-        &mut p,
-        token,
-        subscription(1000, &["*"]).with_client_instance_id(Uuid::nil()),
-    );
+    let (m, _p) = answered(subscription(1000, &["*"]).with_client_instance_id(Uuid::nil()));
     assert!(!m.is_enabled());
 }
 
@@ -337,11 +324,8 @@ fn subscription_errors_before_any_subscription_use_the_default_interval() {
         (ErrorCode::UNKNOWN_SUBSCRIPTION_ID, Some(0)),
         (ErrorCode::INVALID_REQUEST, None),
     ] {
-        let mut p = parts();
-        let mut m = TelemetryManager::new(true);
-        let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-        let body = GetTelemetrySubscriptionsResponse::default().with_error_code(error.code());
-        respond_subscription(&mut m, &mut p, token, body);
+        let (mut m, mut p) =
+            answered(GetTelemetrySubscriptionsResponse::default().with_error_code(error.code()));
         assert_eq!(m.state(), TelemetryState::SubscriptionNeeded);
         assert_eq!(m.is_enabled(), wait_ms.is_some(), "{error}");
         if let Some(ms) = wait_ms.filter(|&ms| ms > 0) {
@@ -384,10 +368,7 @@ fn responses_to_other_tokens_are_ignored() {
 
 #[test]
 fn close_sends_one_terminating_push_at_once() {
-    let mut p = parts();
-    let mut m = TelemetryManager::new(true);
-    let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(&mut m, &mut p, token, subscription(60_000, &["*"]));
+    let (mut m, mut p) = answered(subscription(60_000, &["*"]));
     // Closing long before the next push is due: the terminating push goes at once.
     m.initiate_close();
     assert_eq!(m.state(), TelemetryState::TerminatingPushNeeded);
@@ -462,15 +443,8 @@ fn a_subscription_answered_after_close_began_is_ignored() {
 
 #[test]
 fn uncompressed_when_the_broker_accepts_no_codec() {
-    let mut p = parts();
-    let mut m = TelemetryManager::new(true);
-    let token = expect_subscription_request(&mut m, &mut p, Uuid::nil());
-    respond_subscription(
-        &mut m,
-        &mut p,
-        token,
-        subscription(1000, &["*"]).with_accepted_compression_types(Vec::new()),
-    );
+    let (mut m, mut p) =
+        answered(subscription(1000, &["*"]).with_accepted_compression_types(Vec::new()));
     p.advance_ms(1500);
     let (push, _) = expect_push(&mut m, &mut p);
     assert_eq!(push.compression_type, 0);
