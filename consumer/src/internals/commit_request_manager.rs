@@ -34,7 +34,7 @@ use super::requests::{
     group_runs, topic_name, PollResult, RequestBody, ResponseBody, UnsentRequest,
 };
 use super::subscription_state::{FetchState, FetchStateId};
-use crate::config::{GroupProtocol, IsolationLevel};
+use crate::config::GroupProtocol;
 use crate::error::Error;
 use crate::error::ErrorCode;
 use crate::network::{NetworkError, Target};
@@ -393,7 +393,6 @@ impl CommitRequestManager {
                 return result;
             }
         };
-        let require_stable = ctx.settings.isolation_level == IsolationLevel::ReadCommitted;
         for fetch in &mut self.fetches {
             if !fetch.state.can_send(ctx.now) {
                 if let Some(at) = fetch.state.backoff_until(ctx.now) {
@@ -412,7 +411,6 @@ impl CommitRequestManager {
                     &group_id,
                     &fetch.partitions,
                     version,
-                    require_stable,
                     epoch_member(ctx),
                 )),
                 token: self.next_token,
@@ -848,7 +846,6 @@ fn offset_fetch_request(
     group_id: &str,
     partitions: &BTreeSet<TopicPartition>,
     version: i16,
-    require_stable: bool,
     member: Option<&MemberIdentity>,
 ) -> OffsetFetchRequest {
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
@@ -856,7 +853,15 @@ fn offset_fetch_request(
         by_topic.entry(&tp.topic).or_default().push(tp.partition);
     }
     let group = GroupId(StrBytes::from_string(group_id.to_owned()));
-    let request = OffsetFetchRequest::default().with_require_stable(require_stable && version >= 7);
+    // Always `require_stable` (v7+), whatever the isolation level, as Java's consumers do
+    // (`CommitRequestManager` and `ConsumerCoordinator` both `setRequireStable(true)`). Without
+    // it, Kafka's group coordinator answers from a read of the offsets at the partition's last
+    // committed offset (`GroupCoordinatorService.fetchOffsets`: a read operation), and a
+    // coordinator that has just taken over `__consumer_offsets` may still have a high watermark
+    // below its predecessor's: a new owner of a partition would then start from an older
+    // committed offset, re-deliver and commit behind what was committed. With it, the fetch is
+    // a write operation that sees every offset in the log and waits for pending ones.
+    let request = OffsetFetchRequest::default().with_require_stable(version >= 7);
     if version >= GROUPS_VERSION {
         let topics = by_topic
             .into_iter()

@@ -405,6 +405,10 @@ fn positions_start_from_committed_offsets_or_await_reset() {
         panic!()
     };
     assert_eq!(r.requests[0].version, Some(9));
+    assert!(
+        req.require_stable,
+        "stable offsets under read_uncommitted too, as Java asks for them"
+    );
     assert!(req.topics.as_ref().is_some_and(Vec::is_empty));
     assert_eq!(
         req.groups[0].topics.as_ref().unwrap()[0].partition_indexes,
@@ -450,6 +454,7 @@ fn committed_answers_and_old_versions_use_the_single_group_layout() {
         panic!()
     };
     assert_eq!(r.requests[0].version, Some(7));
+    assert!(req.require_stable, "v7 is the first version with the flag");
     assert_eq!(req.group_id.0.as_str(), "g");
     assert!(req.groups.is_empty());
     let body = OffsetFetchResponse::default().with_topics(vec![
@@ -470,6 +475,51 @@ fn committed_answers_and_old_versions_use_the_single_group_layout() {
     let answer = result(&rx).unwrap().unwrap();
     assert_eq!(answer[&tp(0)], Some(OffsetAndMetadata::new(3)));
     assert_eq!(answer[&tp(1)], None);
+}
+
+/// With `require_stable`, a partition whose committed offset is part of an open transaction
+/// answers UNSTABLE_OFFSET_COMMIT; Java's `CommitRequestManager` fails that attempt with the
+/// retriable `UnstableOffsetCommitException` and fetches again after the backoff, and so do we
+/// (the caller gets the offsets once they are stable, not an error). Brokers before OffsetFetch
+/// v7 have no flag: it is left unset there rather than failing the encode.
+#[test]
+fn unstable_offsets_are_fetched_again_and_old_versions_go_without_the_flag() {
+    let mut p = parts(false);
+    let mut m = CommitRequestManager::new(&p.settings);
+    let (c, rx) = Completion::new("committed", Some(p.now + Duration::from_secs(5)), 5_000);
+    m.fetch_committed([tp(0)].into_iter().collect(), c);
+    let r = m.poll(&mut p.ctx());
+    let mut unstable = fetch_response(&[(0, -1, -1)]);
+    if let Ok((ResponseBody::OffsetFetch(body), _)) = &mut unstable {
+        body.groups[0].topics[0].partitions[0].error_code =
+            ResponseError::UnstableOffsetCommit.code();
+    }
+    m.on_response(&mut p.ctx(), r.requests[0].token, unstable);
+    assert!(result(&rx).is_none(), "unstable: fetched again, not failed");
+    let r = m.poll(&mut p.ctx());
+    assert!(r.requests.is_empty(), "backing off");
+    p.now = r.next_poll_at.unwrap();
+    let r = m.poll(&mut p.ctx());
+    assert_eq!(r.requests.len(), 1);
+    m.on_response(
+        &mut p.ctx(),
+        r.requests[0].token,
+        fetch_response(&[(0, 12, -1)]),
+    );
+    let answer = result(&rx).unwrap().unwrap();
+    assert_eq!(answer[&tp(0)], Some(OffsetAndMetadata::new(12)));
+
+    p.versions = crate::internals::node_versions::NodeVersions::every_node(
+        crate::internals::test_support::versions_capped(6, 3),
+    );
+    let (c, _rx) = Completion::new("committed", Some(p.now + Duration::from_secs(5)), 5_000);
+    m.fetch_committed([tp(0)].into_iter().collect(), c);
+    let r = m.poll(&mut p.ctx());
+    let RequestBody::OffsetFetch(req) = &r.requests[0].body else {
+        panic!()
+    };
+    assert_eq!(r.requests[0].version, Some(6));
+    assert!(!req.require_stable);
 }
 
 /// KAFKA-16033: the commit before revocation is retried with the positions consumed when the
