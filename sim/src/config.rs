@@ -32,6 +32,17 @@ pub struct ClusterConfig {
     /// How long a broker that just became a group coordinator answers
     /// `COORDINATOR_LOAD_IN_PROGRESS` (virtual time spent "replaying" `__consumer_offsets`).
     pub coordinator_load_ms: u64,
+    /// A broker that becomes leader of an `__consumer_offsets` partition learns the high
+    /// watermark from its followers' next fetches, so it starts out below its predecessor's:
+    /// Kafka's `CoordinatorLoaderImpl` replays the whole log but leaves what lies above the high
+    /// watermark uncommitted, and an OffsetFetch without `require_stable` is a read at the last
+    /// committed offset (`GroupCoordinatorService.fetchOffsets`). Modelled as: what was appended
+    /// in the last `coordinator_high_watermark_lag_ms` before the new shard loaded stays
+    /// invisible to such fetches for as long after it loaded, or until the shard's first write
+    /// commits (Kafka answers a write only once the high watermark passed it, and with it
+    /// everything before). `require_stable` fetches see everything (a write operation). 0 (the
+    /// default): the high watermark moves with leadership.
+    pub coordinator_high_watermark_lag_ms: u64,
     /// `max.incremental.fetch.session.cache.slots`.
     pub fetch_session_cache_slots: usize,
     /// Followers lag behind acks=0/1 produces: those appends stay above the high watermark (the
@@ -76,6 +87,7 @@ impl Default for ClusterConfig {
             topics: BTreeMap::new(),
             racks: BTreeMap::new(),
             coordinator_load_ms: 0,
+            coordinator_high_watermark_lag_ms: 0,
             fetch_session_cache_slots: 1000,
             lagging_followers: false,
             rack_aware_replica_selector: false,

@@ -165,7 +165,8 @@ pub(super) fn offset_commit(
         .with_topics(topics)
 }
 
-/// `OffsetFetch` for the partitions whose position is unknown.
+/// `OffsetFetch` for the partitions whose position is unknown, with `require_stable` as Java's
+/// `ConsumerCoordinator.sendOffsetFetchRequest` sets it.
 pub(super) fn offset_fetch(group: &str, partitions: &[Tp]) -> OffsetFetchRequest {
     let items: Vec<(Tp, ())> = partitions.iter().map(|tp| (tp.clone(), ())).collect();
     let topics = by_topic(&items)
@@ -179,6 +180,7 @@ pub(super) fn offset_fetch(group: &str, partitions: &[Tp]) -> OffsetFetchRequest
     OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
         .with_topics(Some(topics))
+        .with_require_stable(true)
 }
 
 /// A full (sessionless) fetch of these partitions from their positions.

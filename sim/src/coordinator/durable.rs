@@ -13,6 +13,8 @@ use crate::controller::{Controller, OFFSETS_TOPIC};
 pub struct CoordinatorRecord {
     /// Its offset in the partition.
     pub offset: i64,
+    /// When it was appended (the record timestamp: virtual milliseconds).
+    pub timestamp_ms: i64,
     /// The record key (the shard's own encoding).
     pub key: Option<Bytes>,
     /// The record value; `None` is a tombstone.
@@ -91,6 +93,15 @@ impl CoordinatorLog {
         })
     }
 
+    /// [`crate::config::ClusterConfig::coordinator_high_watermark_lag_ms`]: how far behind its
+    /// predecessor a new leader of this partition starts out on the high watermark.
+    pub fn high_watermark_lag_ms(&self) -> u64 {
+        self.controller
+            .read()
+            .config
+            .coordinator_high_watermark_lag_ms
+    }
+
     /// The cluster's non-internal topics as (name, id, partition count): the metadata image a
     /// KIP-848 coordinator assigns from.
     pub fn topics(&self) -> Vec<(String, uuid::Uuid, i32)> {
@@ -131,6 +142,7 @@ impl CoordinatorLog {
         .flat_map(|records| records.flatten())
         .map(|r| CoordinatorRecord {
             offset: r.offset(),
+            timestamp_ms: r.timestamp_ms(),
             key: r.key_bytes(),
             value: r.value_bytes(),
         })

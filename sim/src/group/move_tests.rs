@@ -446,3 +446,98 @@ fn consumer_group_member_keeps_its_epoch_and_assignment_on_the_new_coordinator()
     ));
     assert_eq!(gone.error_code, ResponseError::UnknownMemberId.code());
 }
+
+/// `ClusterConfig::coordinator_high_watermark_lag_ms`: a broker that just became leader of the
+/// offsets partition has a high watermark behind its predecessor's (it learns it from its
+/// followers' next fetches), and an OffsetFetch without `require_stable` reads at it
+/// (`GroupCoordinatorService.fetchOffsets` schedules a read operation; `CoordinatorLoaderImpl`
+/// leaves what it replayed above the high watermark uncommitted). A commit made just before the
+/// move is invisible to such fetches until the lag has passed or the new shard's first write
+/// commits; a `require_stable` fetch (a write operation) sees it at once.
+#[test]
+fn a_commit_just_before_a_move_is_invisible_to_unstable_fetches_until_the_high_watermark_catches_up(
+) {
+    let mut fx = Fixture::new();
+    fx.update_cluster(|state| state.config.coordinator_high_watermark_lag_ms = 100);
+    let fetched = |fx: &mut Fixture, shard: &mut dyn GroupShard, now_ms, require_stable| {
+        let request = OffsetFetchRequest::default()
+            .with_group_id(GroupId(s("simple")))
+            .with_topics(Some(vec![
+                offset_fetch_request::OffsetFetchRequestTopic::default()
+                    .with_name(TopicName(s("t")))
+                    .with_partition_indexes(vec![0]),
+            ]))
+            .with_require_stable(require_stable);
+        match fx.call(shard, now_ms, 7, GroupRequest::OffsetFetch(request)) {
+            Some(GroupResponse::OffsetFetch(r)) => r.topics[0].partitions[0].committed_offset,
+            other => panic!("expected an OffsetFetch answer, got {other:?}"),
+        }
+    };
+    let commit = |fx: &mut Fixture, shard: &mut dyn GroupShard, now_ms, offset| {
+        let answer = fx.call(
+            shard,
+            now_ms,
+            8,
+            super::shard_tests::simple_commit("simple", offset),
+        );
+        match answer {
+            Some(GroupResponse::OffsetCommit(r)) => {
+                assert_eq!(r.topics[0].partitions[0].error_code, 0)
+            }
+            other => panic!("expected an OffsetCommit answer, got {other:?}"),
+        }
+    };
+
+    let mut first = fx.load(0);
+    commit(&mut fx, first.as_mut(), 0, 5);
+    commit(&mut fx, first.as_mut(), 950, 9);
+    assert_eq!(
+        fetched(&mut fx, first.as_mut(), 960, false),
+        9,
+        "no move, no lag"
+    );
+
+    fx.move_coordinator();
+    let mut second = fx.load(1_000);
+    assert_eq!(
+        fetched(&mut fx, second.as_mut(), 1_000, false),
+        5,
+        "above the high watermark"
+    );
+    assert_eq!(
+        fetched(&mut fx, second.as_mut(), 1_000, true),
+        9,
+        "require_stable sees it"
+    );
+    assert_eq!(fetched(&mut fx, second.as_mut(), 1_099, false), 5);
+    assert_eq!(
+        fetched(&mut fx, second.as_mut(), 1_100, false),
+        9,
+        "caught up"
+    );
+
+    // The next coordinator loads more than the lag after the last write: nothing trails.
+    fx.move_coordinator();
+    let mut third = fx.load(2_000);
+    assert_eq!(fetched(&mut fx, third.as_mut(), 2_000, false), 9);
+
+    // A commit just before the next move; the new shard's first write commits the tail too.
+    commit(&mut fx, third.as_mut(), 2_990, 12);
+    fx.move_coordinator();
+    let mut fourth = fx.load(3_000);
+    assert_eq!(fetched(&mut fx, fourth.as_mut(), 3_000, false), 9);
+    let request = super::shard_tests::simple_commit("other", 1);
+    fx.call(fourth.as_mut(), 3_010, 8, request);
+    assert_eq!(
+        fetched(&mut fx, fourth.as_mut(), 3_020, false),
+        12,
+        "the write caught it up"
+    );
+
+    // Without the lag (the default) an unstable fetch sees the last commit right away.
+    fx.update_cluster(|state| state.config.coordinator_high_watermark_lag_ms = 0);
+    commit(&mut fx, fourth.as_mut(), 3_990, 13);
+    fx.move_coordinator();
+    let mut fifth = fx.load(4_000);
+    assert_eq!(fetched(&mut fx, fifth.as_mut(), 4_000, false), 13);
+}

@@ -119,6 +119,46 @@ pub struct GroupCoordinatorShard {
     offsets_retention: OffsetsRetentionConfig,
     /// When the next offset expiry check runs; set when loading completes.
     next_offsets_cleanup_ms: Option<u64>,
+    /// What an OffsetFetch without `require_stable` reads while this shard's high watermark
+    /// still trails its predecessor's
+    /// ([`crate::config::ClusterConfig::coordinator_high_watermark_lag_ms`]).
+    lagging_reads: Option<LaggingReads>,
+}
+
+/// The committed offsets as of a new leader's trailing high watermark, until it catches up.
+struct LaggingReads {
+    offsets: OffsetStore,
+    until_ms: u64,
+}
+
+/// The committed offsets an OffsetFetch reads: all of them for a `require_stable` fetch (a
+/// write operation in Kafka's coordinator), those at the high watermark otherwise.
+fn offsets_to_read<'a>(
+    live: &'a OffsetStore,
+    lagging: Option<&'a LaggingReads>,
+    require_stable: bool,
+    now_ms: u64,
+) -> &'a OffsetStore {
+    match lagging {
+        Some(lagging) if !require_stable && now_ms < lagging.until_ms => &lagging.offsets,
+        _ => live,
+    }
+}
+
+/// The offsets a replay found, as a store.
+fn offset_store(
+    offsets: impl IntoIterator<Item = super::offset_record::OffsetRecord>,
+) -> OffsetStore {
+    let mut store = OffsetStore::new();
+    for offset in offsets {
+        store.restore(
+            &offset.group_id,
+            &offset.topic,
+            offset.partition,
+            offset.offset,
+        );
+    }
+    store
 }
 
 impl GroupCoordinatorShard {
@@ -154,19 +194,31 @@ impl GroupCoordinatorShard {
             fenced: false,
             offsets_retention: factory.offsets_retention,
             next_offsets_cleanup_ms: None,
+            lagging_reads: None,
             log,
         };
         // A stream of its own, so consumer-group ids do not shift the classic ones.
         shard.consumer.seed_member_ids(seed ^ 0xC0A5_0E7E_D1D5_5EED);
-        let loaded = LoadedGroups::replay(shard.log.read_all());
-        for offset in loaded.offsets.into_values() {
-            shard.offsets.restore(
-                &offset.group_id,
-                &offset.topic,
-                offset.partition,
-                offset.offset,
-            );
+        let records = shard.log.read_all();
+        let lag_ms = shard.log.high_watermark_lag_ms();
+        let below_high_watermark = now_ms.saturating_sub(lag_ms) as i64;
+        if lag_ms > 0
+            && records
+                .iter()
+                .any(|r| r.timestamp_ms > below_high_watermark)
+        {
+            let committed = records
+                .iter()
+                .take_while(|r| r.timestamp_ms <= below_high_watermark)
+                .cloned()
+                .collect();
+            shard.lagging_reads = Some(LaggingReads {
+                offsets: offset_store(LoadedGroups::replay(committed).offsets.into_values()),
+                until_ms: now_ms + lag_ms,
+            });
         }
+        let loaded = LoadedGroups::replay(records);
+        shard.offsets = offset_store(loaded.offsets.into_values());
         for (group_id, value) in &loaded.classic {
             match value {
                 Some(value) => shard.classic.restore_group(group_id, value),
@@ -209,9 +261,12 @@ impl GroupCoordinatorShard {
         if records.is_empty() || self.fenced {
             return;
         }
-        if let Err(error) = self.log.append(now_ms as i64, &records) {
-            tracing::debug!(?error, "group records not persisted; shard fenced");
-            self.fenced = true;
+        match self.log.append(now_ms as i64, &records) {
+            Ok(_) => self.lagging_reads = None,
+            Err(error) => {
+                tracing::debug!(?error, "group records not persisted; shard fenced");
+                self.fenced = true;
+            }
         }
     }
 
@@ -512,7 +567,11 @@ impl GroupCoordinatorShard {
             return response;
         }
         match self.log.append(now_ms as i64, &records) {
-            Ok(_) => response,
+            Ok(_) => {
+                // Answered once the high watermark passed it, and with it the whole log.
+                self.lagging_reads = None;
+                response
+            }
             Err(error) => {
                 tracing::debug!(group = %group_id, ?error, "offset commit not persisted");
                 self.fenced = true;
@@ -543,9 +602,13 @@ impl GroupCoordinatorShard {
                     .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                     .collect()
             });
-            let group = self
-                .offsets
-                .fetch_group(&request.group_id, &requested, true);
+            let offsets = offsets_to_read(
+                &self.offsets,
+                self.lagging_reads.as_ref(),
+                request.require_stable,
+                now_ms,
+            );
+            let group = offsets.fetch_group(&request.group_id, &requested, true);
             let (topics, error_code) = super::offsets::to_single_group_shape(group);
             let response = OffsetFetchResponse::default()
                 .with_topics(topics)
@@ -560,10 +623,21 @@ impl GroupCoordinatorShard {
                 RequestId(context.request_id),
                 context.api_version,
                 request,
-                &self.offsets,
+                offsets_to_read(
+                    &self.offsets,
+                    self.lagging_reads.as_ref(),
+                    request.require_stable,
+                    now_ms,
+                ),
             );
             return;
         }
+        let offsets = offsets_to_read(
+            &self.offsets,
+            self.lagging_reads.as_ref(),
+            request.require_stable,
+            now_ms,
+        );
         let mut groups = Vec::with_capacity(request.groups.len());
         for group in &request.groups {
             let requested: RequestedTopics = group.topics.as_ref().map(|topics| {
@@ -580,9 +654,8 @@ impl GroupCoordinatorShard {
                     group.member_epoch,
                     now_ms,
                 ) {
-                    Ok(()) => self.offsets.fetch_group(&group.group_id, &requested, true),
-                    Err(error) => self
-                        .offsets
+                    Ok(()) => offsets.fetch_group(&group.group_id, &requested, true),
+                    Err(error) => offsets
                         .fetch_group(&group.group_id, &None, false)
                         .with_error_code(error.error.code()),
                 }
@@ -591,8 +664,7 @@ impl GroupCoordinatorShard {
                     .classic
                     .group_state(id)
                     .is_some_and(|s| s != super::classic::ClassicGroupState::Dead);
-                self.offsets
-                    .fetch_group(&group.group_id, &requested, visible)
+                offsets.fetch_group(&group.group_id, &requested, visible)
             };
             groups.push(answer);
         }
