@@ -95,12 +95,17 @@ pub enum Sabotage {
     /// `pause` drops the records `recv` / `stream` already took from the buffer for the paused
     /// partitions. Project fix.
     PauseDropsTakenRecords,
+    /// Committed offsets are fetched without `require_stable` under `read_uncommitted`: a
+    /// coordinator that just took over answers from its trailing high watermark, so a member
+    /// taking a partition over right after a coordinator move starts behind the committed
+    /// offset. Project fix (Java's consumers always set `requireStable`).
+    OffsetFetchNotStable,
 }
 
 #[cfg_attr(not(feature = "__internal"), allow(dead_code))] // The testbed's API.
 impl Sabotage {
     /// Every entry, in catalogue order.
-    pub const ALL: [Sabotage; 26] = [
+    pub const ALL: [Sabotage; 27] = [
         Sabotage::FetchRevokedPartitions,
         Sabotage::ReconcileWithoutPoll,
         Sabotage::PatternNotRematched,
@@ -127,6 +132,7 @@ impl Sabotage {
         Sabotage::LateCommittedOffsetApplied,
         Sabotage::LateValidationApplied,
         Sabotage::PauseDropsTakenRecords,
+        Sabotage::OffsetFetchNotStable,
     ];
 
     /// The entry's name on the command line.
@@ -158,6 +164,7 @@ impl Sabotage {
             Sabotage::LateCommittedOffsetApplied => "late-committed-offset-applied",
             Sabotage::LateValidationApplied => "late-validation-applied",
             Sabotage::PauseDropsTakenRecords => "pause-drops-taken-records",
+            Sabotage::OffsetFetchNotStable => "offset-fetch-not-stable",
         }
     }
 
@@ -191,6 +198,7 @@ impl Sabotage {
             Sabotage::LateCommittedOffsetApplied => "KAFKA-7703",
             Sabotage::LateValidationApplied => "KAFKA-7703",
             Sabotage::PauseDropsTakenRecords => "project",
+            Sabotage::OffsetFetchNotStable => "project",
         }
     }
 

@@ -184,6 +184,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             build: own::seek_reset::scenario,
         },
         ScenarioInfo {
+            name: own::committed_after_move::NAME,
+            build: own::committed_after_move::scenario,
+        },
+        ScenarioInfo {
             name: families::request_storm::NAME,
             build: families::request_storm::scenario,
         },

@@ -265,6 +265,12 @@ pub const WITNESSES: &[Witness] = &[
         seed: 17,
         checker: "data-path-accounting",
     },
+    Witness {
+        sabotage: "offset-fetch-not-stable",
+        scenario: "committed-after-move",
+        seed: 0,
+        checker: "duplicate-deliveries",
+    },
 ];
 
 #[cfg(test)]

@@ -861,7 +861,8 @@ fn offset_fetch_request(
     // below its predecessor's: a new owner of a partition would then start from an older
     // committed offset, re-deliver and commit behind what was committed. With it, the fetch is
     // a write operation that sees every offset in the log and waits for pending ones.
-    let request = OffsetFetchRequest::default().with_require_stable(version >= 7);
+    let require_stable = version >= 7 && !sabotage::active(Sabotage::OffsetFetchNotStable);
+    let request = OffsetFetchRequest::default().with_require_stable(require_stable);
     if version >= GROUPS_VERSION {
         let topics = by_topic
             .into_iter()

@@ -10,9 +10,12 @@ use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use kafka_consumer::network::metadata::metadata_request_for_topics;
-use kafka_consumer::network::{MetadataScope, NetworkClient, NetworkConfig, Target};
+use kafka_consumer::network::{
+    MetadataScope, NetworkClient, NetworkConfig, RequestOptions, Target,
+};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_protocol::messages::ListGroupsRequest;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, OffsetFetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::{sleep, Duration, Instant};
 
@@ -22,6 +25,7 @@ const HARNESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testing/kafka/run
 
 /// The cluster a test may break: its brokers' addresses and the harness state that lets
 /// `kill`/`stop`/`restart` find the node processes.
+#[derive(Clone)]
 pub struct Cluster {
     pub bootstrap: Vec<String>,
     state_dir: String,
@@ -366,6 +370,61 @@ impl Cluster {
             .iter()
             .find(|g| g.group_id.0.as_str() == group)
             .map(|g| g.group_state.to_string())
+    }
+
+    /// One OffsetFetch (v7, the single-group layout) of `topic`-`partition` for `group`,
+    /// sent to the group's coordinator as `client` last found it, *without* `require_stable`:
+    /// what an admin tool asks by default, and what Kafka's coordinator answers with a read at
+    /// its `__consumer_offsets` high watermark. `None` on any error (the coordinator is moving);
+    /// `Some(-1)` when nothing is committed.
+    pub async fn committed_without_require_stable(
+        &self,
+        client: &mut NetworkClient,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<i64> {
+        let found = client
+            .send(
+                Target::LeastLoaded,
+                FindCoordinatorRequest::default()
+                    .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]),
+            )
+            .await
+            .ok()?;
+        let coordinator = found.body.coordinators.first()?;
+        if coordinator.error_code != 0 || coordinator.node_id.0 < 0 {
+            return None;
+        }
+        if !client.is_connected(coordinator.node_id.0) {
+            let metadata = client
+                .send(
+                    Target::LeastLoaded,
+                    metadata_request_for_topics(Vec::<&str>::new(), false),
+                )
+                .await
+                .ok()?;
+            client.update_metadata(&metadata.body, MetadataScope::ListedTopics);
+        }
+        let request = OffsetFetchRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partition_indexes(vec![partition])]))
+            .with_require_stable(false);
+        let options = RequestOptions {
+            version: Some(7),
+            timeout_ms: Some(5_000),
+        };
+        let answer = client
+            .send_with(Target::Node(coordinator.node_id.0), request, options)
+            .await
+            .ok()?;
+        if answer.body.error_code != 0 {
+            return None;
+        }
+        let fetched = answer.body.topics.first()?.partitions.first()?;
+        (fetched.error_code == 0).then_some(fetched.committed_offset)
     }
 
     /// The leader broker of every partition of `topic`, by partition (retried while brokers

@@ -3,4 +3,5 @@
 //! knobs from the seed; unlike them they assert the checker set their race needs rather than
 //! [`crate::families::full_checks`].
 
+pub mod committed_after_move;
 pub mod seek_reset;
