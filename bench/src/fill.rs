@@ -14,8 +14,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::{
-    bench_dir, kafka_classpath, output, partition_layout, Codec, Options, PARTITIONS,
-    PARTITION_RECORDS,
+    bench_dir, kafka_classpath, output, partition_layout, partition_topic_records, Codec, Options,
+    PARTITIONS,
 };
 
 /// The topic holding `records` records of `size` bytes produced with `codec`.
@@ -70,11 +70,11 @@ fn payload_file(size: usize) -> Result<PathBuf, String> {
 }
 
 /// The partitions workload's topics for `total` partitions ([`partition_layout`]): 100 B
-/// records, uncompressed, [`PARTITION_RECORDS`] per partition on average, named after the
-/// layout and each topic's record count.
+/// records, uncompressed, [`crate::SCALE_RECORDS`] over all of them, named after the layout
+/// and each topic's record count.
 pub fn partition_topics(total: u32) -> Vec<String> {
     let (topics, per_topic) = partition_layout(total);
-    let records = PARTITION_RECORDS * u64::from(per_topic);
+    let records = partition_topic_records(total);
     (0..topics)
         .map(|i| format!("bench-parts-{topics}x{per_topic}-{i:03}-{records}"))
         .collect()
@@ -105,7 +105,7 @@ fn fill_partitions(options: &Options, classpath: &str) -> Result<(), String> {
     let payloads = payload_file(100)?;
     for total in options.partition_totals() {
         let (_, per_topic) = partition_layout(total);
-        let records = PARTITION_RECORDS * u64::from(per_topic);
+        let records = partition_topic_records(total);
         let topics = partition_topics(total);
         let prefix = topics[0]
             .rsplitn(3, '-')
@@ -277,10 +277,10 @@ mod tests {
 
     #[test]
     fn partition_topics_follow_the_layout() {
-        assert_eq!(partition_topics(12), ["bench-parts-1x12-000-12000"]);
+        assert_eq!(partition_topics(12), ["bench-parts-1x12-000-1200000"]);
         let big = partition_topics(6_000);
         assert_eq!(big.len(), 100);
-        assert_eq!(big[99], "bench-parts-100x60-099-60000");
+        assert_eq!(big[99], "bench-parts-100x60-099-12000");
     }
 
     #[test]

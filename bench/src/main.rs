@@ -89,7 +89,7 @@ pub enum WorkloadMode {
     /// others: the broker's serving ceiling on this machine, every client a fraction of it.
     Ceiling,
     /// One consumer over `total` partitions (one of [`PARTITION_SCALES`], laid out over topics
-    /// by [`partition_layout`]), each holding about [`PARTITION_RECORDS`] records of 100 B,
+    /// by [`partition_layout`]), [`SCALE_RECORDS`] records of 100 B over all of them,
     /// assigned by hand or subscribed in a fresh group, read to the end: how records/s, CPU per
     /// record, peak RSS and the time to the first record scale with the partition count.
     Partitions { total: u32, subscribe: bool },
@@ -97,9 +97,16 @@ pub enum WorkloadMode {
 
 /// The partitions workload's partition counts.
 pub const PARTITION_SCALES: [u32; 4] = [12, 120, 1_200, 6_000];
-/// Records (100 B) per partition in the partitions workload: little, so filling 6,000
-/// partitions is quick and the run measures per-partition costs rather than bulk throughput.
-pub const PARTITION_RECORDS: u64 = 1_000;
+/// Records (100 B) in the partitions workload at every partition count, spread evenly over
+/// its topics: the same volume at 12 and at 6,000 partitions, so CPU per record compares the
+/// per-record cost as partitions multiply (and a run at 12 partitions lasts long enough to
+/// time), 200 records a partition at 6,000.
+pub const SCALE_RECORDS: u64 = 1_200_000;
+
+/// Records in each of the partitions workload's topics for `total` partitions.
+pub fn partition_topic_records(total: u32) -> u64 {
+    SCALE_RECORDS / u64::from(partition_layout(total).0)
+}
 
 /// How the partitions workload lays `total` partitions out: `(topics, partitions per topic)`.
 /// Up to 1,200 partitions, 12 per topic (12 = 1 × 12, 120 = 10 × 12, 1,200 = 100 × 12); above,
@@ -776,6 +783,14 @@ mod tests {
         assert_eq!(partition_layout(1_200), (100, 12));
         assert_eq!(partition_layout(6_000), (100, 60));
         assert_eq!(partition_layout(3), (1, 3));
+        // The same volume at every count, evenly over the topics.
+        for total in PARTITION_SCALES {
+            let (topics, _) = partition_layout(total);
+            assert_eq!(
+                partition_topic_records(total) * u64::from(topics),
+                SCALE_RECORDS
+            );
+        }
         // The second protocols run only where a group is.
         let ours_consumer = CLIENTS[1];
         assert!(!ours_consumer.runs_in(both[0]) && ours_consumer.runs_in(both[1]));

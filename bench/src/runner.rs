@@ -18,7 +18,7 @@ use crate::fill::{partition_topics, topic_name};
 use crate::sockets::{port_of, remote_ports};
 use crate::{
     bench_dir, kafka_classpath, newer, output, partition_layout, repo_dir, results_dir, Client,
-    Launch, Options, SaslSslListener, Workload, WorkloadMode, PARTITIONS, PARTITION_RECORDS,
+    Launch, Options, SaslSslListener, Workload, WorkloadMode, PARTITIONS, SCALE_RECORDS,
 };
 
 /// In the group workload, the third member leaves this long after its first record.
@@ -403,9 +403,9 @@ fn run_one(
     let (records, topic, partitions) = match workload.mode {
         WorkloadMode::Latency(_) => (0, LATENCY_TOPIC.to_owned(), PARTITIONS),
         WorkloadMode::Partitions { total, .. } => {
-            let (topics, per_topic) = partition_layout(total);
+            let (_, per_topic) = partition_layout(total);
             (
-                PARTITION_RECORDS * u64::from(per_topic) * u64::from(topics),
+                SCALE_RECORDS,
                 partition_topics(total).join(","),
                 per_topic as i32,
             )
