@@ -99,12 +99,14 @@ public final class BenchConsumer {
         long start = System.nanoTime();
         if (mode.equals("assign")) {
             List<TopicPartition> tps = new ArrayList<>();
-            for (int p = 0; p < partitions; p++) {
-                tps.add(new TopicPartition(topic, p));
+            for (String t : topic.split(",")) {
+                for (int p = 0; p < partitions; p++) {
+                    tps.add(new TopicPartition(t, p));
+                }
             }
             consumer.assign(tps);
         } else if (mode.equals("subscribe")) {
-            consumer.subscribe(List.of(topic));
+            consumer.subscribe(List.of(topic.split(",")));
         } else {
             fail("unknown mode " + mode);
         }

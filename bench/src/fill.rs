@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{bench_dir, kafka_classpath, output, Codec, Options, PARTITIONS};
+use crate::{
+    bench_dir, kafka_classpath, output, partition_layout, partition_topic_records, Codec, Options,
+    PARTITIONS,
+};
 
 /// The topic holding `records` records of `size` bytes produced with `codec`.
 pub fn topic_name(size: usize, codec: Codec, records: u64) -> String {
@@ -64,6 +67,125 @@ fn payload_file(size: usize) -> Result<PathBuf, String> {
     std::fs::create_dir_all(bench_dir().join("target")).map_err(|e| e.to_string())?;
     std::fs::write(&path, text).map_err(|e| e.to_string())?;
     Ok(path)
+}
+
+/// The partitions workload's topics for `total` partitions ([`partition_layout`]): 100 B
+/// records, uncompressed, [`crate::SCALE_RECORDS`] over all of them, named after the layout
+/// and each topic's record count.
+pub fn partition_topics(total: u32) -> Vec<String> {
+    let (topics, per_topic) = partition_layout(total);
+    let records = partition_topic_records(total);
+    (0..topics)
+        .map(|i| format!("bench-parts-{topics}x{per_topic}-{i:03}-{records}"))
+        .collect()
+}
+
+/// The sum of the end offsets of every topic in a `GetOffsetShell` listing
+/// (`topic:partition:offset` lines), by topic.
+pub fn end_offsets_by_topic(listing: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut sums = std::collections::BTreeMap::new();
+    for line in listing.lines() {
+        let mut fields = line.trim().rsplitn(3, ':');
+        let (Some(offset), Some(_partition), Some(topic)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if let Ok(offset) = offset.parse::<u64>() {
+            *sums.entry(topic.to_owned()).or_insert(0) += offset;
+        }
+    }
+    sums
+}
+
+/// Fills the partitions workload's topics for every partition count of the run (reused when
+/// a topic already holds its records). Batches of 4 KiB (about 35 records) so the sticky
+/// partitioner spreads each topic's records over all its partitions.
+fn fill_partitions(options: &Options, classpath: &str) -> Result<(), String> {
+    let payloads = payload_file(100)?;
+    for total in options.partition_totals() {
+        let (_, per_topic) = partition_layout(total);
+        let records = partition_topic_records(total);
+        let topics = partition_topics(total);
+        let prefix = topics[0]
+            .rsplitn(3, '-')
+            .nth(2)
+            .unwrap_or_default()
+            .to_owned();
+        let listing = |pattern: &str| {
+            output(
+                tool(classpath, "org.apache.kafka.tools.GetOffsetShell").args([
+                    "--bootstrap-server",
+                    &options.bootstrap,
+                    "--topic",
+                    pattern,
+                ]),
+            )
+            .unwrap_or_default()
+        };
+        let have = end_offsets_by_topic(&listing(&format!("{prefix}-.*")));
+        let started = Instant::now();
+        let mut filled = 0;
+        for topic in &topics {
+            match have.get(topic).copied().unwrap_or(0) {
+                n if n == records => continue,
+                0 => {}
+                n => {
+                    return Err(format!(
+                        "{topic} holds {n} records, not {records} (an interrupted fill?): \
+                         delete it with TopicCommand --delete or restart the broker with a \
+                         fresh state dir"
+                    ))
+                }
+            }
+            output(
+                tool(classpath, "org.apache.kafka.tools.TopicCommand").args([
+                    "--bootstrap-server",
+                    &options.bootstrap,
+                    "--create",
+                    "--if-not-exists",
+                    "--topic",
+                    topic,
+                    "--partitions",
+                    &per_topic.to_string(),
+                    "--replication-factor",
+                    "1",
+                ]),
+            )?;
+            output(
+                tool(classpath, "org.apache.kafka.tools.ProducerPerformance")
+                    .args(["--topic", topic, "--num-records", &records.to_string()])
+                    .args(["--throughput", "-1", "--payload-file"])
+                    .arg(&payloads)
+                    .args([
+                        "--producer-props",
+                        &format!("bootstrap.servers={}", options.bootstrap),
+                        "acks=1",
+                        "linger.ms=5",
+                        "batch.size=4096",
+                    ]),
+            )?;
+            filled += 1;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let have = end_offsets_by_topic(&listing(&format!("{prefix}-.*")));
+        if let Some(short) = topics
+            .iter()
+            .find(|t| have.get(*t).copied().unwrap_or(0) != records)
+        {
+            return Err(format!(
+                "{short}: produced {records}, broker has {}",
+                have.get(short).copied().unwrap_or(0)
+            ));
+        }
+        eprintln!(
+            "kafka-bench: {total} partitions ({} topics): {filled} filled, {} reused ({:.0?})",
+            topics.len(),
+            topics.len() - filled,
+            started.elapsed()
+        );
+    }
+    Ok(())
 }
 
 /// The sum of the topic's end offsets (0 when it does not exist).
@@ -146,5 +268,30 @@ pub fn fill(options: &Options) -> Result<(), String> {
             return Err(format!("{topic}: produced {records}, broker has {have}"));
         }
     }
-    Ok(())
+    fill_partitions(options, &classpath)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_topics_follow_the_layout() {
+        assert_eq!(partition_topics(12), ["bench-parts-1x12-000-1200000"]);
+        let big = partition_topics(6_000);
+        assert_eq!(big.len(), 100);
+        assert_eq!(big[99], "bench-parts-100x60-099-12000");
+    }
+
+    #[test]
+    fn end_offsets_sum_per_topic() {
+        let listing = "bench-parts-10x12-000-12000:0:990\n\
+                       bench-parts-10x12-000-12000:1:1010\n\
+                       bench-parts-10x12-001-12000:0:7\n\
+                       some warning line\n";
+        let sums = end_offsets_by_topic(listing);
+        assert_eq!(sums["bench-parts-10x12-000-12000"], 2000);
+        assert_eq!(sums["bench-parts-10x12-001-12000"], 7);
+        assert_eq!(sums.len(), 2);
+    }
 }

@@ -119,7 +119,10 @@ pub struct ClientArgs {
     pub bootstrap: String,
     /// `None`: PLAINTEXT (`--security plaintext`, the default).
     pub sasl_ssl: Option<SaslSsl>,
+    /// One topic, or several separated by commas (the partitions workload reads up to 100
+    /// topics); see [`ClientArgs::topics`].
     pub topic: String,
+    /// Partitions of each topic.
     pub partitions: i32,
     pub mode: Mode,
     pub group: String,
@@ -145,6 +148,21 @@ pub struct ClientArgs {
     /// ([`Stats::record_latency`]) once this long has passed since the first record (the
     /// warm-up: connections, the first fetches and a JIT are not what is measured).
     pub latency_warmup: Option<Duration>,
+}
+
+impl ClientArgs {
+    /// The topics `--topic` names: a comma-separated list, empty names skipped.
+    pub fn topics(&self) -> Vec<&str> {
+        self.topic.split(',').filter(|t| !t.is_empty()).collect()
+    }
+
+    /// Every partition of every topic, topic by topic.
+    pub fn topic_partitions(&self) -> Vec<(&str, i32)> {
+        self.topics()
+            .into_iter()
+            .flat_map(|t| (0..self.partitions).map(move |p| (t, p)))
+            .collect()
+    }
 }
 
 /// Where a client starts reading a partition it has no committed offset for.
@@ -528,6 +546,20 @@ mod tests {
             start: Start::Earliest,
             latency_warmup: None,
         }
+    }
+
+    #[test]
+    fn topic_lists_every_partition_of_every_topic() {
+        let mut a = args(None);
+        a.topic = "a,b,".to_owned();
+        a.partitions = 2;
+        assert_eq!(a.topics(), ["a", "b"]);
+        assert_eq!(
+            a.topic_partitions(),
+            [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+        );
+        a.topic = "t".to_owned();
+        assert_eq!(a.topics(), ["t"]);
     }
 
     fn argv(extra: &[&str]) -> Vec<String> {

@@ -6,6 +6,7 @@
 //! kafka-bench all|fill|run|report [--sizes 100,1024] [--codecs none,lz4,zstd]
 //!     [--codecs-groups none] [--modes assign,subscribe,group,rebalance] [--clients ours,rdkafka,...] [--reps 3]
 //!     (or the second-round workloads, on their own: [--modes latency,slow-app,ceiling])
+//!     (or the scale workload, on its own: [--modes partitions] or partitions-12,partitions-120-assign)
 //!     [--window-ms 5000] [--records-100 N] [--records-1024 N] [--security plaintext,sasl_ssl]
 //!     [--latency-window-ms 22000] [--slow-app-window-ms 60000]
 //! ```
@@ -87,6 +88,36 @@ pub enum WorkloadMode {
     /// The assign workload (uncompressed) with the raw fetch-only client `ceiling` beside the
     /// others: the broker's serving ceiling on this machine, every client a fraction of it.
     Ceiling,
+    /// One consumer over `total` partitions (one of [`PARTITION_SCALES`], laid out over topics
+    /// by [`partition_layout`]), [`SCALE_RECORDS`] records of 100 B over all of them,
+    /// assigned by hand or subscribed in a fresh group, read to the end: how records/s, CPU per
+    /// record, peak RSS and the time to the first record scale with the partition count.
+    Partitions { total: u32, subscribe: bool },
+}
+
+/// The partitions workload's partition counts.
+pub const PARTITION_SCALES: [u32; 4] = [12, 120, 1_200, 6_000];
+/// Records (100 B) in the partitions workload at every partition count, spread evenly over
+/// its topics: the same volume at 12 and at 6,000 partitions, so CPU per record compares the
+/// per-record cost as partitions multiply (and a run at 12 partitions lasts long enough to
+/// time), 200 records a partition at 6,000.
+pub const SCALE_RECORDS: u64 = 1_200_000;
+
+/// Records in each of the partitions workload's topics for `total` partitions.
+pub fn partition_topic_records(total: u32) -> u64 {
+    SCALE_RECORDS / u64::from(partition_layout(total).0)
+}
+
+/// How the partitions workload lays `total` partitions out: `(topics, partitions per topic)`.
+/// Up to 1,200 partitions, 12 per topic (12 = 1 × 12, 120 = 10 × 12, 1,200 = 100 × 12); above,
+/// 100 topics with more partitions each (6,000 = 100 × 60).
+pub fn partition_layout(total: u32) -> (u32, u32) {
+    let total = total.max(1);
+    if total <= 1_200 {
+        (total.div_ceil(12), 12.min(total))
+    } else {
+        (100, total.div_ceil(100))
+    }
 }
 
 impl WorkloadMode {
@@ -99,6 +130,10 @@ impl WorkloadMode {
             WorkloadMode::Latency(rate) => format!("latency-{}", rate_label(rate)),
             WorkloadMode::SlowApp => "slow-app".to_owned(),
             WorkloadMode::Ceiling => "ceiling".to_owned(),
+            WorkloadMode::Partitions { total, subscribe } => format!(
+                "partitions-{total}-{}",
+                if subscribe { "subscribe" } else { "assign" }
+            ),
         }
     }
 
@@ -111,11 +146,23 @@ impl WorkloadMode {
         )
     }
 
+    /// The scale workloads (partitions): their results go to `scale.tsv` and their own block
+    /// ([`report::ResultsSet::Scale`]).
+    pub fn is_scale(self) -> bool {
+        matches!(self, WorkloadMode::Partitions { .. })
+    }
+
     /// Whether the clients run in assign mode (no group).
     pub fn assigns(self) -> bool {
         !matches!(
             self,
-            WorkloadMode::Subscribe | WorkloadMode::Group | WorkloadMode::Rebalance
+            WorkloadMode::Subscribe
+                | WorkloadMode::Group
+                | WorkloadMode::Rebalance
+                | WorkloadMode::Partitions {
+                    subscribe: true,
+                    ..
+                }
         )
     }
 
@@ -134,6 +181,15 @@ impl WorkloadMode {
             "rebalance" => WorkloadMode::Rebalance,
             "slow-app" => WorkloadMode::SlowApp,
             "ceiling" => WorkloadMode::Ceiling,
+            "partitions" => {
+                return Ok(PARTITION_SCALES
+                    .iter()
+                    .flat_map(|&total| WorkloadMode::partitions(total))
+                    .collect())
+            }
+            other if other.starts_with("partitions-") => {
+                return WorkloadMode::parse_partitions(&other["partitions-".len()..])
+            }
             "latency" => {
                 return Ok(runner::LATENCY_RATES
                     .iter()
@@ -147,6 +203,35 @@ impl WorkloadMode {
                 .ok_or(format!("unknown mode {other}"))?,
         };
         Ok(vec![one])
+    }
+}
+
+impl WorkloadMode {
+    /// The partitions workload over `total` partitions, assigned then subscribed.
+    fn partitions(total: u32) -> [WorkloadMode; 2] {
+        [false, true].map(|subscribe| WorkloadMode::Partitions { total, subscribe })
+    }
+
+    /// `120` (both modes), `120-assign` or `120-subscribe`.
+    fn parse_partitions(rest: &str) -> Result<Vec<Self>, String> {
+        let (count, which) = match rest.split_once('-') {
+            Some((count, which)) => (count, Some(which)),
+            None => (rest, None),
+        };
+        let total: u32 = count
+            .parse()
+            .ok()
+            .filter(|&t| t > 0)
+            .ok_or(format!("partitions-{rest}: not a partition count"))?;
+        let both = WorkloadMode::partitions(total);
+        match which {
+            None => Ok(both.to_vec()),
+            Some("assign") => Ok(vec![both[0]]),
+            Some("subscribe") => Ok(vec![both[1]]),
+            Some(other) => Err(format!(
+                "partitions-{rest}: {other} is not assign or subscribe"
+            )),
+        }
     }
 }
 
@@ -432,6 +517,10 @@ impl Options {
                 push(100, Codec::None, mode);
                 continue;
             }
+            if mode.is_scale() {
+                push(100, Codec::None, mode);
+                continue;
+            }
             if mode == WorkloadMode::Ceiling {
                 for &size in &self.sizes {
                     push(size, Codec::None, mode);
@@ -463,12 +552,27 @@ impl Options {
         let mut topics: Vec<(usize, Codec)> = self
             .workloads()
             .iter()
-            .filter(|w| !matches!(w.mode, WorkloadMode::Latency(_)))
+            .filter(|w| !matches!(w.mode, WorkloadMode::Latency(_)) && !w.mode.is_scale())
             .map(|w| (w.size, w.codec))
             .collect();
         topics.sort();
         topics.dedup();
         topics
+    }
+
+    /// The partition counts of the run's partitions workloads (each has its own topics).
+    pub fn partition_totals(&self) -> Vec<u32> {
+        let mut totals: Vec<u32> = self
+            .modes
+            .iter()
+            .filter_map(|m| match m {
+                WorkloadMode::Partitions { total, .. } => Some(*total),
+                _ => None,
+            })
+            .collect();
+        totals.sort_unstable();
+        totals.dedup();
+        totals
     }
 
     /// The SASL_SSL listener, when a workload needs it.
@@ -486,6 +590,8 @@ impl Options {
             report::ResultsSet::Tls
         } else if self.modes.iter().all(|m| m.is_second_round()) {
             report::ResultsSet::Workloads
+        } else if self.modes.iter().all(|m| m.is_scale()) {
+            report::ResultsSet::Scale
         } else {
             report::ResultsSet::Peers
         }
@@ -543,6 +649,14 @@ fn parse_options() -> Result<Options, String> {
                                 (bench/results/workloads.tsv): run them apart from the \
                                 peer matrix's modes"
                         .to_owned());
+                }
+                let scale = options.modes.iter().filter(|m| m.is_scale()).count();
+                if scale != 0 && scale != options.modes.len() {
+                    return Err(
+                        "partitions writes its own results (bench/results/scale.tsv): \
+                                run it apart from the other modes"
+                            .to_owned(),
+                    );
                 }
             }
             "--clients" => {
@@ -642,6 +756,45 @@ pub fn newer(path: &Path, than: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_partitions_modes_parse_and_lay_out() {
+        let all = WorkloadMode::parse("partitions").expect("partitions");
+        assert_eq!(all.len(), 2 * PARTITION_SCALES.len());
+        assert!(all.iter().all(|m| m.is_scale() && !m.is_second_round()));
+        let both = WorkloadMode::parse("partitions-120").expect("one scale");
+        assert_eq!(
+            both.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            ["partitions-120-assign", "partitions-120-subscribe"]
+        );
+        assert!(both[0].assigns() && !both[1].assigns());
+        assert_eq!(
+            WorkloadMode::parse("partitions-12-subscribe").expect("one mode"),
+            vec![WorkloadMode::Partitions {
+                total: 12,
+                subscribe: true
+            }]
+        );
+        assert!(WorkloadMode::parse("partitions-x").is_err());
+        assert!(WorkloadMode::parse("partitions-0").is_err());
+        assert!(WorkloadMode::parse("partitions-12-group").is_err());
+        assert_eq!(partition_layout(12), (1, 12));
+        assert_eq!(partition_layout(120), (10, 12));
+        assert_eq!(partition_layout(1_200), (100, 12));
+        assert_eq!(partition_layout(6_000), (100, 60));
+        assert_eq!(partition_layout(3), (1, 3));
+        // The same volume at every count, evenly over the topics.
+        for total in PARTITION_SCALES {
+            let (topics, _) = partition_layout(total);
+            assert_eq!(
+                partition_topic_records(total) * u64::from(topics),
+                SCALE_RECORDS
+            );
+        }
+        // The second protocols run only where a group is.
+        let ours_consumer = CLIENTS[1];
+        assert!(!ours_consumer.runs_in(both[0]) && ours_consumer.runs_in(both[1]));
+    }
 
     #[test]
     fn the_second_round_modes_parse_and_expand() {

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use kafka_bench::Security;
 
-use crate::fill::topic_name;
+use crate::fill::{partition_topics, topic_name};
 use crate::sockets::{port_of, remote_ports};
 use crate::{
-    bench_dir, kafka_classpath, newer, output, repo_dir, results_dir, Client, Launch, Options,
-    SaslSslListener, Workload, WorkloadMode, PARTITIONS,
+    bench_dir, kafka_classpath, newer, output, partition_layout, repo_dir, results_dir, Client,
+    Launch, Options, SaslSslListener, Workload, WorkloadMode, PARTITIONS, SCALE_RECORDS,
 };
 
 /// In the group workload, the third member leaves this long after its first record.
@@ -51,6 +51,9 @@ pub const LATENCY_WARMUP_MS: u64 = 2_000;
 /// (~585 k/s) would read the 20 M-record topic to its end in 35 s and would not hold back the
 /// clients slower than that at all.
 pub const SLOW_APP_RATE_PER_S: u64 = 20_000;
+/// The partitions workload's window after the first record: long enough that every client
+/// reads its topics to the end (it stops there), at 6,000 partitions too.
+pub const PARTITIONS_WINDOW_MS: u64 = 120_000;
 /// How often the driver samples a child's RSS (`VmRSS` in `/proc/<pid>/status`).
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(500);
 
@@ -397,12 +400,24 @@ fn run_one(
     rep: usize,
     serial: usize,
 ) -> Result<(Row, Vec<(u64, i64)>), String> {
-    let records = options.records(workload.size);
-    let topic = match workload.mode {
-        WorkloadMode::Latency(_) => LATENCY_TOPIC.to_owned(),
-        _ => topic_name(workload.size, workload.codec, records),
+    let (records, topic, partitions) = match workload.mode {
+        WorkloadMode::Latency(_) => (0, LATENCY_TOPIC.to_owned(), PARTITIONS),
+        WorkloadMode::Partitions { total, .. } => {
+            let (_, per_topic) = partition_layout(total);
+            (
+                SCALE_RECORDS,
+                partition_topics(total).join(","),
+                per_topic as i32,
+            )
+        }
+        _ => {
+            let records = options.records(workload.size);
+            let topic = topic_name(workload.size, workload.codec, records);
+            (records, topic, PARTITIONS)
+        }
     };
     let window_ms = match workload.mode {
+        WorkloadMode::Partitions { .. } => PARTITIONS_WINDOW_MS,
         WorkloadMode::Rebalance => REBALANCE_WINDOW_MS,
         WorkloadMode::Latency(_) => options.latency_window_ms,
         WorkloadMode::SlowApp => options.slow_app_window_ms,
@@ -426,7 +441,7 @@ fn run_one(
             "--topic".to_owned(),
             topic.clone(),
             "--partitions".to_owned(),
-            PARTITIONS.to_string(),
+            partitions.to_string(),
             "--mode".to_owned(),
             if workload.mode.assigns() {
                 "assign"

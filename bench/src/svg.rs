@@ -1,6 +1,7 @@
 //! The charts: one panel per workload, one bar per client (median records/s, a whisker from the
 //! slowest to the fastest repetition; for the rebalance workload the longest pause in ms, for
-//! the latency workload the p99, for the slow-app workload the peak RSS), each panel on its own
+//! the latency workload the p99, for the slow-app workload the peak RSS, for the partitions
+//! workload the CPU per record), each panel on its own
 //! scale; and the slow-app workload's RSS over time. Plain SVG, no dependencies.
 
 use std::fmt::Write as _;
@@ -50,6 +51,8 @@ fn figure(workload: &str) -> (Value, Label) {
         (|c| c.gap_ms, |v| format!("{v:.0} ms"))
     } else if workload.contains("/latency-") {
         (|c| c.latency_ms[1], |v| format!("{v:.1} ms"))
+    } else if workload.contains("/partitions-") {
+        (|c| c.cpu_per_m, |v| format!("{v:.2} µs"))
     } else if workload.ends_with("/slow-app") {
         (|c| c.rss_mib, |v| format!("{v:.0} MiB"))
     } else {
@@ -58,6 +61,10 @@ fn figure(workload: &str) -> (Value, Label) {
 }
 
 /// Draws only the clients that took part in some workload of `results`.
+/// The scale chart's title.
+pub const SCALE_TITLE: &str =
+    "Partitions: CPU µs per record (whisker: min–max; lower is better; flat across the partition counts is the goal)";
+
 pub fn chart(results: &Results, title: &str) -> String {
     let clients_shown: Vec<_> = CLIENTS
         .iter()

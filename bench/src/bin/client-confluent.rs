@@ -38,8 +38,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
     let mut stats = Stats::start(&args);
     match args.mode {
         Mode::Assign => {
-            let partitions = (0..args.partitions)
-                .map(|p| TopicPartition::new(args.topic.as_str(), p))
+            let partitions = args
+                .topic_partitions()
+                .into_iter()
+                .map(|(t, p)| TopicPartition::new(t, p))
                 .collect();
             consumer
                 .assign(partitions)
@@ -47,7 +49,7 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
                 .map_err(|e| e.to_string())?;
         }
         Mode::Subscribe => consumer
-            .subscribe_with_topics(vec![args.topic.clone()])
+            .subscribe_with_topics(args.topics().into_iter().map(str::to_owned).collect())
             .await
             .map_err(|e| e.to_string())?,
     }

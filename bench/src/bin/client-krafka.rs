@@ -52,12 +52,17 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
         .map_err(|e| e.to_string())?;
     let mut stats = Stats::start(&args);
     match args.mode {
-        Mode::Assign => consumer
-            .assign(&args.topic, (0..args.partitions).collect())
-            .await
-            .map_err(|e| e.to_string())?,
+        Mode::Assign => {
+            // krafka assigns one topic at a time; each call adds that topic's partitions.
+            for topic in args.topics() {
+                consumer
+                    .assign(topic, (0..args.partitions).collect())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         Mode::Subscribe => consumer
-            .subscribe([args.topic.as_str()])
+            .subscribe(args.topics())
             .await
             .map_err(|e| e.to_string())?,
     }

@@ -80,7 +80,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
 
 /// Every partition of the topic, from `--start` (`auto.offset.reset`).
 async fn assign(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
-    let partitions = (0..args.partitions).map(|p| TopicPartition::new(args.topic.as_str(), p));
+    let partitions = args
+        .topic_partitions()
+        .into_iter()
+        .map(|(t, p)| TopicPartition::new(t, p));
     consumer.assign(partitions).await.map_err(|e| e.to_string())
 }
 
@@ -88,7 +91,7 @@ async fn assign(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String
 /// workload); the group assigns the partitions on the next `poll`.
 async fn subscribe(consumer: &mut Consumer, args: &ClientArgs) -> Result<(), String> {
     consumer
-        .subscribe([args.topic.as_str()])
+        .subscribe(args.topics())
         .await
         .map_err(|e| e.to_string())
 }

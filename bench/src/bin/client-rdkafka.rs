@@ -34,10 +34,10 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
     match args.mode {
         Mode::Assign => {
             let mut partitions = TopicPartitionList::new();
-            for p in 0..args.partitions {
+            for (topic, p) in args.topic_partitions() {
                 partitions
                     .add_partition_offset(
-                        &args.topic,
+                        topic,
                         p,
                         match args.start {
                             Start::Earliest => Offset::Beginning,
@@ -54,7 +54,7 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
                 Protocol::Classic | Protocol::Consumer
             ));
             consumer
-                .subscribe(&[args.topic.as_str()])
+                .subscribe(&args.topics())
                 .map_err(|e| e.to_string())?;
         }
     }
