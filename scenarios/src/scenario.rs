@@ -32,6 +32,12 @@ pub struct ClusterSpec {
     pub sasl: Option<SaslServerConfig>,
 }
 
+/// How far a new leader of an `__consumer_offsets` partition trails its predecessor's high
+/// watermark in every scenario ([`sim::config::ClusterConfig::coordinator_high_watermark_lag_ms`]):
+/// Kafka's `replica.fetch.wait.max.ms` default, the longest a follower waits for the fetch
+/// response that tells it the leader's high watermark.
+pub const COORDINATOR_HIGH_WATERMARK_LAG_MS: u64 = 500;
+
 /// One consumer under test: its configuration and its application's behaviour.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubjectSpec {

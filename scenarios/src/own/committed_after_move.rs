@@ -189,9 +189,9 @@ mod tests {
             // The new process asks within the lag after the move; the commits it may miss are
             // those of the lag's first part, before the kill.
             assert!(
-                d.restart_after_move_ms < crate::runner::COORDINATOR_HIGH_WATERMARK_LAG_MS - 50
+                d.restart_after_move_ms < crate::scenario::COORDINATOR_HIGH_WATERMARK_LAG_MS - 50
             );
-            assert!(d.move_after_ms < crate::runner::COORDINATOR_HIGH_WATERMARK_LAG_MS);
+            assert!(d.move_after_ms < crate::scenario::COORDINATOR_HIGH_WATERMARK_LAG_MS);
             assert!(d.crash_ms + d.move_after_ms < PRODUCE_UNTIL_MS);
         }
     }

@@ -105,12 +105,6 @@ fn record_auth_events(cluster: &Cluster, recorder: &Recorder, cluster_ms_at_star
     }
 }
 
-/// How far a new leader of an `__consumer_offsets` partition trails its predecessor's high
-/// watermark in every scenario ([`sim::config::ClusterConfig::coordinator_high_watermark_lag_ms`]):
-/// Kafka's `replica.fetch.wait.max.ms` default, the longest a follower waits for the fetch
-/// response that tells it the leader's high watermark.
-pub const COORDINATOR_HIGH_WATERMARK_LAG_MS: u64 = 500;
-
 /// [`run`] with `plan` instead of the one the scenario draws for `seed` (same heal time):
 /// how `cargo sim shrink` replays a smaller plan.
 pub async fn run_with_plan(
@@ -131,7 +125,7 @@ pub async fn run_with_plan(
     let kafka_version = scenario.cluster.kafka_version;
     builder = builder.config(|c| {
         c.kafka_version = kafka_version;
-        c.coordinator_high_watermark_lag_ms = COORDINATOR_HIGH_WATERMARK_LAG_MS;
+        c.coordinator_high_watermark_lag_ms = crate::scenario::COORDINATOR_HIGH_WATERMARK_LAG_MS;
     });
     let mut factory = GroupCoordinatorFactory::default();
     if let Some((heartbeat_ms, session_ms)) = scenario.cluster.kip848_timeouts_ms {
