@@ -400,8 +400,10 @@ fn run_one(
     rep: usize,
     serial: usize,
 ) -> Result<(Row, Vec<(u64, i64)>), String> {
-    let (records, topic, partitions) = match workload.mode {
-        WorkloadMode::Latency(_) => (0, LATENCY_TOPIC.to_owned(), PARTITIONS),
+    // `expected`: the records a client reads before it stops on its own.
+    let (expected, topic, partitions) = match workload.mode {
+        // Fresh records only, for the whole window (the Java client's count is a long).
+        WorkloadMode::Latency(_) => (i64::MAX as u64, LATENCY_TOPIC.to_owned(), PARTITIONS),
         WorkloadMode::Partitions { total, .. } => {
             let (_, per_topic) = partition_layout(total);
             (
@@ -456,12 +458,7 @@ fn run_one(
             "--window-ms".to_owned(),
             window_ms.to_string(),
             "--expected".to_owned(),
-            match workload.mode {
-                // Fresh records only, for the whole window (the Java client's count is a long).
-                WorkloadMode::Latency(_) => i64::MAX as u64,
-                _ => records,
-            }
-            .to_string(),
+            expected.to_string(),
         ];
         args.extend(client.extra.iter().map(|s| (*s).to_owned()));
         if let Some(listener) = listener {
