@@ -270,6 +270,74 @@ mod tests {
         );
     }
 
+    /// ShareFetch and ShareAcknowledge v2 (KIP-1206 `ShareAcquireMode`, KIP-1222 `IsRenewAck`
+    /// and `AcquisitionLockTimeoutMs`), added to the vendored kafka-protocol from Kafka 4.4's
+    /// schemas (third_party/kafka-protocol/PATCHED.md): the new fields sit where the schema puts
+    /// them, round-trip at v2, and a Renew acknowledgement cannot be sent to a v1 broker.
+    #[test]
+    fn share_v2_fields_sit_where_kafka_puts_them_and_renew_needs_v2() {
+        use kafka_protocol::messages::{
+            ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+        };
+        use kafka_protocol::protocol::{Decodable, Encodable};
+
+        let fetch = ShareFetchRequest::default()
+            .with_batch_size(0x0102_0304)
+            .with_share_acquire_mode(1)
+            .with_is_renew_ack(true);
+        let mut v2 = BytesMut::new();
+        fetch.encode(&mut v2, 2).unwrap();
+        let mut v1 = BytesMut::new();
+        let fetch_v1 = fetch.clone().with_is_renew_ack(false);
+        fetch_v1.encode(&mut v1, 1).unwrap();
+        assert_eq!(
+            v2.len(),
+            v1.len() + 2,
+            "ShareAcquireMode (int8) + IsRenewAck (bool)"
+        );
+        let after_batch_size = v2
+            .windows(4)
+            .position(|w| w == [1, 2, 3, 4])
+            .expect("batch size in the frame")
+            + 4;
+        assert_eq!(&v2[after_batch_size..after_batch_size + 2], &[1, 1]);
+        assert_eq!(
+            ShareFetchRequest::decode(&mut v2.freeze(), 2).unwrap(),
+            fetch
+        );
+        // v1 has neither field: ShareAcquireMode is ignorable (dropped), IsRenewAck is not.
+        let decoded_v1 = ShareFetchRequest::decode(&mut v1.freeze(), 1).unwrap();
+        assert_eq!(
+            (decoded_v1.share_acquire_mode, decoded_v1.is_renew_ack),
+            (0, false)
+        );
+        assert!(fetch.encode(&mut BytesMut::new(), 1).is_err());
+
+        let ack = ShareAcknowledgeRequest::default()
+            .with_share_session_epoch(7)
+            .with_is_renew_ack(true);
+        let mut buf = BytesMut::new();
+        ack.encode(&mut buf, 2).unwrap();
+        assert_eq!(
+            ShareAcknowledgeRequest::decode(&mut buf.freeze(), 2).unwrap(),
+            ack
+        );
+        assert!(ack.encode(&mut BytesMut::new(), 1).is_err());
+        assert!(ack.encode(&mut BytesMut::new(), 3).is_err());
+
+        let response = ShareAcknowledgeResponse::default().with_acquisition_lock_timeout_ms(30_000);
+        let mut buf = BytesMut::new();
+        response.encode(&mut buf, 2).unwrap();
+        assert_eq!(
+            ShareAcknowledgeResponse::decode(&mut buf.freeze(), 2).unwrap(),
+            response
+        );
+        let mut buf = BytesMut::new();
+        response.encode(&mut buf, 1).unwrap();
+        let at_v1 = ShareAcknowledgeResponse::decode(&mut buf.freeze(), 1).unwrap();
+        assert_eq!(at_v1.acquisition_lock_timeout_ms, 0, "absent before v2");
+    }
+
     #[test]
     fn response_round_trip_and_correlation_peek() {
         let response = MetadataResponse::default().with_controller_id(3.into());
