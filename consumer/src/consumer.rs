@@ -1107,12 +1107,14 @@ impl Consumer {
                     let records = buffer.collect(self.settings.max_poll_records, Instant::now())?;
                     if !records.is_empty() {
                         tracing::trace!(count = records.count(), "poll returns records");
+                        self.send_prefetches();
                         return Ok(records);
                     }
                 }
                 Delivery::Hold => {
                     if buffer.collect_and_hold(self.settings.max_poll_records, Instant::now())? > 0
                     {
+                        self.send_prefetches();
                         return Ok(ConsumerRecords::default());
                     }
                 }
@@ -1146,6 +1148,17 @@ impl Consumer {
                 Woke::Deadline => return Ok(ConsumerRecords::default()),
                 Woke::Wakeup => return Err(Error::Wakeup),
             }
+        }
+    }
+
+    /// Java's `sendPrefetches`: records are about to be handed out; if reading them emptied
+    /// some partition's buffered data, the background side builds the next fetches now, so
+    /// they overlap the application's processing instead of waiting for its next `poll`. Best
+    /// effort, as in Java: the records go out whatever happens to this nudge (a background
+    /// side that has stopped reports that on the next call).
+    fn send_prefetches(&self) {
+        if self.buffer.take_drained() {
+            let _ = self.send(ApplicationEvent::CreateFetchRequests);
         }
     }
 

@@ -78,6 +78,12 @@ pub(crate) enum ApplicationEvent {
         /// after it are never ones the revocation's commit left out. Java's `canCommit`.
         ack: Option<Completion<()>>,
     },
+    /// `poll` handed out the last buffered records of at least one partition: the next
+    /// fetches can go out now, while the application processes what it was given, instead of
+    /// at its next `poll` (Java's `sendPrefetches`, a `CreateFetchRequestsEvent` sent before
+    /// `poll` returns). A broker whose partitions all have nothing buffered any more is fetched
+    /// from in the round this wakes.
+    CreateFetchRequests,
     /// `assign` / `unsubscribe` (an empty set). Auto-commits the given positions first.
     Assign {
         /// The new assignment.

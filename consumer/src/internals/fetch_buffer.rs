@@ -127,6 +127,8 @@ pub struct PartitionProgress {
 struct Reader {
     in_line: VecDeque<CompletedFetch>,
     decompression: DecompressionBuffer,
+    /// A fetch was read to its end since [`FetchBuffer::take_drained`] last looked.
+    drained: bool,
 }
 
 impl Reader {
@@ -421,7 +423,9 @@ impl FetchBuffer {
                 index += 1;
             }
         }
+        let in_line = reader.in_line.len();
         reader.in_line.retain(|fetch| !fetch.is_exhausted());
+        reader.drained |= reader.in_line.len() < in_line;
         let mut inner = self.lock();
         let inner = &mut *inner;
         inner.taken = reader.taken();
@@ -470,6 +474,13 @@ impl FetchBuffer {
             Some(error) => Err(error),
             None => Ok((out, count)),
         }
+    }
+
+    /// Whether a collect read some partition's fetched data to its end since the last call:
+    /// that partition, and perhaps its broker, can be fetched from again before the
+    /// application's next `poll` ([`ApplicationEvent::CreateFetchRequests`](crate::internals::events::ApplicationEvent::CreateFetchRequests)).
+    pub fn take_drained(&self) -> bool {
+        std::mem::take(&mut self.reader().drained)
     }
 
     /// Drops the fetches in line that a seek, pause or revocation made stale since they were
@@ -651,6 +662,33 @@ mod tests {
         assert_eq!(buffer.consumed_positions()[&tp(1)].offset, 2);
         assert!(!buffer.buffered_partitions().contains(&tp(0)));
         assert_eq!(buffer.progress().1, 5);
+    }
+
+    /// `take_drained` says when a collect read a partition's fetch to its end (the moment
+    /// `poll` asks the background side for the next fetches), once, and not while data of
+    /// every fetch is left.
+    #[test]
+    fn draining_a_fetch_is_reported_once() {
+        let buffer = FetchBuffer::default();
+        buffer.set_assignment(&[tp(0), tp(1)].into_iter().collect());
+        let g0 = buffer.set_position(&tp(0), FetchPosition::new(0)).unwrap();
+        let g1 = buffer.set_position(&tp(1), FetchPosition::new(0)).unwrap();
+        assert!(buffer.add(completed(tp(0), g0, 0, 3)));
+        assert!(buffer.add(completed(tp(1), g1, 0, 3)));
+        assert!(!buffer.take_drained(), "nothing read yet");
+
+        assert_eq!(buffer.collect(2, Instant::now()).unwrap().count(), 2);
+        assert!(!buffer.take_drained(), "tp0 still has a record");
+
+        assert_eq!(buffer.collect(2, Instant::now()).unwrap().count(), 2);
+        assert!(buffer.take_drained(), "tp0 read to its end");
+        assert!(!buffer.take_drained(), "reported once");
+        assert!(!buffer.buffered_partitions().contains(&tp(0)));
+        assert!(buffer.buffered_partitions().contains(&tp(1)));
+
+        assert_eq!(buffer.collect_and_hold(10, Instant::now()).unwrap(), 2);
+        assert!(buffer.take_drained(), "held for recv counts as read");
+        assert!(buffer.buffered_partitions().is_empty());
     }
 
     /// A seek drops what `recv` holds for the partition in the step that moves the position,

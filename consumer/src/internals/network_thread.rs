@@ -588,6 +588,8 @@ impl ConsumerNetworkThread {
                 self.reaper.add(&completion);
                 self.metadata.topic_metadata(topics, completion);
             }
+            // The round this event wakes polls the fetch manager: nothing else to do.
+            ApplicationEvent::CreateFetchRequests => {}
             ApplicationEvent::CommitOnClose => self.commit.signal_close(),
             ApplicationEvent::Close { completion } => self.begin_close(Some(completion), now),
             #[cfg(all(test, not(madsim)))]
