@@ -231,6 +231,10 @@ pub fn registry() -> &'static [ScenarioInfo] {
             name: families::data_path_compacted::NAME,
             build: families::data_path_compacted::scenario,
         },
+        ScenarioInfo {
+            name: own::stall_regain::NAME,
+            build: own::stall_regain::scenario,
+        },
     ]
 }
 

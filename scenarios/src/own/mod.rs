@@ -5,3 +5,4 @@
 
 pub mod committed_after_move;
 pub mod seek_reset;
+pub mod stall_regain;
