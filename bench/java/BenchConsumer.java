@@ -7,6 +7,7 @@
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
 //        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
 //        [--start earliest|latest] [--latency-warmup-ms MS]
+//        [--leave-at-epoch-ms MS] [--until-epoch-ms MS]
 //        [--security plaintext|sasl_ssl --ca-location PEM --sasl-username U --sasl-password P]
 //
 // Under sasl_ssl it sets the same properties as ours (SaslSsl::java_properties in
@@ -29,6 +30,9 @@ public final class BenchConsumer {
     // A rate-limited application waits only when at least this far ahead (as the Rust
     // clients' Stats::pace).
     private static final long SHORTEST_PACE_NS = 1_000_000L;
+    // The members workload reads the assignment this often (as ASSIGNMENT_CHECK_EVERY in
+    // bench/src/lib.rs).
+    private static final long ASSIGNMENT_CHECK_NS = 10_000_000L;
 
     public static void main(String[] argv) {
         String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
@@ -37,6 +41,7 @@ public final class BenchConsumer {
         String security = "plaintext", caLocation = null, saslUsername = null, saslPassword = null;
         int partitions = 0;
         long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
+        long leaveAtEpochMs = -1, untilEpochMs = -1;
         for (int i = 0; i + 1 < argv.length; i += 2) {
             String v = argv[i + 1];
             switch (argv[i]) {
@@ -52,6 +57,8 @@ public final class BenchConsumer {
                 case "--rate-per-s": ratePerS = Math.max(1, Long.parseLong(v)); break;
                 case "--start": startOffset = v; break;
                 case "--latency-warmup-ms": latencyWarmupMs = Long.parseLong(v); break;
+                case "--leave-at-epoch-ms": leaveAtEpochMs = Long.parseLong(v); break;
+                case "--until-epoch-ms": untilEpochMs = Long.parseLong(v); break;
                 case "--security": security = v; break;
                 case "--ca-location": caLocation = v; break;
                 case "--sasl-username": saslUsername = v; break;
@@ -120,9 +127,36 @@ public final class BenchConsumer {
         // record delivered, as Stats::note_partitions (plast_<p> in the report line).
         long[] partitionLast = new long[ratePerS > 0 ? partitions : 0];
         java.util.Arrays.fill(partitionLast, -1);
+        // The members workload (as MemberTrack in bench/src/lib.rs): the leave and stop moments
+        // on this clock, the assignment as last read, when it last changed before the leave,
+        // the first delivery after that, the longest gap ending at or after the leave, and
+        // per partition the first delivery at or after the leave.
+        long wallNs = base(wallStart);
+        long leaveAt = leaveAtEpochMs >= 0 ? start + (leaveAtEpochMs * 1_000_000L - wallNs) : Long.MAX_VALUE;
+        long until = untilEpochMs >= 0 ? start + (untilEpochMs * 1_000_000L - wallNs) : Long.MAX_VALUE;
+        boolean member = leaveAtEpochMs >= 0;
+        java.util.TreeSet<Integer> assignment = new java.util.TreeSet<>();
+        long checked = Long.MIN_VALUE, assigned = -1, stable = -1, pause = 0;
+        long[] taken = new long[member ? partitions : 0];
+        java.util.Arrays.fill(taken, -1);
         while (true) {
             ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
             int n = batch.count();
+            if (member && System.nanoTime() - checked >= ASSIGNMENT_CHECK_NS) {
+                long now = System.nanoTime();
+                checked = now;
+                java.util.TreeSet<Integer> current = new java.util.TreeSet<>();
+                for (TopicPartition tp : consumer.assignment()) {
+                    current.add(tp.partition());
+                }
+                if (now < leaveAt && !current.equals(assignment)) {
+                    if (!current.isEmpty()) {
+                        assigned = now;
+                    }
+                    stable = -1;
+                    assignment = current;
+                }
+            }
             if (n > 0) {
                 long now = System.nanoTime();
                 if (first < 0) {
@@ -130,6 +164,12 @@ public final class BenchConsumer {
                 }
                 if (last >= 0) {
                     maxGap = Math.max(maxGap, now - last);
+                }
+                if (member && now < leaveAt && assigned >= 0 && stable < 0) {
+                    stable = now;
+                }
+                if (member && now >= leaveAt && last >= 0) {
+                    pause = Math.max(pause, now - last);
                 }
                 last = now;
                 boolean measuring = latencyWarmupMs >= 0 && now - first >= latencyWarmupMs * 1_000_000L;
@@ -139,6 +179,9 @@ public final class BenchConsumer {
                     bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
                     if (r.partition() < partitionLast.length) {
                         partitionLast[r.partition()] = now;
+                    }
+                    if (now >= leaveAt && r.partition() < taken.length && taken[r.partition()] < 0) {
+                        taken[r.partition()] = now;
                     }
                     if (measuring) {
                         if (nLatencies == latencies.length) {
@@ -157,7 +200,17 @@ public final class BenchConsumer {
                     }
                 }
             }
-            if (first < 0) {
+            if (until != Long.MAX_VALUE) {
+                // The members workload: the shared stop moment decides alone (as
+                // Stats::should_stop).
+                long now = System.nanoTime();
+                if (now >= until) {
+                    if (now >= leaveAt && last >= 0) {
+                        pause = Math.max(pause, now - last);
+                    }
+                    break;
+                }
+            } else if (first < 0) {
                 if (System.nanoTime() - start > FIRST_RECORD_TIMEOUT_NS) {
                     fail("no record within 90 s");
                 }
@@ -167,14 +220,35 @@ public final class BenchConsumer {
         }
         consumer.close();
 
-        long base = wallStart.getEpochSecond() * 1_000_000_000L + wallStart.getNano();
+        long base = base(wallStart);
+        String memberFields = "";
+        if (member) {
+            StringBuilder f = new StringBuilder();
+            f.append(" assigned_ns=").append(assigned < 0 ? 0 : base + (assigned - start));
+            f.append(" stable_ns=").append(stable < 0 ? 0 : base + (stable - start));
+            f.append(" pause_ns=").append(pause);
+            for (int p : assignment) {
+                f.append(" own_").append(p).append("=1");
+            }
+            for (int p = 0; p < taken.length; p++) {
+                if (taken[p] >= 0) {
+                    f.append(" ptake_").append(p).append('=').append(base + (taken[p] - start));
+                }
+            }
+            memberFields = f.toString();
+        }
         System.out.println("BENCH records=" + records + " bytes=" + bytes
             + " start_ns=" + base
             + " first_ns=" + (base + (first - start))
             + " last_ns=" + (base + (last - start))
             + " max_gap_ns=" + maxGap
             + latencyFields(latencies, nLatencies)
-            + partitionFields(partitionLast, base, start));
+            + partitionFields(partitionLast, base, start)
+            + memberFields);
+    }
+
+    private static long base(Instant wallStart) {
+        return wallStart.getEpochSecond() * 1_000_000_000L + wallStart.getNano();
     }
 
     // The same nearest-rank percentiles and fields as Percentiles in bench/src/lib.rs.

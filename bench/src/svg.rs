@@ -47,7 +47,7 @@ type Label = fn(f64) -> String;
 /// What a panel draws for a cell, and how its value is written: records/s, or for the
 /// rebalance workload the longest pause.
 fn figure(workload: &str) -> (Value, Label) {
-    if workload.ends_with("/rebalance") {
+    if workload.ends_with("/rebalance") || workload.starts_with("members-") {
         (|c| c.gap_ms, |v| format!("{v:.0} ms"))
     } else if workload.contains("/latency-") {
         (|c| c.latency_ms[1], |v| format!("{v:.1} ms"))
