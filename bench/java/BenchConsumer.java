@@ -139,6 +139,8 @@ public final class BenchConsumer {
         long checked = Long.MIN_VALUE, assigned = -1, stable = -1, pause = 0;
         long[] taken = new long[member ? partitions : 0];
         java.util.Arrays.fill(taken, -1);
+        long[] got = new long[member ? partitions : 0];
+        java.util.Arrays.fill(got, -1);
         while (true) {
             ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
             int n = batch.count();
@@ -149,7 +151,13 @@ public final class BenchConsumer {
                 for (TopicPartition tp : consumer.assignment()) {
                     current.add(tp.partition());
                 }
-                if (now < leaveAt && !current.equals(assignment)) {
+                if (now >= leaveAt) {
+                    for (int p : current) {
+                        if (p < got.length && got[p] < 0) {
+                            got[p] = now;
+                        }
+                    }
+                } else if (!current.equals(assignment)) {
                     if (!current.isEmpty()) {
                         assigned = now;
                     }
@@ -233,6 +241,11 @@ public final class BenchConsumer {
             for (int p = 0; p < taken.length; p++) {
                 if (taken[p] >= 0) {
                     f.append(" ptake_").append(p).append('=').append(base + (taken[p] - start));
+                }
+            }
+            for (int p = 0; p < got.length; p++) {
+                if (got[p] >= 0) {
+                    f.append(" pgot_").append(p).append('=').append(base + (got[p] - start));
                 }
             }
             memberFields = f.toString();

@@ -392,6 +392,8 @@ struct MemberTrack {
     pause: Duration,
     /// Per partition: the first delivery of one of its records at or after the leave.
     taken: Vec<Option<Instant>>,
+    /// Per partition: the first assignment read at or after the leave that holds it.
+    got: Vec<Option<Instant>>,
 }
 
 impl MemberTrack {
@@ -401,7 +403,15 @@ impl MemberTrack {
         self.checked = Some(now);
         partitions.sort_unstable();
         partitions.dedup();
-        if partitions == self.assignment || now >= self.leave_at {
+        if now >= self.leave_at {
+            for &p in &partitions {
+                if let Some(slot @ None) = self.got.get_mut(p.max(0) as usize) {
+                    *slot = Some(now);
+                }
+            }
+            return;
+        }
+        if partitions == self.assignment {
             return;
         }
         if !partitions.is_empty() {
@@ -513,6 +523,7 @@ impl Stats {
                 stable: None,
                 pause: Duration::ZERO,
                 taken: vec![None; args.partitions.max(0) as usize],
+                got: vec![None; args.partitions.max(0) as usize],
             }),
         }
     }
@@ -668,7 +679,8 @@ impl Stats {
     /// The members workload's fields: `assigned_ns`, `stable_ns` (0 when never), `pause_ns`
     /// (the open gap to the stop included), `own_<p>=1` for each partition assigned at the
     /// leave (or at the stop, for a leaver), `ptake_<p>` for the first delivery of `p` at or
-    /// after the leave.
+    /// after the leave, `pgot_<p>` for the first assignment read at or after the leave that
+    /// holds `p`.
     fn member_fields(
         &self,
         member: &MemberTrack,
@@ -692,6 +704,11 @@ impl Stats {
         for (p, at) in member.taken.iter().enumerate() {
             if let Some(at) = at {
                 fields.push_str(&format!(" ptake_{p}={}", epoch_ns(Some(*at))));
+            }
+        }
+        for (p, at) in member.got.iter().enumerate() {
+            if let Some(at) = at {
+                fields.push_str(&format!(" pgot_{p}={}", epoch_ns(Some(*at))));
             }
         }
         fields
@@ -951,6 +968,7 @@ mod tests {
             stable: None,
             pause: Duration::ZERO,
             taken: vec![None; 4],
+            got: vec![None; 4],
         }
     }
 
@@ -979,6 +997,16 @@ mod tests {
         m.note_assignment(ms(1_500), vec![0, 1, 2]);
         assert_eq!(m.assignment, [2], "the assignment at the leave");
         assert_eq!(m.stable, Some(ms(90)));
+        m.note_assignment(ms(1_600), vec![0, 3]);
+        assert_eq!(
+            m.got,
+            [
+                Some(ms(1_500)),
+                Some(ms(1_500)),
+                Some(ms(1_500)),
+                Some(ms(1_600))
+            ]
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //!     (or the second-round workloads, on their own: [--modes latency,slow-app,ceiling])
 //!     (or the scale workload, on its own: [--modes partitions] or partitions-12,partitions-120-assign)
 //!     (or the members workload, on its own: [--modes members] or members-3,members-10)
-//!     [--members-join-ms 20000] [--members-after-ms 10000] [--members-rate-per-s 20000]
-//!     [--members-records 24000000]
+//!     [--members-join-ms 20000] [--members-after-ms 35000] [--members-rate-per-s 20000]
+//!     [--members-records 36000000]
 //!     [--window-ms 5000] [--records-100 N] [--records-1024 N] [--security plaintext,sasl_ssl]
 //!     [--latency-window-ms 22000] [--slow-app-window-ms 60000]
 //! ```

@@ -32,7 +32,13 @@ pub struct MembersSettings {
     /// settle. A run whose group is not stable by then is invalid.
     pub join_ms: u64,
     /// How long the stayers go on after the leave: the slowest protocol's notice of it
-    /// (KIP-848's 5 s heartbeat interval) and the takeover fit inside.
+    /// (KIP-848's 5 s heartbeat interval) and the takeover fit inside. A stayer of a group of
+    /// 3 owns 30 partitions after the leave, and a rate-limited application reaches a newly
+    /// assigned partition only after what is buffered of the others: a fetch brings ~1 MiB a
+    /// partition (`max.partition.fetch.bytes`), ~10,000 records of 100 B, 0.5 s at 20,000
+    /// records/s, and ours hands them out a partition at a time: in a pilot run (KIP-848,
+    /// 3 members) the stayers were assigned the leaver's partitions 0.2 s after the leave
+    /// and delivered the last of them 21 s after it.
     pub after_ms: u64,
     /// What each member's application takes a second (as the rebalance workload's 20,000):
     /// a member never reaches the end of its partitions, so its gaps are the group's.
@@ -42,15 +48,15 @@ pub struct MembersSettings {
 }
 
 impl Default for MembersSettings {
-    /// 24 M records: 400 k a partition, 20 s of one partition at 20,000 records/s, more than
-    /// a member of the largest group (two partitions) reads from its first record to the stop
-    /// (under 30 s at 10,000 a partition); 2.4 GB of values.
+    /// 36 M records: 600 k a partition, more than a member of the largest group (two or three
+    /// partitions, 20,000 records/s for at most the 55 s of a run, 1.1 M records) reads of
+    /// one partition; 3.6 GB of values.
     fn default() -> Self {
         MembersSettings {
             join_ms: 20_000,
-            after_ms: 10_000,
+            after_ms: 35_000,
             rate_per_s: 20_000,
-            records: 24_000_000,
+            records: 36_000_000,
         }
     }
 }
@@ -81,8 +87,13 @@ pub struct Figures {
     /// The longest gap between two deliveries of a staying member that ends at or after the
     /// leave (the open gap to its stop included), over the stayers, ms.
     pub pause_ms: f64,
+    /// From the leave to the moment every partition the leaver owned was in some stayer's
+    /// assignment (as the stayers read it every 10 ms; a delivery counts as an assignment), ms.
+    pub reassign_ms: f64,
     /// From the leave to the moment every partition the leaver owned had been delivered by a
-    /// stayer, ms.
+    /// stayer, ms: the reassignment, then the fetch, then the stayer's application reaching
+    /// the partition (a rate-limited application drains what it has buffered of its other
+    /// partitions first).
     pub takeover_ms: f64,
     /// Records delivered, over the members.
     pub records: u64,
@@ -154,13 +165,16 @@ pub fn evaluate(reports: &[Report], leave_ns: u128, partitions: i32) -> Result<F
         latest.saturating_sub(start_ns) as f64 / 1e6
     };
     let mut untaken = Vec::new();
-    let mut takeover_ns = 0u128;
+    let (mut reassign_ns, mut takeover_ns) = (0u128, 0u128);
+    let earliest = |key: &str| stayers.iter().filter_map(|s| s.get(key).copied()).min();
     for p in partitions_with(leaver, "own_") {
-        let key = format!("ptake_{p}");
-        match stayers.iter().filter_map(|s| s.get(&key).copied()).min() {
-            Some(at) => takeover_ns = takeover_ns.max(at.saturating_sub(leave_ns)),
-            None => untaken.push(p.to_string()),
-        }
+        let Some(taken) = earliest(&format!("ptake_{p}")) else {
+            untaken.push(p.to_string());
+            continue;
+        };
+        let got = earliest(&format!("pgot_{p}")).map_or(taken, |got| got.min(taken));
+        takeover_ns = takeover_ns.max(taken.saturating_sub(leave_ns));
+        reassign_ns = reassign_ns.max(got.saturating_sub(leave_ns));
     }
     if !untaken.is_empty() {
         return Err(format!(
@@ -178,6 +192,7 @@ pub fn evaluate(reports: &[Report], leave_ns: u128, partitions: i32) -> Result<F
             .max()
             .unwrap_or(0) as f64
             / 1e6,
+        reassign_ms: reassign_ns as f64 / 1e6,
         takeover_ms: takeover_ns as f64 / 1e6,
         records: reports.iter().map(|r| field(r, "records") as u64).sum(),
     })
@@ -238,13 +253,13 @@ pub struct MembersRow {
     pub error: String,
 }
 
-pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\tjoin_ms\tfirst_ms\tpause_ms\ttakeover_ms\trecords\tcpu_s\trss_kb\tthreads\tprocesses\terror";
+pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\tjoin_ms\tfirst_ms\tpause_ms\treassign_ms\ttakeover_ms\trecords\tcpu_s\trss_kb\tthreads\tprocesses\terror";
 
 impl MembersRow {
     pub fn tsv(&self) -> String {
         let f = &self.figures;
         format!(
-            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{}\t{:.3}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{}\t{:.3}\t{}\t{}\t{}\t{}",
             self.workload,
             self.client,
             self.rep,
@@ -252,6 +267,7 @@ impl MembersRow {
             f.join_ms,
             f.first_ms,
             f.pause_ms,
+            f.reassign_ms,
             f.takeover_ms,
             f.records,
             self.cpu_s,
@@ -264,7 +280,7 @@ impl MembersRow {
 
     pub fn parse(line: &str) -> Option<MembersRow> {
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < 14 {
+        if f.len() < 15 {
             return None;
         }
         Some(MembersRow {
@@ -276,14 +292,15 @@ impl MembersRow {
                 join_ms: f[4].parse().ok()?,
                 first_ms: f[5].parse().ok()?,
                 pause_ms: f[6].parse().ok()?,
-                takeover_ms: f[7].parse().ok()?,
-                records: f[8].parse().ok()?,
+                reassign_ms: f[7].parse().ok()?,
+                takeover_ms: f[8].parse().ok()?,
+                records: f[9].parse().ok()?,
             },
-            cpu_s: f[9].parse().ok()?,
-            rss_kb: f[10].parse().ok()?,
-            threads: f[11].parse().ok()?,
-            processes: f[12].parse().ok()?,
-            error: f[13].to_owned(),
+            cpu_s: f[10].parse().ok()?,
+            rss_kb: f[11].parse().ok()?,
+            threads: f[12].parse().ok()?,
+            processes: f[13].parse().ok()?,
+            error: f[14].to_owned(),
         })
     }
 
@@ -299,8 +316,8 @@ impl MembersRow {
         );
         match self.status {
             Status::Ok => format!(
-                "join-to-stable {:.0} ms (first records {:.0} ms), pause {:.0} ms, takeover {:.0} ms, {} records, {usage}",
-                f.join_ms, f.first_ms, f.pause_ms, f.takeover_ms, f.records
+                "join-to-stable {:.0} ms (first records {:.0} ms), pause {:.0} ms, reassigned {:.0} ms, taken over {:.0} ms, {} records, {usage}",
+                f.join_ms, f.first_ms, f.pause_ms, f.reassign_ms, f.takeover_ms, f.records
             ),
             Status::Invalid => format!("INVALID: {}; {usage}", self.error),
             Status::Fail => format!("FAILED: {}", self.error),
@@ -431,6 +448,7 @@ pub fn run_one(
             join_ms: 0.0,
             first_ms: 0.0,
             pause_ms: 0.0,
+            reassign_ms: 0.0,
             takeover_ms: 0.0,
             records: 0,
         },
@@ -470,6 +488,7 @@ pub struct MembersCell {
     pub invalid: usize,
     pub join_ms: Spread,
     pub pause_ms: Spread,
+    pub reassign_ms: Spread,
     pub takeover_ms: Spread,
     pub cpu_s: Spread,
     pub rss_mib: Spread,
@@ -509,6 +528,7 @@ pub fn aggregate(rows: &[&MembersRow]) -> Result<MembersCell, String> {
         invalid: rows.iter().filter(|r| r.status == Status::Invalid).count(),
         join_ms: of(&|r| r.figures.join_ms),
         pause_ms: of(&|r| r.figures.pause_ms),
+        reassign_ms: of(&|r| r.figures.reassign_ms),
         takeover_ms: of(&|r| r.figures.takeover_ms),
         cpu_s: of(&|r| r.cpu_s),
         rss_mib: of(&|r| r.rss_kb as f64 / 1024.0),
@@ -579,18 +599,19 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
     let _ = writeln!(out, "#### {size} members\n");
     let _ = writeln!(
         out,
-        "| client | processes | join-to-stable ms | stayers' pause ms | takeover ms | CPU s | peak RSS MiB (sum) | threads (sum) | runs valid / invalid |"
+        "| client | processes | join-to-stable ms | stayers' pause ms | reassigned ms | taken over ms | CPU s | peak RSS MiB (sum) | threads (sum) | runs valid / invalid |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (client, cell) in cells {
         match cell {
             Ok(c) => {
                 let _ = writeln!(
                     out,
-                    "| {client} | {} | {} | {} | {} | {} | {} | {:.0} | {} / {} |",
+                    "| {client} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {} / {} |",
                     c.processes,
                     cell_text(&c.join_ms, 0),
                     cell_text(&c.pause_ms, 0),
+                    cell_text(&c.reassign_ms, 0),
                     cell_text(&c.takeover_ms, 0),
                     cell_text(&c.cpu_s, 2),
                     cell_text(&c.rss_mib, 0),
@@ -602,7 +623,7 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
             Err(error) => {
                 let _ = writeln!(
                     out,
-                    "| {client} | | **not measured**: `{}` | | | | | | 0 |",
+                    "| {client} | | **not measured**: `{}` | | | | | | | 0 |",
                     error.replace('|', "\\|").replace('`', "'")
                 );
             }
@@ -888,6 +909,7 @@ mod tests {
                 join_ms: 3_000.0,
                 first_ms: 2_500.5,
                 pause_ms,
+                reassign_ms: 80.0,
                 takeover_ms: 120.0,
                 records: 1_000,
             },
