@@ -93,8 +93,12 @@ pub struct Figures {
     /// From the leave to the moment every partition the leaver owned had been delivered by a
     /// stayer, ms: the reassignment, then the fetch, then the stayer's application reaching
     /// the partition (a rate-limited application drains what it has buffered of its other
-    /// partitions first).
+    /// partitions first). 0 when not all of them were delivered before the stop.
     pub takeover_ms: f64,
+    /// The leaver's partitions at the leave, and how many of them a stayer delivered before
+    /// the stop.
+    pub leaver_partitions: usize,
+    pub delivered_partitions: usize,
     /// Records delivered, over the members.
     pub records: u64,
 }
@@ -143,6 +147,70 @@ fn unsettled(reports: &[Report], partitions: i32) -> Option<String> {
     })
 }
 
+/// How the stayers took the leaver's partitions over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Takeover {
+    /// The leaver's partitions at the leave, and how many of them a stayer delivered.
+    partitions: usize,
+    delivered: usize,
+    /// From the leave to the last of them in a stayer's assignment (or delivered).
+    reassign_ns: u128,
+    /// From the leave to the last of them delivered by a stayer (when all were).
+    delivered_ns: u128,
+}
+
+/// The takeover of the leaver's partitions (those it held at the leave) by the stayers; an
+/// `Err` when one of them was in no stayer's assignment by the stop, or when no stayer
+/// delivered a record of any of them: no takeover was seen. Not all of them need to have
+/// been delivered: a stayer reaches a new partition only after what it buffered of its
+/// others, which at a slow application's rate can outlast the window (librdkafka buffers
+/// far more of each partition than the others).
+fn takeover(leaver: &Report, stayers: &[Report], leave_ns: u128) -> Result<Takeover, String> {
+    let earliest = |key: &str| stayers.iter().filter_map(|s| s.get(key).copied()).min();
+    let owned = partitions_with(leaver, "own_");
+    let mut unassigned = Vec::new();
+    let mut t = Takeover {
+        partitions: owned.len(),
+        delivered: 0,
+        reassign_ns: 0,
+        delivered_ns: 0,
+    };
+    for p in owned {
+        let taken = earliest(&format!("ptake_{p}"));
+        let got = match (earliest(&format!("pgot_{p}")), taken) {
+            (Some(got), Some(taken)) => got.min(taken),
+            (Some(at), None) | (None, Some(at)) => at,
+            (None, None) => {
+                unassigned.push(p.to_string());
+                continue;
+            }
+        };
+        t.reassign_ns = t.reassign_ns.max(got.saturating_sub(leave_ns));
+        if let Some(taken) = taken {
+            t.delivered += 1;
+            t.delivered_ns = t.delivered_ns.max(taken.saturating_sub(leave_ns));
+        }
+    }
+    if !unassigned.is_empty() {
+        return Err(format!(
+            "invalid run: the leaver's partition(s) {} were in no staying member's assignment \
+             between the leave and the stop",
+            unassigned.join(",")
+        ));
+    }
+    if t.delivered == 0 {
+        return Err(format!(
+            "invalid run: no staying member delivered any of the leaver's {} partition(s) \
+             between the leave and the stop",
+            t.partitions
+        ));
+    }
+    if t.delivered < t.partitions {
+        t.delivered_ns = 0;
+    }
+    Ok(t)
+}
+
 /// The run's figures from its members' reports (member order, the leaver last), the leave
 /// moment (`leave_ns`, ns since the Unix epoch) and the topic's partition count; an `Err`
 /// says why the run is invalid: the group was not stable at the leave ([`unsettled`]), or
@@ -164,25 +232,7 @@ pub fn evaluate(reports: &[Report], leave_ns: u128, partitions: i32) -> Result<F
         let latest = reports.iter().map(|r| field(r, key)).max().unwrap_or(0);
         latest.saturating_sub(start_ns) as f64 / 1e6
     };
-    let mut untaken = Vec::new();
-    let (mut reassign_ns, mut takeover_ns) = (0u128, 0u128);
-    let earliest = |key: &str| stayers.iter().filter_map(|s| s.get(key).copied()).min();
-    for p in partitions_with(leaver, "own_") {
-        let Some(taken) = earliest(&format!("ptake_{p}")) else {
-            untaken.push(p.to_string());
-            continue;
-        };
-        let got = earliest(&format!("pgot_{p}")).map_or(taken, |got| got.min(taken));
-        takeover_ns = takeover_ns.max(taken.saturating_sub(leave_ns));
-        reassign_ns = reassign_ns.max(got.saturating_sub(leave_ns));
-    }
-    if !untaken.is_empty() {
-        return Err(format!(
-            "invalid run: no staying member delivered the leaver's partition(s) {} between \
-             the leave and the stop",
-            untaken.join(",")
-        ));
-    }
+    let takeover = takeover(leaver, stayers, leave_ns)?;
     Ok(Figures {
         join_ms: since_start_ms("stable_ns"),
         first_ms: since_start_ms("first_ns"),
@@ -192,8 +242,10 @@ pub fn evaluate(reports: &[Report], leave_ns: u128, partitions: i32) -> Result<F
             .max()
             .unwrap_or(0) as f64
             / 1e6,
-        reassign_ms: reassign_ns as f64 / 1e6,
-        takeover_ms: takeover_ns as f64 / 1e6,
+        reassign_ms: takeover.reassign_ns as f64 / 1e6,
+        takeover_ms: takeover.delivered_ns as f64 / 1e6,
+        leaver_partitions: takeover.partitions,
+        delivered_partitions: takeover.delivered,
         records: reports.iter().map(|r| field(r, "records") as u64).sum(),
     })
 }
@@ -253,13 +305,13 @@ pub struct MembersRow {
     pub error: String,
 }
 
-pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\tjoin_ms\tfirst_ms\tpause_ms\treassign_ms\ttakeover_ms\trecords\tcpu_s\trss_kb\tthreads\tprocesses\terror";
+pub const TSV_HEADER: &str = "workload\tclient\trep\tstatus\tjoin_ms\tfirst_ms\tpause_ms\treassign_ms\ttakeover_ms\tleaver_partitions\tdelivered_partitions\trecords\tcpu_s\trss_kb\tthreads\tprocesses\terror";
 
 impl MembersRow {
     pub fn tsv(&self) -> String {
         let f = &self.figures;
         format!(
-            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{}\t{:.3}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{}\t{}\t{}\t{:.3}\t{}\t{}\t{}\t{}",
             self.workload,
             self.client,
             self.rep,
@@ -269,6 +321,8 @@ impl MembersRow {
             f.pause_ms,
             f.reassign_ms,
             f.takeover_ms,
+            f.leaver_partitions,
+            f.delivered_partitions,
             f.records,
             self.cpu_s,
             self.rss_kb,
@@ -280,7 +334,7 @@ impl MembersRow {
 
     pub fn parse(line: &str) -> Option<MembersRow> {
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < 15 {
+        if f.len() < 17 {
             return None;
         }
         Some(MembersRow {
@@ -294,13 +348,15 @@ impl MembersRow {
                 pause_ms: f[6].parse().ok()?,
                 reassign_ms: f[7].parse().ok()?,
                 takeover_ms: f[8].parse().ok()?,
-                records: f[9].parse().ok()?,
+                leaver_partitions: f[9].parse().ok()?,
+                delivered_partitions: f[10].parse().ok()?,
+                records: f[11].parse().ok()?,
             },
-            cpu_s: f[10].parse().ok()?,
-            rss_kb: f[11].parse().ok()?,
-            threads: f[12].parse().ok()?,
-            processes: f[13].parse().ok()?,
-            error: f[14].to_owned(),
+            cpu_s: f[12].parse().ok()?,
+            rss_kb: f[13].parse().ok()?,
+            threads: f[14].parse().ok()?,
+            processes: f[15].parse().ok()?,
+            error: f[16].to_owned(),
         })
     }
 
@@ -316,8 +372,20 @@ impl MembersRow {
         );
         match self.status {
             Status::Ok => format!(
-                "join-to-stable {:.0} ms (first records {:.0} ms), pause {:.0} ms, reassigned {:.0} ms, taken over {:.0} ms, {} records, {usage}",
-                f.join_ms, f.first_ms, f.pause_ms, f.reassign_ms, f.takeover_ms, f.records
+                "join-to-stable {:.0} ms (first records {:.0} ms), pause {:.0} ms, reassigned {:.0} ms, {}, {} records, {usage}",
+                f.join_ms,
+                f.first_ms,
+                f.pause_ms,
+                f.reassign_ms,
+                if f.delivered_partitions == f.leaver_partitions {
+                    format!("taken over {:.0} ms", f.takeover_ms)
+                } else {
+                    format!(
+                        "{} of the leaver's {} partitions delivered by the stop",
+                        f.delivered_partitions, f.leaver_partitions
+                    )
+                },
+                f.records
             ),
             Status::Invalid => format!("INVALID: {}; {usage}", self.error),
             Status::Fail => format!("FAILED: {}", self.error),
@@ -450,6 +518,8 @@ pub fn run_one(
             pause_ms: 0.0,
             reassign_ms: 0.0,
             takeover_ms: 0.0,
+            leaver_partitions: 0,
+            delivered_partitions: 0,
             records: 0,
         },
         cpu_s: outcomes.iter().map(|o| o.cpu_s).sum(),
@@ -489,7 +559,12 @@ pub struct MembersCell {
     pub join_ms: Spread,
     pub pause_ms: Spread,
     pub reassign_ms: Spread,
-    pub takeover_ms: Spread,
+    /// Over the runs whose stayers delivered every one of the leaver's partitions.
+    pub takeover_ms: Option<Spread>,
+    /// The run that delivered the fewest of the leaver's partitions: (delivered, of).
+    pub fewest_delivered: (usize, usize),
+    /// Valid runs whose stayers delivered all of the leaver's partitions.
+    pub valid_complete: usize,
     pub cpu_s: Spread,
     pub rss_mib: Spread,
     pub threads: Spread,
@@ -529,7 +604,21 @@ pub fn aggregate(rows: &[&MembersRow]) -> Result<MembersCell, String> {
         join_ms: of(&|r| r.figures.join_ms),
         pause_ms: of(&|r| r.figures.pause_ms),
         reassign_ms: of(&|r| r.figures.reassign_ms),
-        takeover_ms: of(&|r| r.figures.takeover_ms),
+        takeover_ms: Spread::of(
+            ok.iter()
+                .filter(|r| r.figures.delivered_partitions == r.figures.leaver_partitions)
+                .map(|r| r.figures.takeover_ms)
+                .collect(),
+        ),
+        fewest_delivered: ok
+            .iter()
+            .map(|r| (r.figures.delivered_partitions, r.figures.leaver_partitions))
+            .min_by_key(|&(d, n)| (d * 1000).checked_div(n).unwrap_or(0))
+            .unwrap_or((0, 0)),
+        valid_complete: ok
+            .iter()
+            .filter(|r| r.figures.delivered_partitions == r.figures.leaver_partitions)
+            .count(),
         cpu_s: of(&|r| r.cpu_s),
         rss_mib: of(&|r| r.rss_kb as f64 / 1024.0),
         threads: of(&|r| r.threads as f64),
@@ -594,6 +683,22 @@ fn cell_text(s: &Spread, digits: usize) -> String {
     )
 }
 
+/// The taken-over column: the time over the runs that delivered all of the leaver's
+/// partitions, and how many the worst run delivered when one did not.
+fn takeover_text(c: &MembersCell) -> String {
+    let (delivered, of) = c.fewest_delivered;
+    match (&c.takeover_ms, delivered < of) {
+        (Some(s), false) => cell_text(s, 0),
+        (Some(s), true) => format!(
+            "{} in {} of {} runs; {delivered} of {of} partitions in the worst",
+            cell_text(s, 0),
+            c.valid_complete,
+            c.valid
+        ),
+        (None, _) => format!("> window: {delivered} of {of} partitions delivered"),
+    }
+}
+
 /// The table of one group size: one line per client, the figures' medians (min–max).
 fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell, String>)]) {
     let _ = writeln!(out, "#### {size} members\n");
@@ -612,7 +717,7 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
                     cell_text(&c.join_ms, 0),
                     cell_text(&c.pause_ms, 0),
                     cell_text(&c.reassign_ms, 0),
-                    cell_text(&c.takeover_ms, 0),
+                    takeover_text(c),
                     cell_text(&c.cpu_s, 2),
                     cell_text(&c.rss_mib, 0),
                     c.threads.median,
@@ -643,11 +748,14 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
     ratio_lines(out, cells);
 }
 
+/// One figure of a cell, for the ratios.
+type Figure = fn(&MembersCell) -> f64;
+
 /// The best (lowest) median of a figure over the peers that run as N processes, and the peer.
-fn best_peer<'a>(
-    cells: &'a [(String, Result<MembersCell, String>)],
-    figure: fn(&MembersCell) -> f64,
-) -> Option<(&'a str, f64)> {
+fn best_peer(
+    cells: &[(String, Result<MembersCell, String>)],
+    figure: Figure,
+) -> Option<(&str, f64)> {
     cells
         .iter()
         .filter(|(name, _)| !kind(name).0)
@@ -658,7 +766,7 @@ fn best_peer<'a>(
 
 /// Ours ÷ the best peer (lower is better for every figure), one line per row of ours.
 fn ratio_lines(out: &mut String, cells: &[(String, Result<MembersCell, String>)]) {
-    let figures: [(&str, fn(&MembersCell) -> f64); 4] = [
+    let figures: [(&str, Figure); 4] = [
         ("join-to-stable", |c| c.join_ms.median),
         ("pause", |c| c.pause_ms.median),
         ("CPU", |c| c.cpu_s.median),
@@ -853,15 +961,31 @@ mod tests {
     }
 
     #[test]
-    fn a_leavers_partition_nobody_delivered_makes_the_run_invalid() {
+    fn a_takeover_needs_every_leaver_partition_reassigned_and_one_delivered() {
         let leave = 10_000_000;
-        let reports = [
+        let mut reports = [
             member(3_000_000, &[0, 1, 2], 1, &[(4, leave + 5)]),
             member(3_000_000, &[3, 4, 5], 1, &[]),
             member(3_000_000, &[6, 7], 1, &[]),
         ];
         let error = evaluate(&reports, leave, 8).unwrap_err();
-        assert!(error.contains("partition(s) 6,7"), "{error}");
+        assert!(
+            error.contains("partition(s) 6,7 were in no staying"),
+            "{error}"
+        );
+        reports[0].insert("pgot_6".to_owned(), leave + 7);
+        reports[1].insert("pgot_7".to_owned(), leave + 9);
+        let error = evaluate(&reports, leave, 8).unwrap_err();
+        assert!(error.contains("delivered any of the leaver's 2"), "{error}");
+        // One of the two delivered: valid, reassigned, but not taken over in full.
+        reports[1].insert("ptake_7".to_owned(), leave + 40);
+        let figures = evaluate(&reports, leave, 8).expect("valid");
+        assert_eq!(
+            (figures.leaver_partitions, figures.delivered_partitions),
+            (2, 1)
+        );
+        assert_eq!(figures.takeover_ms, 0.0);
+        assert_eq!(figures.reassign_ms, 9e-6);
     }
 
     #[test]
@@ -911,6 +1035,8 @@ mod tests {
                 pause_ms,
                 reassign_ms: 80.0,
                 takeover_ms: 120.0,
+                leaver_partitions: 20,
+                delivered_partitions: 20,
                 records: 1_000,
             },
             cpu_s: 1.5,
@@ -937,7 +1063,10 @@ mod tests {
 
     #[test]
     fn the_block_counts_only_valid_runs_and_divides_by_the_best_peer() {
+        let mut partial = row("java-consumer", Status::Ok, 50.0, 900 * 1024);
+        partial.figures.delivered_partitions = 7;
         let rows = [
+            partial,
             row("ours", Status::Ok, 60.0, 30 * 1024),
             row("ours", Status::Invalid, 0.0, 30 * 1024),
             row("rdkafka", Status::Ok, 30.0, 60 * 1024),
@@ -953,6 +1082,11 @@ mod tests {
             "{block}"
         );
         assert!(block.contains("| 1 / 1 |"), "{block}");
+        assert!(
+            block.contains("| 80 (80–80) | > window: 7 of 20 partitions delivered |"),
+            "{block}"
+        );
+        assert!(block.contains("| 80 (80–80) | 120 (120–120) |"), "{block}");
         assert!(block.contains("ours: 1 invalid run(s)"), "{block}");
         assert!(
             block.contains("| krafka | | **not measured**: `invalid run: x`"),
