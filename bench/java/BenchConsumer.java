@@ -136,7 +136,7 @@ public final class BenchConsumer {
         long until = untilEpochMs >= 0 ? start + (untilEpochMs * 1_000_000L - wallNs) : Long.MAX_VALUE;
         boolean member = leaveAtEpochMs >= 0;
         java.util.TreeSet<Integer> assignment = new java.util.TreeSet<>();
-        long checked = Long.MIN_VALUE, assigned = -1, stable = -1, pause = 0;
+        long checked = start - ASSIGNMENT_CHECK_NS, assigned = -1, stable = -1, pause = 0;
         long[] taken = new long[member ? partitions : 0];
         java.util.Arrays.fill(taken, -1);
         long[] got = new long[member ? partitions : 0];
