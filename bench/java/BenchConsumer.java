@@ -7,7 +7,11 @@
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
 //        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
 //        [--start earliest|latest] [--latency-warmup-ms MS]
-//        [--leave-at-epoch-ms MS] [--until-epoch-ms MS]
+//        [--leave-at-epoch-ms MS] [--until-epoch-ms MS] [--members N]
+//
+// --members N (the members workload in one JVM): N KafkaConsumers, each polled by a thread of
+// its own, the last one stopping at --leave-at-epoch-ms (the leaver); one
+// "BENCH member=<i> ..." line per member, in member order.
 //        [--security plaintext|sasl_ssl --ca-location PEM --sasl-username U --sasl-password P]
 //
 // Under sasl_ssl it sets the same properties as ours (SaslSsl::java_properties in
@@ -42,6 +46,7 @@ public final class BenchConsumer {
         int partitions = 0;
         long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
         long leaveAtEpochMs = -1, untilEpochMs = -1;
+        int members = 1;
         for (int i = 0; i + 1 < argv.length; i += 2) {
             String v = argv[i + 1];
             switch (argv[i]) {
@@ -59,6 +64,7 @@ public final class BenchConsumer {
                 case "--latency-warmup-ms": latencyWarmupMs = Long.parseLong(v); break;
                 case "--leave-at-epoch-ms": leaveAtEpochMs = Long.parseLong(v); break;
                 case "--until-epoch-ms": untilEpochMs = Long.parseLong(v); break;
+                case "--members": members = Math.max(1, Integer.parseInt(v)); break;
                 case "--security": security = v; break;
                 case "--ca-location": caLocation = v; break;
                 case "--sasl-username": saslUsername = v; break;
@@ -99,6 +105,44 @@ public final class BenchConsumer {
         } else if (caLocation != null || saslUsername != null || saslPassword != null) {
             fail("--ca-location and --sasl-* need --security sasl_ssl");
         }
+        if (!mode.equals("assign") && !mode.equals("subscribe")) {
+            fail("unknown mode " + mode);
+        }
+        if (members == 1) {
+            System.out.println(consume(props, topic, partitions, mode, window, expected, ratePerS,
+                latencyWarmupMs, leaveAtEpochMs, untilEpochMs));
+            return;
+        }
+        // The members workload in one JVM: a thread per consumer, all started at once.
+        String[] reports = new String[members];
+        Thread[] threads = new Thread[members];
+        for (int m = 0; m < members; m++) {
+            final int member = m;
+            final long until = m == members - 1 ? leaveAtEpochMs : untilEpochMs;
+            final String t = topic, md = mode;
+            final int n = partitions;
+            final long w = window, e = expected, r = ratePerS, lw = latencyWarmupMs, l = leaveAtEpochMs;
+            threads[m] = new Thread(() -> reports[member] = consume(props, t, n, md, w, e, r, lw, l, until));
+            threads[m].start();
+        }
+        for (int m = 0; m < members; m++) {
+            try {
+                threads[m].join();
+            } catch (InterruptedException e) {
+                fail("interrupted");
+            }
+            if (reports[m] == null) {
+                fail("member " + m + " did not report");
+            }
+            System.out.println("BENCH member=" + m + " " + reports[m].substring("BENCH ".length()));
+        }
+    }
+
+    // One consumer's run: subscribes or assigns, polls until its stop rule, closes, and
+    // returns its BENCH line.
+    private static String consume(Properties props, String topic, int partitions, String mode,
+            long window, long expected, long ratePerS, long latencyWarmupMs, long leaveAtEpochMs,
+            long untilEpochMs) {
         KafkaConsumer<byte[], byte[]> consumer =
             new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
 
@@ -112,10 +156,8 @@ public final class BenchConsumer {
                 }
             }
             consumer.assign(tps);
-        } else if (mode.equals("subscribe")) {
-            consumer.subscribe(List.of(topic.split(",")));
         } else {
-            fail("unknown mode " + mode);
+            consumer.subscribe(List.of(topic.split(",")));
         }
 
         long first = -1, last = -1, maxGap = 0, records = 0, bytes = 0;
@@ -250,14 +292,14 @@ public final class BenchConsumer {
             }
             memberFields = f.toString();
         }
-        System.out.println("BENCH records=" + records + " bytes=" + bytes
+        return "BENCH records=" + records + " bytes=" + bytes
             + " start_ns=" + base
             + " first_ns=" + (base + (first - start))
             + " last_ns=" + (base + (last - start))
             + " max_gap_ns=" + maxGap
             + latencyFields(latencies, nLatencies)
             + partitionFields(partitionLast, base, start)
-            + memberFields);
+            + memberFields;
     }
 
     private static long base(Instant wallStart) {

@@ -6,7 +6,9 @@
 //! log-like lines of exactly the record size (a JSON-ish prefix, then random hex), so the codecs
 //! compress about as they would real events, not a single repeated payload. Keys are null.
 //! Producer: acks=1, linger.ms=20, batch.size=64 KiB (with the default 16 KiB a pilot fill of
-//! 100 B records ran at ~70,000 records/s here, too slow for topics this size).
+//! 100 B records ran at ~70,000 records/s here, too slow for topics this size). The members
+//! workload's topic is filled the same way, 100 B uncompressed, over 60 partitions
+//! ([`members_topic`]); the partitions workload's topics below.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -343,8 +343,8 @@ pub struct Client {
     /// Why the client cannot run over SASL_SSL with [`kafka_bench::SASL_MECHANISM`], if it
     /// cannot: it is then skipped there, with this reason in the output and the table.
     pub no_sasl_ssl: Option<&'static str>,
-    /// The members workload's N consumers in one process (client-ours `--members N`), not N
-    /// processes: such a client runs only there.
+    /// The members workload's N consumers in one process (client-ours or BenchConsumer with
+    /// `--members N`), not N processes: such a client runs only there.
     pub in_process: bool,
 }
 
@@ -373,7 +373,7 @@ impl Client {
 }
 
 /// Every client, in the order of the table.
-pub const CLIENTS: [Client; 13] = [
+pub const CLIENTS: [Client; 15] = [
     Client {
         name: "ours",
         launch: Launch::Rust("client-ours"),
@@ -500,6 +500,25 @@ pub const CLIENTS: [Client; 13] = [
         launch: Launch::Rust("client-ours"),
         protocol: Protocol::Consumer,
         extra: &["--runtime", "shared"],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    // And Java's: N KafkaConsumers in one JVM, each polled by a thread of its own.
+    Client {
+        name: "java-classic-inproc",
+        launch: Launch::Java,
+        protocol: Protocol::Classic,
+        extra: &[],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    Client {
+        name: "java-consumer-inproc",
+        launch: Launch::Java,
+        protocol: Protocol::Consumer,
+        extra: &[],
         groups_only: true,
         no_sasl_ssl: None,
         in_process: true,
@@ -928,6 +947,8 @@ mod tests {
         assert!(by_name("ours-consumer").runs_in(members));
         assert!(by_name("java-consumer").runs_in(members));
         assert!(!by_name("ceiling").runs_in(members));
+        let java = by_name("java-consumer-inproc");
+        assert!(java.runs_in(members) && !java.is_ours() && !java.runs_in(WorkloadMode::SlowApp));
     }
 
     #[test]

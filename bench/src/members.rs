@@ -667,13 +667,9 @@ pub fn collect(rows: &[MembersRow]) -> MembersResults {
         .collect()
 }
 
-/// Whether a client's row is ours (a numerator of the ratios), and whether it runs in one
-/// process.
-fn kind(name: &str) -> (bool, bool) {
-    CLIENTS
-        .iter()
-        .find(|c| c.name == name)
-        .map_or((false, false), |c| (c.is_ours(), c.in_process))
+/// Whether a client's row is ours (a numerator of the ratios, never a peer).
+fn is_ours(name: &str) -> bool {
+    CLIENTS.iter().any(|c| c.name == name && c.is_ours())
 }
 
 fn cell_text(s: &Spread, digits: usize) -> String {
@@ -751,14 +747,14 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
 /// One figure of a cell, for the ratios.
 type Figure = fn(&MembersCell) -> f64;
 
-/// The best (lowest) median of a figure over the peers that run as N processes, and the peer.
+/// The best (lowest) median of a figure over the peers' rows (either layout), and the peer.
 fn best_peer(
     cells: &[(String, Result<MembersCell, String>)],
     figure: Figure,
 ) -> Option<(&str, f64)> {
     cells
         .iter()
-        .filter(|(name, _)| !kind(name).0)
+        .filter(|(name, _)| !is_ours(name))
         .filter_map(|(name, cell)| Some((name.as_str(), figure(cell.as_ref().ok()?))))
         .filter(|(_, v)| *v > 0.0)
         .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -774,7 +770,7 @@ fn ratio_lines(out: &mut String, cells: &[(String, Result<MembersCell, String>)]
     ];
     let mut any = false;
     for (client, cell) in cells {
-        let (Ok(c), (true, _)) = (cell, kind(client)) else {
+        let (Ok(c), true) = (cell, is_ours(client)) else {
             continue;
         };
         let parts: Vec<String> = figures

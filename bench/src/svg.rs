@@ -15,9 +15,11 @@ const LABEL_W: f64 = 100.0;
 const BAR_H: f64 = 14.0;
 const BAR_GAP: f64 = 4.0;
 const TITLE_H: f64 = 22.0;
-const COLORS: [&str; 9] = [
+/// One per client of [`CLIENTS`], in its order (the members workload's in-process rows in
+/// lighter shades of their processes rows' colours: ours' reds and pinks, Java's browns).
+const COLORS: [&str; 15] = [
     "#d62728", "#e377c2", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
-    "#7f7f7f",
+    "#7f7f7f", "#ff9896", "#fcbba1", "#f7b6d2", "#fde0ef", "#c49c94", "#e7cbc4",
 ];
 
 /// The peer matrix chart's title.
