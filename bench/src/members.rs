@@ -582,19 +582,33 @@ fn spread(samples: Vec<f64>) -> Spread {
     })
 }
 
+/// Why a client has no figures at a group size: its failure, or the first invalid run's
+/// reason, and how many runs were invalid.
+#[derive(Debug, Clone)]
+pub struct NotMeasured {
+    pub reason: String,
+    pub invalid: usize,
+}
+
+/// A client's figures at a group size, or why there are none.
+pub type CellOutcome = Result<MembersCell, NotMeasured>;
+
 /// Aggregates one client's rows on one group size: `Err` with the failure or the invalid
 /// reason when no run counted.
-pub fn aggregate(rows: &[&MembersRow]) -> Result<MembersCell, String> {
+pub fn aggregate(rows: &[&MembersRow]) -> CellOutcome {
     let ok: Vec<&&MembersRow> = rows.iter().filter(|r| r.status == Status::Ok).collect();
     let note = rows
         .iter()
         .find(|r| r.status != Status::Ok)
         .map_or(String::new(), |r| r.error.clone());
     if ok.is_empty() {
-        return Err(if note.is_empty() {
-            "no runs".to_owned()
-        } else {
-            note
+        return Err(NotMeasured {
+            reason: if note.is_empty() {
+                "no runs".to_owned()
+            } else {
+                note
+            },
+            invalid: rows.iter().filter(|r| r.status == Status::Invalid).count(),
         });
     }
     let of = |f: &dyn Fn(&MembersRow) -> f64| spread(ok.iter().map(|r| f(r)).collect());
@@ -628,7 +642,7 @@ pub fn aggregate(rows: &[&MembersRow]) -> Result<MembersCell, String> {
 }
 
 /// Group size → client (table order) → cell or the reason it has none.
-pub type MembersResults = Vec<(u32, Vec<(String, Result<MembersCell, String>)>)>;
+pub type MembersResults = Vec<(u32, Vec<(String, CellOutcome)>)>;
 
 /// The group size of a members workload's label (`100B/none/members-10`).
 pub fn group_size(label: &str) -> Option<u32> {
@@ -696,7 +710,7 @@ fn takeover_text(c: &MembersCell) -> String {
 }
 
 /// The table of one group size: one line per client, the figures' medians (min–max).
-fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell, String>)]) {
+fn size_table(out: &mut String, size: u32, cells: &[(String, CellOutcome)]) {
     let _ = writeln!(out, "#### {size} members\n");
     let _ = writeln!(
         out,
@@ -721,11 +735,12 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
                     c.invalid,
                 );
             }
-            Err(error) => {
+            Err(none) => {
                 let _ = writeln!(
                     out,
-                    "| {client} | | **not measured**: `{}` | | | | | | | 0 |",
-                    error.replace('|', "\\|").replace('`', "'")
+                    "| {client} | | **not measured**: `{}` | | | | | | | 0 / {} |",
+                    none.reason.replace('|', "\\|").replace('`', "'"),
+                    none.invalid
                 );
             }
         }
@@ -748,10 +763,7 @@ fn size_table(out: &mut String, size: u32, cells: &[(String, Result<MembersCell,
 type Figure = fn(&MembersCell) -> f64;
 
 /// The best (lowest) median of a figure over the peers' rows (either layout), and the peer.
-fn best_peer(
-    cells: &[(String, Result<MembersCell, String>)],
-    figure: Figure,
-) -> Option<(&str, f64)> {
+fn best_peer(cells: &[(String, CellOutcome)], figure: Figure) -> Option<(&str, f64)> {
     cells
         .iter()
         .filter(|(name, _)| !is_ours(name))
@@ -761,7 +773,7 @@ fn best_peer(
 }
 
 /// Ours ÷ the best peer (lower is better for every figure), one line per row of ours.
-fn ratio_lines(out: &mut String, cells: &[(String, Result<MembersCell, String>)]) {
+fn ratio_lines(out: &mut String, cells: &[(String, CellOutcome)]) {
     let figures: [(&str, Figure); 4] = [
         ("join-to-stable", |c| c.join_ms.median),
         ("pause", |c| c.pause_ms.median),
@@ -830,37 +842,35 @@ pub fn chart_results(results: &MembersResults) -> Results {
         min: 0.0,
         max: 0.0,
     };
-    let panel = |size: u32,
-                 what: &str,
-                 cells: &[(String, Result<MembersCell, String>)],
-                 f: fn(&MembersCell) -> Spread| {
-        let clients = cells
-            .iter()
-            .map(|(name, cell)| {
-                let outcome = match cell {
-                    Ok(c) => Outcome::Measured(Box::new(Cell {
-                        runs: c.valid,
-                        rate: zero,
-                        mb_s: zero,
-                        rate_join: zero,
-                        cpu_per_m: zero,
-                        rss_mib: c.rss_mib,
-                        first_ms: zero,
-                        gap_ms: f(c),
-                        min_fetch_s: 0.0,
-                        ports: String::new(),
-                        latency_ms: [zero; 4],
-                        latency_samples: 0,
-                        rss_steady_mib: zero,
-                        rss_growth_mib: zero,
-                    })),
-                    Err(e) => Outcome::Failed(e.clone()),
-                };
-                (name.clone(), outcome)
-            })
-            .collect();
-        (format!("members-{size}: {what}"), clients)
-    };
+    let panel =
+        |size: u32, what: &str, cells: &[(String, CellOutcome)], f: fn(&MembersCell) -> Spread| {
+            let clients = cells
+                .iter()
+                .map(|(name, cell)| {
+                    let outcome = match cell {
+                        Ok(c) => Outcome::Measured(Box::new(Cell {
+                            runs: c.valid,
+                            rate: zero,
+                            mb_s: zero,
+                            rate_join: zero,
+                            cpu_per_m: zero,
+                            rss_mib: c.rss_mib,
+                            first_ms: zero,
+                            gap_ms: f(c),
+                            min_fetch_s: 0.0,
+                            ports: String::new(),
+                            latency_ms: [zero; 4],
+                            latency_samples: 0,
+                            rss_steady_mib: zero,
+                            rss_growth_mib: zero,
+                        })),
+                        Err(none) => Outcome::Failed(none.reason.clone()),
+                    };
+                    (name.clone(), outcome)
+                })
+                .collect();
+            (format!("members-{size}: {what}"), clients)
+        };
     results
         .iter()
         .flat_map(|(size, cells)| {

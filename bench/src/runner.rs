@@ -1105,7 +1105,10 @@ mod tests {
         assert_eq!(vm_rss_kb("Name:\tx\n"), None);
         assert_eq!(vm_rss_kb("VmRSS:\t12 MB\n"), None);
         assert!(sample_rss(std::process::id() as libc::pid_t).is_some_and(|kb| kb > 0));
-        assert_eq!(threads_of("Name:\tx\nThreads:\t17\nVmRSS:\t1 kB\n"), Some(17));
+        assert_eq!(
+            threads_of("Name:\tx\nThreads:\t17\nVmRSS:\t1 kB\n"),
+            Some(17)
+        );
         assert_eq!(threads_of("Name:\tx\n"), None);
         assert!(sample_threads(std::process::id() as libc::pid_t).is_some_and(|n| n >= 1));
     }
