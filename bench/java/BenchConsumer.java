@@ -7,6 +7,11 @@
 //        --partitions N --mode assign|subscribe [--group G] --protocol classic|consumer
 //        --window-ms MS --expected N [--leave-after-ms MS] [--rate-per-s N]
 //        [--start earliest|latest] [--latency-warmup-ms MS]
+//        [--leave-at-epoch-ms MS] [--until-epoch-ms MS] [--members N]
+//
+// --members N (the members workload in one JVM): N KafkaConsumers, each polled by a thread of
+// its own, the last one stopping at --leave-at-epoch-ms (the leaver); one
+// "BENCH member=<i> ..." line per member, in member order.
 //        [--security plaintext|sasl_ssl --ca-location PEM --sasl-username U --sasl-password P]
 //
 // Under sasl_ssl it sets the same properties as ours (SaslSsl::java_properties in
@@ -29,6 +34,9 @@ public final class BenchConsumer {
     // A rate-limited application waits only when at least this far ahead (as the Rust
     // clients' Stats::pace).
     private static final long SHORTEST_PACE_NS = 1_000_000L;
+    // The members workload reads the assignment this often (as ASSIGNMENT_CHECK_EVERY in
+    // bench/src/lib.rs).
+    private static final long ASSIGNMENT_CHECK_NS = 10_000_000L;
 
     public static void main(String[] argv) {
         String bootstrap = null, topic = null, mode = "assign", group = null, protocol = "classic";
@@ -37,6 +45,8 @@ public final class BenchConsumer {
         String security = "plaintext", caLocation = null, saslUsername = null, saslPassword = null;
         int partitions = 0;
         long windowMs = 5000, expected = Long.MAX_VALUE, leaveAfterMs = -1, ratePerS = 0;
+        long leaveAtEpochMs = -1, untilEpochMs = -1;
+        int members = 1;
         for (int i = 0; i + 1 < argv.length; i += 2) {
             String v = argv[i + 1];
             switch (argv[i]) {
@@ -52,6 +62,9 @@ public final class BenchConsumer {
                 case "--rate-per-s": ratePerS = Math.max(1, Long.parseLong(v)); break;
                 case "--start": startOffset = v; break;
                 case "--latency-warmup-ms": latencyWarmupMs = Long.parseLong(v); break;
+                case "--leave-at-epoch-ms": leaveAtEpochMs = Long.parseLong(v); break;
+                case "--until-epoch-ms": untilEpochMs = Long.parseLong(v); break;
+                case "--members": members = Math.max(1, Integer.parseInt(v)); break;
                 case "--security": security = v; break;
                 case "--ca-location": caLocation = v; break;
                 case "--sasl-username": saslUsername = v; break;
@@ -92,6 +105,44 @@ public final class BenchConsumer {
         } else if (caLocation != null || saslUsername != null || saslPassword != null) {
             fail("--ca-location and --sasl-* need --security sasl_ssl");
         }
+        if (!mode.equals("assign") && !mode.equals("subscribe")) {
+            fail("unknown mode " + mode);
+        }
+        if (members == 1) {
+            System.out.println(consume(props, topic, partitions, mode, window, expected, ratePerS,
+                latencyWarmupMs, leaveAtEpochMs, untilEpochMs));
+            return;
+        }
+        // The members workload in one JVM: a thread per consumer, all started at once.
+        String[] reports = new String[members];
+        Thread[] threads = new Thread[members];
+        for (int m = 0; m < members; m++) {
+            final int member = m;
+            final long until = m == members - 1 ? leaveAtEpochMs : untilEpochMs;
+            final String t = topic, md = mode;
+            final int n = partitions;
+            final long w = window, e = expected, r = ratePerS, lw = latencyWarmupMs, l = leaveAtEpochMs;
+            threads[m] = new Thread(() -> reports[member] = consume(props, t, n, md, w, e, r, lw, l, until));
+            threads[m].start();
+        }
+        for (int m = 0; m < members; m++) {
+            try {
+                threads[m].join();
+            } catch (InterruptedException e) {
+                fail("interrupted");
+            }
+            if (reports[m] == null) {
+                fail("member " + m + " did not report");
+            }
+            System.out.println("BENCH member=" + m + " " + reports[m].substring("BENCH ".length()));
+        }
+    }
+
+    // One consumer's run: subscribes or assigns, polls until its stop rule, closes, and
+    // returns its BENCH line.
+    private static String consume(Properties props, String topic, int partitions, String mode,
+            long window, long expected, long ratePerS, long latencyWarmupMs, long leaveAtEpochMs,
+            long untilEpochMs) {
         KafkaConsumer<byte[], byte[]> consumer =
             new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
 
@@ -105,10 +156,8 @@ public final class BenchConsumer {
                 }
             }
             consumer.assign(tps);
-        } else if (mode.equals("subscribe")) {
-            consumer.subscribe(List.of(topic.split(",")));
         } else {
-            fail("unknown mode " + mode);
+            consumer.subscribe(List.of(topic.split(",")));
         }
 
         long first = -1, last = -1, maxGap = 0, records = 0, bytes = 0;
@@ -120,9 +169,44 @@ public final class BenchConsumer {
         // record delivered, as Stats::note_partitions (plast_<p> in the report line).
         long[] partitionLast = new long[ratePerS > 0 ? partitions : 0];
         java.util.Arrays.fill(partitionLast, -1);
+        // The members workload (as MemberTrack in bench/src/lib.rs): the leave and stop moments
+        // on this clock, the assignment as last read, when it last changed before the leave,
+        // the first delivery after that, the longest gap ending at or after the leave, and
+        // per partition the first delivery at or after the leave.
+        long wallNs = base(wallStart);
+        long leaveAt = leaveAtEpochMs >= 0 ? start + (leaveAtEpochMs * 1_000_000L - wallNs) : Long.MAX_VALUE;
+        long until = untilEpochMs >= 0 ? start + (untilEpochMs * 1_000_000L - wallNs) : Long.MAX_VALUE;
+        boolean member = leaveAtEpochMs >= 0;
+        java.util.TreeSet<Integer> assignment = new java.util.TreeSet<>();
+        long checked = start - ASSIGNMENT_CHECK_NS, assigned = -1, stable = -1, pause = 0;
+        long[] taken = new long[member ? partitions : 0];
+        java.util.Arrays.fill(taken, -1);
+        long[] got = new long[member ? partitions : 0];
+        java.util.Arrays.fill(got, -1);
         while (true) {
             ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
             int n = batch.count();
+            if (member && System.nanoTime() - checked >= ASSIGNMENT_CHECK_NS) {
+                long now = System.nanoTime();
+                checked = now;
+                java.util.TreeSet<Integer> current = new java.util.TreeSet<>();
+                for (TopicPartition tp : consumer.assignment()) {
+                    current.add(tp.partition());
+                }
+                if (now >= leaveAt) {
+                    for (int p : current) {
+                        if (p < got.length && got[p] < 0) {
+                            got[p] = now;
+                        }
+                    }
+                } else if (!current.equals(assignment)) {
+                    if (!current.isEmpty()) {
+                        assigned = now;
+                    }
+                    stable = -1;
+                    assignment = current;
+                }
+            }
             if (n > 0) {
                 long now = System.nanoTime();
                 if (first < 0) {
@@ -130,6 +214,12 @@ public final class BenchConsumer {
                 }
                 if (last >= 0) {
                     maxGap = Math.max(maxGap, now - last);
+                }
+                if (member && now < leaveAt && assigned >= 0 && stable < 0) {
+                    stable = now;
+                }
+                if (member && now >= leaveAt && last >= 0) {
+                    pause = Math.max(pause, now - last);
                 }
                 last = now;
                 boolean measuring = latencyWarmupMs >= 0 && now - first >= latencyWarmupMs * 1_000_000L;
@@ -139,6 +229,9 @@ public final class BenchConsumer {
                     bytes += (r.key() == null ? 0 : r.key().length) + (r.value() == null ? 0 : r.value().length);
                     if (r.partition() < partitionLast.length) {
                         partitionLast[r.partition()] = now;
+                    }
+                    if (now >= leaveAt && r.partition() < taken.length && taken[r.partition()] < 0) {
+                        taken[r.partition()] = now;
                     }
                     if (measuring) {
                         if (nLatencies == latencies.length) {
@@ -157,7 +250,17 @@ public final class BenchConsumer {
                     }
                 }
             }
-            if (first < 0) {
+            if (until != Long.MAX_VALUE) {
+                // The members workload: the shared stop moment decides alone (as
+                // Stats::should_stop).
+                long now = System.nanoTime();
+                if (now >= until) {
+                    if (now >= leaveAt && last >= 0) {
+                        pause = Math.max(pause, now - last);
+                    }
+                    break;
+                }
+            } else if (first < 0) {
                 if (System.nanoTime() - start > FIRST_RECORD_TIMEOUT_NS) {
                     fail("no record within 90 s");
                 }
@@ -167,14 +270,40 @@ public final class BenchConsumer {
         }
         consumer.close();
 
-        long base = wallStart.getEpochSecond() * 1_000_000_000L + wallStart.getNano();
-        System.out.println("BENCH records=" + records + " bytes=" + bytes
+        long base = base(wallStart);
+        String memberFields = "";
+        if (member) {
+            StringBuilder f = new StringBuilder();
+            f.append(" assigned_ns=").append(assigned < 0 ? 0 : base + (assigned - start));
+            f.append(" stable_ns=").append(stable < 0 ? 0 : base + (stable - start));
+            f.append(" pause_ns=").append(pause);
+            for (int p : assignment) {
+                f.append(" own_").append(p).append("=1");
+            }
+            for (int p = 0; p < taken.length; p++) {
+                if (taken[p] >= 0) {
+                    f.append(" ptake_").append(p).append('=').append(base + (taken[p] - start));
+                }
+            }
+            for (int p = 0; p < got.length; p++) {
+                if (got[p] >= 0) {
+                    f.append(" pgot_").append(p).append('=').append(base + (got[p] - start));
+                }
+            }
+            memberFields = f.toString();
+        }
+        return "BENCH records=" + records + " bytes=" + bytes
             + " start_ns=" + base
             + " first_ns=" + (base + (first - start))
             + " last_ns=" + (base + (last - start))
             + " max_gap_ns=" + maxGap
             + latencyFields(latencies, nLatencies)
-            + partitionFields(partitionLast, base, start));
+            + partitionFields(partitionLast, base, start)
+            + memberFields;
+    }
+
+    private static long base(Instant wallStart) {
+        return wallStart.getEpochSecond() * 1_000_000_000L + wallStart.getNano();
     }
 
     // The same nearest-rank percentiles and fields as Percentiles in bench/src/lib.rs.

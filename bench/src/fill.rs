@@ -6,7 +6,9 @@
 //! log-like lines of exactly the record size (a JSON-ish prefix, then random hex), so the codecs
 //! compress about as they would real events, not a single repeated payload. Keys are null.
 //! Producer: acks=1, linger.ms=20, batch.size=64 KiB (with the default 16 KiB a pilot fill of
-//! 100 B records ran at ~70,000 records/s here, too slow for topics this size).
+//! 100 B records ran at ~70,000 records/s here, too slow for topics this size). The members
+//! workload's topic is filled the same way, 100 B uncompressed, over 60 partitions
+//! ([`members_topic`]); the partitions workload's topics below.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -212,63 +214,110 @@ pub fn fill(options: &Options) -> Result<(), String> {
     let classpath = kafka_classpath()?;
     // Only the topics the run's workloads read (`Options::filled_topics`).
     for (size, codec) in options.filled_topics() {
-        let payloads = payload_file(size)?;
         let records = options.records(size);
         let topic = topic_name(size, codec, records);
-        let have = end_offsets(&classpath, &options.bootstrap, &topic);
-        if have == records {
-            eprintln!("kafka-bench: {topic}: {have} records, reused");
-            continue;
-        }
-        if have > 0 {
-            return Err(format!(
-                "{topic} holds {have} records, not {records} (an interrupted fill?): delete it \
-                 with TopicCommand --delete or restart the broker with a fresh state dir"
-            ));
-        }
-        output(
-            tool(&classpath, "org.apache.kafka.tools.TopicCommand").args([
-                "--bootstrap-server",
-                &options.bootstrap,
-                "--create",
-                "--if-not-exists",
-                "--topic",
-                &topic,
-                "--partitions",
-                &PARTITIONS.to_string(),
-                "--replication-factor",
-                "1",
-            ]),
+        fill_topic(
+            &classpath,
+            &options.bootstrap,
+            &topic,
+            PARTITIONS,
+            records,
+            size,
+            codec,
         )?;
-        eprintln!("kafka-bench: {topic}: producing {records} records ...");
-        let started = Instant::now();
-        let produced = output(
-            tool(&classpath, "org.apache.kafka.tools.ProducerPerformance")
-                .args(["--topic", &topic, "--num-records", &records.to_string()])
-                .args(["--throughput", "-1", "--payload-file"])
-                .arg(&payloads)
-                .args([
-                    "--producer-props",
-                    &format!("bootstrap.servers={}", options.bootstrap),
-                    &format!("compression.type={}", codec.name()),
-                    "acks=1",
-                    "linger.ms=20",
-                    "batch.size=65536",
-                ]),
+    }
+    if options.modes.iter().any(|m| m.is_members()) {
+        let records = options.members.records;
+        let topic = members_topic(records);
+        let partitions = crate::members::PARTITIONS;
+        fill_topic(
+            &classpath,
+            &options.bootstrap,
+            &topic,
+            partitions,
+            records,
+            100,
+            Codec::None,
         )?;
-        let summary = produced.lines().last().unwrap_or_default();
-        eprintln!(
-            "kafka-bench: {topic}: {summary} ({:.0?})",
-            started.elapsed()
-        );
-        // The last acks can race the end-offset lookup; give the log a moment.
-        std::thread::sleep(Duration::from_millis(500));
-        let have = end_offsets(&classpath, &options.bootstrap, &topic);
-        if have != records {
-            return Err(format!("{topic}: produced {records}, broker has {have}"));
-        }
     }
     fill_partitions(options, &classpath)
+}
+
+/// The members workload's topic: `records` records of 100 B, uncompressed, over
+/// [`crate::members::PARTITIONS`] partitions.
+pub fn members_topic(records: u64) -> String {
+    format!(
+        "bench-members-100b-{}p-{records}",
+        crate::members::PARTITIONS
+    )
+}
+
+/// Creates `topic` with `partitions` partitions and produces `records` records of `size`
+/// bytes with `codec` into it, unless it already holds exactly that many (a topic is filled
+/// once and reused); a topic holding another count is an error (an interrupted fill).
+fn fill_topic(
+    classpath: &str,
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    records: u64,
+    size: usize,
+    codec: Codec,
+) -> Result<(), String> {
+    let payloads = payload_file(size)?;
+    let have = end_offsets(classpath, bootstrap, topic);
+    if have == records {
+        eprintln!("kafka-bench: {topic}: {have} records, reused");
+        return Ok(());
+    }
+    if have > 0 {
+        return Err(format!(
+            "{topic} holds {have} records, not {records} (an interrupted fill?): delete it \
+             with TopicCommand --delete or restart the broker with a fresh state dir"
+        ));
+    }
+    output(
+        tool(classpath, "org.apache.kafka.tools.TopicCommand").args([
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--if-not-exists",
+            "--topic",
+            topic,
+            "--partitions",
+            &partitions.to_string(),
+            "--replication-factor",
+            "1",
+        ]),
+    )?;
+    eprintln!("kafka-bench: {topic}: producing {records} records ...");
+    let started = Instant::now();
+    let produced = output(
+        tool(classpath, "org.apache.kafka.tools.ProducerPerformance")
+            .args(["--topic", topic, "--num-records", &records.to_string()])
+            .args(["--throughput", "-1", "--payload-file"])
+            .arg(&payloads)
+            .args([
+                "--producer-props",
+                &format!("bootstrap.servers={bootstrap}"),
+                &format!("compression.type={}", codec.name()),
+                "acks=1",
+                "linger.ms=20",
+                "batch.size=65536",
+            ]),
+    )?;
+    let summary = produced.lines().last().unwrap_or_default();
+    eprintln!(
+        "kafka-bench: {topic}: {summary} ({:.0?})",
+        started.elapsed()
+    );
+    // The last acks can race the end-offset lookup; give the log a moment.
+    std::thread::sleep(Duration::from_millis(500));
+    let have = end_offsets(classpath, bootstrap, topic);
+    if have != records {
+        return Err(format!("{topic}: produced {records}, broker has {have}"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

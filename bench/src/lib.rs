@@ -148,6 +148,29 @@ pub struct ClientArgs {
     /// ([`Stats::record_latency`]) once this long has passed since the first record (the
     /// warm-up: connections, the first fetches and a JIT are not what is measured).
     pub latency_warmup: Option<Duration>,
+    /// The members workload: the moment (ms since the Unix epoch, this machine's clock) the
+    /// leaving member leaves. Every member tracks its assignment, when it became stable and
+    /// what it delivered around this moment ([`Stats::note_assignment`]).
+    pub leave_at_epoch_ms: Option<u64>,
+    /// The members workload: stop at this moment (ms since the Unix epoch) whatever was
+    /// delivered: every member of a run stops on the same clock, not relative to its first
+    /// record (which comes at a different time for each).
+    pub until_epoch_ms: Option<u64>,
+    /// The members workload, in one process (client-ours only): this many consumers, each its
+    /// own task; the last one stops at `leave_at_epoch_ms` (it is the leaver).
+    pub members: usize,
+    /// With `members`: where the consumers' background tasks run (`BackgroundRuntime`).
+    pub runtime: RuntimeChoice,
+}
+
+/// Where an in-process group's consumers run their background tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeChoice {
+    /// One OS thread and runtime per consumer (`BackgroundRuntime::Dedicated`, the default).
+    Dedicated,
+    /// Every consumer's background task on the application's runtime
+    /// (`BackgroundRuntime::Shared`).
+    Shared,
 }
 
 impl ClientArgs {
@@ -186,7 +209,8 @@ impl ClientArgs {
     /// Parses `--bootstrap H:P --topic T --partitions N --mode assign|subscribe --group G
     /// --protocol classic|consumer --window-ms MS --expected N [--leave-after-ms MS]
     /// [--max-buffered-records N] [--rate-per-s N] [--start earliest|latest]
-    /// [--latency-warmup-ms MS] [--security plaintext|sasl_ssl
+    /// [--latency-warmup-ms MS] [--leave-at-epoch-ms MS] [--until-epoch-ms MS] [--members N]
+    /// [--runtime dedicated|shared] [--security plaintext|sasl_ssl
     /// --ca-location PEM --sasl-username U --sasl-password P]`.
     pub fn parse() -> Result<Self, String> {
         Self::parse_from(std::env::args().skip(1))
@@ -211,6 +235,10 @@ impl ClientArgs {
             rate_per_s: None,
             start: Start::Earliest,
             latency_warmup: None,
+            leave_at_epoch_ms: None,
+            until_epoch_ms: None,
+            members: 1,
+            runtime: RuntimeChoice::Dedicated,
         };
         let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
@@ -256,6 +284,16 @@ impl ClientArgs {
                 }
                 "--latency-warmup-ms" => {
                     args.latency_warmup = Some(Duration::from_millis(number(&value)?))
+                }
+                "--leave-at-epoch-ms" => args.leave_at_epoch_ms = Some(number(&value)?),
+                "--until-epoch-ms" => args.until_epoch_ms = Some(number(&value)?),
+                "--members" => args.members = number(&value)?.max(1) as usize,
+                "--runtime" => {
+                    args.runtime = match value.as_str() {
+                        "dedicated" => RuntimeChoice::Dedicated,
+                        "shared" => RuntimeChoice::Shared,
+                        other => return Err(format!("unknown runtime {other}")),
+                    }
                 }
                 "--security" => security = Security::parse(&value)?,
                 "--ca-location" => ca_location = Some(value),
@@ -320,6 +358,89 @@ pub struct Stats {
     /// record delivered, so the driver can check that the members that stayed received the
     /// leaver's partitions after it left ([`Stats::note_partitions`]).
     partition_last: Vec<Option<Instant>>,
+    /// The members workload: the stop moment shared by the whole run (`--until-epoch-ms`).
+    until: Option<Instant>,
+    /// When [`Stats::done`] first said yes.
+    stopped: Option<Instant>,
+    /// The members workload: assignment, stability and takeover around the leave.
+    member: Option<MemberTrack>,
+}
+
+/// How often a member of the members workload reads its consumer's assignment: often enough
+/// that join-to-stable is resolved to ~10 ms, rarely enough to cost nothing at the
+/// workload's rates (librdkafka's clients poll once per record).
+pub const ASSIGNMENT_CHECK_EVERY: Duration = Duration::from_millis(10);
+
+/// What a member of the members workload tracks besides the counts: the driver turns these
+/// into join-to-stable, the stayers' pause and the takeover of the leaver's partitions
+/// (`bench/src/members.rs`).
+#[derive(Debug)]
+struct MemberTrack {
+    /// The leave moment (`--leave-at-epoch-ms`) on this process's monotonic clock.
+    leave_at: Instant,
+    /// The assignment as last read (partition numbers, sorted), and when it was read.
+    assignment: Vec<i32>,
+    checked: Option<Instant>,
+    /// When the assignment last changed before the leave (a non-empty one: losing every
+    /// partition is not becoming stable).
+    assigned: Option<Instant>,
+    /// The first delivery after `assigned`, before the leave: the member consumes its final
+    /// assignment from here on.
+    stable: Option<Instant>,
+    /// The longest gap between two deliveries that ends at or after the leave (the open gap
+    /// from the last delivery to the stop included).
+    pause: Duration,
+    /// Per partition: the first delivery of one of its records at or after the leave.
+    taken: Vec<Option<Instant>>,
+    /// Per partition: the first assignment read at or after the leave that holds it.
+    got: Vec<Option<Instant>>,
+}
+
+impl MemberTrack {
+    /// Notes an assignment read now; before the leave, a change to a non-empty one restarts
+    /// the wait for stability.
+    fn note_assignment(&mut self, now: Instant, mut partitions: Vec<i32>) {
+        self.checked = Some(now);
+        partitions.sort_unstable();
+        partitions.dedup();
+        if now >= self.leave_at {
+            for &p in &partitions {
+                if let Some(slot @ None) = self.got.get_mut(p.max(0) as usize) {
+                    *slot = Some(now);
+                }
+            }
+            return;
+        }
+        if partitions == self.assignment {
+            return;
+        }
+        if !partitions.is_empty() {
+            self.assigned = Some(now);
+        }
+        self.stable = None;
+        self.assignment = partitions;
+    }
+
+    /// Notes a delivery at `now` after the previous one at `last`.
+    fn delivered(&mut self, now: Instant, last: Option<Instant>) {
+        if now < self.leave_at && self.assigned.is_some() && self.stable.is_none() {
+            self.stable = Some(now);
+        }
+        if let Some(last) = last.filter(|_| now >= self.leave_at) {
+            self.pause = self.pause.max(now - last);
+        }
+    }
+
+    /// Notes a record of `partition` delivered at `now` (only those at or after the leave
+    /// count: they show who took the leaver's partitions over).
+    fn note_partition(&mut self, now: Instant, partition: i32) {
+        if now < self.leave_at {
+            return;
+        }
+        if let Some(slot @ None) = self.taken.get_mut(partition.max(0) as usize) {
+            *slot = Some(now);
+        }
+    }
 }
 
 /// The percentiles of the latency workload, in µs (nearest-rank on the sorted samples).
@@ -392,6 +513,35 @@ impl Stats {
             } else {
                 Vec::new()
             },
+            until: args.until_epoch_ms.map(instant_of_epoch_ms),
+            stopped: None,
+            member: args.leave_at_epoch_ms.map(|ms| MemberTrack {
+                leave_at: instant_of_epoch_ms(ms),
+                assignment: Vec::new(),
+                checked: None,
+                assigned: None,
+                stable: None,
+                pause: Duration::ZERO,
+                taken: vec![None; args.partitions.max(0) as usize],
+                got: vec![None; args.partitions.max(0) as usize],
+            }),
+        }
+    }
+
+    /// Whether the client should read its consumer's assignment now and hand it to
+    /// [`Stats::note_assignment`]: the members workload, every [`ASSIGNMENT_CHECK_EVERY`].
+    pub fn assignment_due(&self) -> bool {
+        self.member.as_ref().is_some_and(|m| {
+            m.checked
+                .is_none_or(|at| at.elapsed() >= ASSIGNMENT_CHECK_EVERY)
+        })
+    }
+
+    /// Notes the consumer's assignment (its partition numbers) read now: when it last changed
+    /// before the leave, and what it was at the leave, go to the report.
+    pub fn note_assignment(&mut self, partitions: impl IntoIterator<Item = i32>) {
+        if let Some(member) = &mut self.member {
+            member.note_assignment(Instant::now(), partitions.into_iter().collect());
         }
     }
 
@@ -405,6 +555,9 @@ impl Stats {
         for p in partitions {
             if let Some(slot) = self.partition_last.get_mut(p.max(0) as usize) {
                 *slot = Some(now);
+            }
+            if let Some(member) = &mut self.member {
+                member.note_partition(now, p);
             }
         }
     }
@@ -444,6 +597,9 @@ impl Stats {
         if let Some(last) = self.last {
             self.max_gap = self.max_gap.max(now - last);
         }
+        if let Some(member) = &mut self.member {
+            member.delivered(now, self.last);
+        }
         self.last = Some(now);
         self.records += records;
         self.bytes += bytes;
@@ -461,7 +617,21 @@ impl Stats {
 
     /// Whether the client should stop: its window since the first record is over, or it has
     /// read the whole topic. Errors when no record came within [`FIRST_RECORD_TIMEOUT`].
-    pub fn done(&self) -> Result<bool, String> {
+    pub fn done(&mut self) -> Result<bool, String> {
+        let done = self.should_stop()?;
+        if done && self.stopped.is_none() {
+            self.stopped = Some(Instant::now());
+        }
+        Ok(done)
+    }
+
+    /// [`Stats::done`]'s rule. With `--until-epoch-ms` (the members workload) the shared stop
+    /// moment decides alone: a member that got nothing by then still reports (the driver
+    /// marks the run invalid), so the table says which member failed.
+    fn should_stop(&self) -> Result<bool, String> {
+        if let Some(until) = self.until {
+            return Ok(Instant::now() >= until);
+        }
         match self.first {
             None if self.start.elapsed() > FIRST_RECORD_TIMEOUT => Err(format!(
                 "no record within {} s",
@@ -500,7 +670,59 @@ impl Stats {
                 line.push_str(&format!(" plast_{partition}={}", epoch_ns(Some(*at))));
             }
         }
+        if let Some(member) = &self.member {
+            line.push_str(&self.member_fields(member, &epoch_ns));
+        }
         line
+    }
+
+    /// The members workload's fields: `assigned_ns`, `stable_ns` (0 when never), `pause_ns`
+    /// (the open gap to the stop included), `own_<p>=1` for each partition assigned at the
+    /// leave (or at the stop, for a leaver), `ptake_<p>` for the first delivery of `p` at or
+    /// after the leave, `pgot_<p>` for the first assignment read at or after the leave that
+    /// holds `p`.
+    fn member_fields(
+        &self,
+        member: &MemberTrack,
+        epoch_ns: &dyn Fn(Option<Instant>) -> u128,
+    ) -> String {
+        let mut pause = member.pause;
+        if let (Some(stopped), Some(last)) = (self.stopped, self.last) {
+            if stopped >= member.leave_at {
+                pause = pause.max(stopped.saturating_duration_since(last));
+            }
+        }
+        let mut fields = format!(
+            " assigned_ns={} stable_ns={} pause_ns={}",
+            epoch_ns(member.assigned),
+            epoch_ns(member.stable),
+            pause.as_nanos()
+        );
+        for p in &member.assignment {
+            fields.push_str(&format!(" own_{p}=1"));
+        }
+        for (p, at) in member.taken.iter().enumerate() {
+            if let Some(at) = at {
+                fields.push_str(&format!(" ptake_{p}={}", epoch_ns(Some(*at))));
+            }
+        }
+        for (p, at) in member.got.iter().enumerate() {
+            if let Some(at) = at {
+                fields.push_str(&format!(" pgot_{p}={}", epoch_ns(Some(*at))));
+            }
+        }
+        fields
+    }
+}
+
+/// The monotonic instant of a wall-clock moment (ms since the Unix epoch): now, moved by the
+/// difference between that moment and the wall clock now.
+fn instant_of_epoch_ms(ms: u64) -> Instant {
+    let target = UNIX_EPOCH + Duration::from_millis(ms);
+    let now = Instant::now();
+    match target.duration_since(SystemTime::now()) {
+        Ok(ahead) => now + ahead,
+        Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
     }
 }
 
@@ -545,6 +767,10 @@ mod tests {
             rate_per_s,
             start: Start::Earliest,
             latency_warmup: None,
+            leave_at_epoch_ms: None,
+            until_epoch_ms: None,
+            members: 1,
+            runtime: RuntimeChoice::Dedicated,
         }
     }
 
@@ -731,5 +957,118 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         stats.delivered(1, 100);
         assert_eq!(stats.pace(), None);
+    }
+
+    fn track(leave_at: Instant) -> MemberTrack {
+        MemberTrack {
+            leave_at,
+            assignment: Vec::new(),
+            checked: None,
+            assigned: None,
+            stable: None,
+            pause: Duration::ZERO,
+            taken: vec![None; 4],
+            got: vec![None; 4],
+        }
+    }
+
+    #[test]
+    fn a_member_is_stable_from_its_first_delivery_after_its_last_assignment_change() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut m = track(ms(1_000));
+        m.delivered(ms(10), None);
+        assert_eq!(m.stable, None, "no assignment seen yet");
+        m.note_assignment(ms(20), vec![3, 1]);
+        m.delivered(ms(30), Some(ms(10)));
+        assert_eq!((m.assigned, m.stable), (Some(ms(20)), Some(ms(30))));
+        // The same set again is no change; a new one restarts the wait.
+        m.note_assignment(ms(40), vec![1, 3]);
+        assert_eq!(m.stable, Some(ms(30)));
+        m.note_assignment(ms(50), vec![1]);
+        assert_eq!((m.assigned, m.stable), (Some(ms(50)), None));
+        m.delivered(ms(60), Some(ms(30)));
+        assert_eq!(m.stable, Some(ms(60)));
+        // Losing everything is not a stable assignment; after the leave nothing changes.
+        m.note_assignment(ms(70), vec![]);
+        assert_eq!((m.assigned, m.stable), (Some(ms(50)), None));
+        m.note_assignment(ms(80), vec![2]);
+        m.delivered(ms(90), Some(ms(60)));
+        m.note_assignment(ms(1_500), vec![0, 1, 2]);
+        assert_eq!(m.assignment, [2], "the assignment at the leave");
+        assert_eq!(m.stable, Some(ms(90)));
+        m.note_assignment(ms(1_600), vec![0, 3]);
+        assert_eq!(
+            m.got,
+            [
+                Some(ms(1_500)),
+                Some(ms(1_500)),
+                Some(ms(1_500)),
+                Some(ms(1_600))
+            ]
+        );
+    }
+
+    #[test]
+    fn the_pause_is_the_longest_gap_ending_after_the_leave() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut m = track(ms(1_000));
+        m.delivered(ms(900), Some(ms(100)));
+        assert_eq!(
+            m.pause,
+            Duration::ZERO,
+            "a gap before the leave is the join's"
+        );
+        m.delivered(ms(1_050), Some(ms(990)));
+        m.delivered(ms(1_100), Some(ms(1_050)));
+        assert_eq!(
+            m.pause,
+            Duration::from_millis(60),
+            "the gap across the leave counts"
+        );
+        m.note_partition(ms(999), 2);
+        m.note_partition(ms(1_200), 2);
+        m.note_partition(ms(1_300), 2);
+        m.note_partition(ms(1_300), 9);
+        assert_eq!(m.taken, [None, None, Some(ms(1_200)), None]);
+    }
+
+    #[test]
+    fn a_member_reports_its_assignment_and_stops_on_the_shared_clock() {
+        let mut a = args(Some(1_000));
+        a.partitions = 4;
+        let now_ms = wall_clock_us() / 1_000;
+        a.leave_at_epoch_ms = Some(now_ms + 60_000);
+        a.until_epoch_ms = Some(now_ms);
+        let mut stats = Stats::start(&a);
+        assert!(stats.assignment_due());
+        stats.note_assignment([1, 0]);
+        assert!(!stats.assignment_due(), "read again only after 10 ms");
+        assert!(stats.done().expect("no error without records"));
+        let line = stats.report();
+        assert!(line.contains(" own_0=1 own_1=1"), "{line}");
+        assert!(line.contains(" stable_ns=0 "), "{line}");
+        assert!(!Stats::start(&args(None)).assignment_due());
+        let parsed = ClientArgs::parse_from(argv(&[
+            "--leave-at-epoch-ms",
+            "5",
+            "--until-epoch-ms",
+            "6",
+            "--members",
+            "3",
+            "--runtime",
+            "shared",
+        ]))
+        .expect("members");
+        assert_eq!(
+            (
+                parsed.leave_at_epoch_ms,
+                parsed.until_epoch_ms,
+                parsed.members,
+                parsed.runtime
+            ),
+            (Some(5), Some(6), 3, RuntimeChoice::Shared)
+        );
     }
 }

@@ -7,6 +7,9 @@
 //!     [--codecs-groups none] [--modes assign,subscribe,group,rebalance] [--clients ours,rdkafka,...] [--reps 3]
 //!     (or the second-round workloads, on their own: [--modes latency,slow-app,ceiling])
 //!     (or the scale workload, on its own: [--modes partitions] or partitions-12,partitions-120-assign)
+//!     (or the members workload, on its own: [--modes members] or members-3,members-10)
+//!     [--members-join-ms 20000] [--members-after-ms 35000] [--members-rate-per-s 20000]
+//!     [--members-records 36000000]
 //!     [--window-ms 5000] [--records-100 N] [--records-1024 N] [--security plaintext,sasl_ssl]
 //!     [--latency-window-ms 22000] [--slow-app-window-ms 60000]
 //! ```
@@ -19,6 +22,7 @@
 //! block of `BENCHMARKS.md`, leaving the plaintext matrix (`peers.tsv`) alone.
 
 mod fill;
+mod members;
 mod report;
 mod runner;
 mod sockets;
@@ -93,6 +97,11 @@ pub enum WorkloadMode {
     /// assigned by hand or subscribed in a fresh group, read to the end: how records/s, CPU per
     /// record, peak RSS and the time to the first record scale with the partition count.
     Partitions { total: u32, subscribe: bool },
+    /// A group of `members` (one of [`members::GROUP_SIZES`]) on the 60-partition topic, as
+    /// many processes or as many consumers in one process (the `*-inproc` clients), a
+    /// rate-limited application: join-to-stable, then one member leaves at a fixed moment and
+    /// the stayers' pause and takeover of its partitions are measured (`bench/src/members.rs`).
+    Members { members: u32 },
 }
 
 /// The partitions workload's partition counts.
@@ -134,7 +143,14 @@ impl WorkloadMode {
                 "partitions-{total}-{}",
                 if subscribe { "subscribe" } else { "assign" }
             ),
+            WorkloadMode::Members { members } => format!("members-{members}"),
         }
+    }
+
+    /// The members workload: its results go to `members.tsv` and its own block
+    /// ([`report::ResultsSet::Members`]).
+    pub fn is_members(self) -> bool {
+        matches!(self, WorkloadMode::Members { .. })
     }
 
     /// The latency, slow-app and ceiling workloads: their results go to their own file and block
@@ -159,6 +175,7 @@ impl WorkloadMode {
             WorkloadMode::Subscribe
                 | WorkloadMode::Group
                 | WorkloadMode::Rebalance
+                | WorkloadMode::Members { .. }
                 | WorkloadMode::Partitions {
                     subscribe: true,
                     ..
@@ -189,6 +206,23 @@ impl WorkloadMode {
             }
             other if other.starts_with("partitions-") => {
                 return WorkloadMode::parse_partitions(&other["partitions-".len()..])
+            }
+            "members" => {
+                return Ok(members::GROUP_SIZES
+                    .iter()
+                    .map(|&members| WorkloadMode::Members { members })
+                    .collect())
+            }
+            other if other.starts_with("members-") => {
+                let members: u32 = other["members-".len()..]
+                    .parse()
+                    .ok()
+                    .filter(|&m| m >= 2 && m <= members::PARTITIONS as u32)
+                    .ok_or(format!(
+                        "{other}: not a group size (2 to {} members)",
+                        members::PARTITIONS
+                    ))?;
+                WorkloadMode::Members { members }
             }
             "latency" => {
                 return Ok(runner::LATENCY_RATES
@@ -309,6 +343,9 @@ pub struct Client {
     /// Why the client cannot run over SASL_SSL with [`kafka_bench::SASL_MECHANISM`], if it
     /// cannot: it is then skipped there, with this reason in the output and the table.
     pub no_sasl_ssl: Option<&'static str>,
+    /// The members workload's N consumers in one process (client-ours or BenchConsumer with
+    /// `--members N`), not N processes: such a client runs only there.
+    pub in_process: bool,
 }
 
 impl Client {
@@ -317,6 +354,9 @@ impl Client {
     pub fn runs_in(&self, mode: WorkloadMode) -> bool {
         if self.is_ceiling() {
             return mode == WorkloadMode::Ceiling;
+        }
+        if self.in_process {
+            return mode.is_members();
         }
         !(self.groups_only && mode.assigns())
     }
@@ -333,7 +373,7 @@ impl Client {
 }
 
 /// Every client, in the order of the table.
-pub const CLIENTS: [Client; 9] = [
+pub const CLIENTS: [Client; 15] = [
     Client {
         name: "ours",
         launch: Launch::Rust("client-ours"),
@@ -341,6 +381,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     // Ours again with KIP-848 (`group.protocol=consumer`), beside confluent-kafka and
     // java-consumer, which subscribe with it too.
@@ -351,6 +392,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: true,
         no_sasl_ssl: None,
+        in_process: false,
     },
     Client {
         name: "rdkafka",
@@ -359,6 +401,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     Client {
         name: "confluent-kafka",
@@ -372,6 +415,7 @@ pub const CLIENTS: [Client; 9] = [
             "confluent-kafka 1.0.0 supports only SASL/PLAIN (its ConsumerConfig refuses \
              SCRAM-SHA-512: 'only PLAIN is supported by this client')",
         ),
+        in_process: false,
     },
     Client {
         name: "krafka",
@@ -380,6 +424,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     // krafka's default max_buffered_records=500 caps what it fetches ahead at 500 records;
     // without the cap it fetches like the others.
@@ -390,6 +435,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &["--max-buffered-records", "0"],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     Client {
         name: "java-classic",
@@ -398,6 +444,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     Client {
         name: "java-consumer",
@@ -406,6 +453,7 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: None,
+        in_process: false,
     },
     // Not a consumer: Fetch requests in a loop, batches counted from their headers
     // (bench/src/bin/client-ceiling.rs). Only in the ceiling workload, where it is the 1.0.
@@ -416,6 +464,64 @@ pub const CLIENTS: [Client; 9] = [
         extra: &[],
         groups_only: false,
         no_sasl_ssl: Some("the raw fetch loop speaks PLAINTEXT only"),
+        in_process: false,
+    },
+    // The members workload's N consumers in one process: ours, both protocols, the background
+    // tasks on a thread and runtime each (the default) or on the process's runtime.
+    Client {
+        name: "ours-inproc",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Classic,
+        extra: &["--runtime", "dedicated"],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    Client {
+        name: "ours-inproc-shared",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Classic,
+        extra: &["--runtime", "shared"],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    Client {
+        name: "ours-consumer-inproc",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Consumer,
+        extra: &["--runtime", "dedicated"],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    Client {
+        name: "ours-consumer-inproc-shared",
+        launch: Launch::Rust("client-ours"),
+        protocol: Protocol::Consumer,
+        extra: &["--runtime", "shared"],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    // And Java's: N KafkaConsumers in one JVM, each polled by a thread of its own.
+    Client {
+        name: "java-classic-inproc",
+        launch: Launch::Java,
+        protocol: Protocol::Classic,
+        extra: &[],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
+    },
+    Client {
+        name: "java-consumer-inproc",
+        launch: Launch::Java,
+        protocol: Protocol::Consumer,
+        extra: &[],
+        groups_only: true,
+        no_sasl_ssl: None,
+        in_process: true,
     },
 ];
 
@@ -480,6 +586,8 @@ pub struct Options {
     pub latency_window_ms: u64,
     /// The slow-app workload's window after the first record.
     pub slow_app_window_ms: u64,
+    /// The members workload's settings (`members::MembersSettings`).
+    pub members: members::MembersSettings,
     pub records_100: u64,
     pub records_1024: u64,
     pub bootstrap: String,
@@ -517,7 +625,7 @@ impl Options {
                 push(100, Codec::None, mode);
                 continue;
             }
-            if mode.is_scale() {
+            if mode.is_scale() || mode.is_members() {
                 push(100, Codec::None, mode);
                 continue;
             }
@@ -552,7 +660,11 @@ impl Options {
         let mut topics: Vec<(usize, Codec)> = self
             .workloads()
             .iter()
-            .filter(|w| !matches!(w.mode, WorkloadMode::Latency(_)) && !w.mode.is_scale())
+            .filter(|w| {
+                !matches!(w.mode, WorkloadMode::Latency(_))
+                    && !w.mode.is_scale()
+                    && !w.mode.is_members()
+            })
             .map(|w| (w.size, w.codec))
             .collect();
         topics.sort();
@@ -592,6 +704,8 @@ impl Options {
             report::ResultsSet::Workloads
         } else if self.modes.iter().all(|m| m.is_scale()) {
             report::ResultsSet::Scale
+        } else if self.modes.iter().all(|m| m.is_members()) {
+            report::ResultsSet::Members
         } else {
             report::ResultsSet::Peers
         }
@@ -621,6 +735,7 @@ fn parse_options() -> Result<Options, String> {
         // 2 s of warm-up, then 20 s: 2 M samples at 100 k records/s, 18 k at 1 k/s.
         latency_window_ms: 22_000,
         slow_app_window_ms: 60_000,
+        members: members::MembersSettings::default(),
         // Enough that the fastest client (ours, ~5–6 M records/s at 100 B and ~1.3 M at 1 KiB
         // in assign mode) still reads for most of the 5 s window: 2.2 GB and 7.2 GB uncompressed.
         records_100: 20_000_000,
@@ -650,6 +765,14 @@ fn parse_options() -> Result<Options, String> {
                                 peer matrix's modes"
                         .to_owned());
                 }
+                let group = options.modes.iter().filter(|m| m.is_members()).count();
+                if group != 0 && group != options.modes.len() {
+                    return Err(
+                        "members writes its own results (bench/results/members.tsv): \
+                                run it apart from the other modes"
+                            .to_owned(),
+                    );
+                }
                 let scale = options.modes.iter().filter(|m| m.is_scale()).count();
                 if scale != 0 && scale != options.modes.len() {
                     return Err(
@@ -672,6 +795,10 @@ fn parse_options() -> Result<Options, String> {
             "--window-ms" => options.window_ms = number(value)?,
             "--latency-window-ms" => options.latency_window_ms = number(value)?,
             "--slow-app-window-ms" => options.slow_app_window_ms = number(value)?,
+            "--members-join-ms" => options.members.join_ms = number(value)?,
+            "--members-after-ms" => options.members.after_ms = number(value)?,
+            "--members-rate-per-s" => options.members.rate_per_s = number(value)?.max(1),
+            "--members-records" => options.members.records = number(value)?,
             "--records-100" => options.records_100 = number(value)?,
             "--records-1024" => options.records_1024 = number(value)?,
             "--bootstrap" => options.bootstrap = value.clone(),
@@ -797,6 +924,34 @@ mod tests {
     }
 
     #[test]
+    fn the_members_modes_parse_and_run_their_own_clients() {
+        let all = WorkloadMode::parse("members").expect("members");
+        assert_eq!(
+            all.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            ["members-3", "members-10", "members-30"]
+        );
+        assert!(all
+            .iter()
+            .all(|m| m.is_members() && !m.assigns() && !m.is_group()));
+        assert_eq!(
+            WorkloadMode::parse("members-10").expect("one size"),
+            vec![WorkloadMode::Members { members: 10 }]
+        );
+        assert!(WorkloadMode::parse("members-1").is_err());
+        assert!(WorkloadMode::parse("members-61").is_err());
+        let by_name = |n: &str| CLIENTS.iter().find(|c| c.name == n).copied().expect(n);
+        let members = WorkloadMode::Members { members: 3 };
+        let inproc = by_name("ours-inproc-shared");
+        assert!(inproc.runs_in(members) && inproc.is_ours());
+        assert!(!inproc.runs_in(WorkloadMode::Group) && !inproc.runs_in(WorkloadMode::Assign));
+        assert!(by_name("ours-consumer").runs_in(members));
+        assert!(by_name("java-consumer").runs_in(members));
+        assert!(!by_name("ceiling").runs_in(members));
+        let java = by_name("java-consumer-inproc");
+        assert!(java.runs_in(members) && !java.is_ours() && !java.runs_in(WorkloadMode::SlowApp));
+    }
+
+    #[test]
     fn the_second_round_modes_parse_and_expand() {
         assert_eq!(
             WorkloadMode::parse("latency").expect("latency"),
@@ -851,6 +1006,7 @@ mod tests {
             window_ms: 5_000,
             latency_window_ms: 22_000,
             slow_app_window_ms: 60_000,
+            members: members::MembersSettings::default(),
             records_100: 20_000_000,
             records_1024: 7_000_000,
             bootstrap: String::new(),

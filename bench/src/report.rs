@@ -38,6 +38,9 @@ pub enum ResultsSet {
     Workloads,
     /// The scale workload (partitions): `scale.tsv`, its block and `bench/scale.svg`.
     Scale,
+    /// The members workload: `members.tsv` (its own columns, `crate::members`), its block and
+    /// `bench/members.svg`.
+    Members,
 }
 
 impl ResultsSet {
@@ -48,6 +51,7 @@ impl ResultsSet {
             ResultsSet::Tls => "tls",
             ResultsSet::Workloads => "workloads",
             ResultsSet::Scale => "scale",
+            ResultsSet::Members => "members",
         }
     }
 }
@@ -61,7 +65,7 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(mut samples: Vec<f64>) -> Option<Spread> {
+    pub(crate) fn of(mut samples: Vec<f64>) -> Option<Spread> {
         if samples.is_empty() {
             return None;
         }
@@ -361,6 +365,7 @@ pub fn report_all() -> Result<(), String> {
         ResultsSet::Tls,
         ResultsSet::Workloads,
         ResultsSet::Scale,
+        ResultsSet::Members,
     ] {
         if results_dir().join(format!("{}.tsv", set.name())).exists() {
             report(set)?;
@@ -376,6 +381,9 @@ pub fn report_all() -> Result<(), String> {
 /// Rewrites one block of `BENCHMARKS.md` (and for the plaintext matrix the chart) from its
 /// results.
 pub fn report(set: ResultsSet) -> Result<(), String> {
+    if set == ResultsSet::Members {
+        return crate::members::report(&read_meta(set));
+    }
     let name = set.name();
     let path = results_dir().join(format!("{name}.tsv"));
     // The scale block says "not measured yet" until its first run.
@@ -432,6 +440,8 @@ pub fn report(set: ResultsSet) -> Result<(), String> {
                 "kafka-bench: wrote BENCHMARKS.md, bench/workloads.svg and bench/slow-app-rss.svg"
             );
         }
+        // Its own rows and block: drawn by `crate::members::report` above.
+        ResultsSet::Members => {}
         ResultsSet::Scale => {
             let block = scale_block(&results, &meta);
             write_block(
@@ -453,7 +463,12 @@ pub fn report(set: ResultsSet) -> Result<(), String> {
 
 /// Replaces the text between `begin` and `end` in `BENCHMARKS.md` with `block` (which starts
 /// with `begin` and ends with `end`), or appends it under `heading` when the markers are absent.
-fn write_block(begin: &str, end: &str, heading: &str, block: &str) -> Result<(), String> {
+pub(crate) fn write_block(
+    begin: &str,
+    end: &str,
+    heading: &str,
+    block: &str,
+) -> Result<(), String> {
     let path = repo_dir().join("BENCHMARKS.md");
     let doc = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
     let updated = match (doc.find(begin), doc.find(end)) {
@@ -470,7 +485,7 @@ fn write_block(begin: &str, end: &str, heading: &str, block: &str) -> Result<(),
 }
 
 /// The run's metadata lines, shared by both blocks.
-fn meta_lines(out: &mut String, meta: &BTreeMap<String, String>) {
+pub(crate) fn meta_lines(out: &mut String, meta: &BTreeMap<String, String>) {
     let m = |k: &str| meta.get(k).cloned().unwrap_or_else(|| "?".to_owned());
     let _ = writeln!(
         out,

@@ -59,13 +59,16 @@ const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(500);
 
 /// What one child process did.
 #[derive(Debug, Default)]
-struct ChildOutcome {
-    stdout: String,
-    stderr: String,
-    exit: i32,
-    cpu_s: f64,
-    max_rss_kb: i64,
-    killed: bool,
+pub(crate) struct ChildOutcome {
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) exit: i32,
+    pub(crate) cpu_s: f64,
+    pub(crate) max_rss_kb: i64,
+    pub(crate) killed: bool,
+    /// The most threads seen in the child (`Threads:` of `/proc/<pid>/status`, sampled with
+    /// the RSS).
+    pub(crate) max_threads: i64,
     /// Remote TCP ports seen on the child's sockets while it ran.
     remote_ports: BTreeSet<u16>,
     /// `(ms since the children started, VmRSS kB)`, every [`RSS_SAMPLE_EVERY`].
@@ -83,6 +86,21 @@ pub fn vm_rss_kb(status: &str) -> Option<i64> {
 /// A child's RSS now (`None` once it has exited or when `/proc` is unreadable).
 fn sample_rss(pid: libc::pid_t) -> Option<i64> {
     vm_rss_kb(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+/// The `Threads:` count of a `/proc/<pid>/status` text.
+pub fn threads_of(status: &str) -> Option<i64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A child's thread count now (`None` once it has exited).
+fn sample_threads(pid: libc::pid_t) -> Option<i64> {
+    threads_of(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
 /// What a run's RSS samples say: the median over its second half (the steady state) and
@@ -205,7 +223,10 @@ impl Row {
 
 /// Spawns the children at once and waits for all of them; each is killed (SIGKILL, by its own
 /// pid, before it is reaped) if it outlives `deadline`.
-fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildOutcome>, String> {
+pub(crate) fn run_children(
+    commands: Vec<Command>,
+    deadline: Duration,
+) -> Result<Vec<ChildOutcome>, String> {
     let started = Instant::now();
     let mut running = Vec::new();
     for mut command in commands {
@@ -235,6 +256,7 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
     let pids: Vec<libc::pid_t> = running.iter().map(|(pid, ..)| *pid).collect();
     let mut ports: Vec<BTreeSet<u16>> = vec![BTreeSet::new(); pids.len()];
     let mut rss: Vec<Vec<(u64, i64)>> = vec![Vec::new(); pids.len()];
+    let mut threads: Vec<i64> = vec![0; pids.len()];
     let mut reaped_pids: BTreeSet<libc::pid_t> = BTreeSet::new();
     let mut sampled = Instant::now();
     let mut rss_sampled = Instant::now();
@@ -256,6 +278,7 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
                 for (i, &p) in pids.iter().enumerate() {
                     if !reaped_pids.contains(&p) {
                         rss[i].extend(sample_rss(p).map(|kb| (at, kb)));
+                        threads[i] = threads[i].max(sample_threads(p).unwrap_or(0));
                     }
                 }
             }
@@ -290,15 +313,16 @@ fn run_children(commands: Vec<Command>, deadline: Duration) -> Result<Vec<ChildO
         outcome.stderr = err.join().unwrap_or_default();
         outcomes.push(outcome);
     }
-    for ((outcome, ports), rss) in outcomes.iter_mut().zip(ports).zip(rss) {
+    for (((outcome, ports), rss), threads) in outcomes.iter_mut().zip(ports).zip(rss).zip(threads) {
         outcome.remote_ports = ports;
         outcome.rss = rss;
+        outcome.max_threads = threads;
     }
     Ok(outcomes)
 }
 
 /// The `key=value` fields of a child's `BENCH` line.
-fn bench_line(stdout: &str) -> Option<BTreeMap<String, u128>> {
+pub(crate) fn bench_line(stdout: &str) -> Option<BTreeMap<String, u128>> {
     let line = stdout.lines().find(|l| l.starts_with("BENCH "))?;
     Some(
         line.split_whitespace()
@@ -313,7 +337,7 @@ fn bench_line(stdout: &str) -> Option<BTreeMap<String, u128>> {
 
 /// The first exception line of a Java stack trace, else the last meaningful stderr line,
 /// flattened for the TSV.
-fn error_text(outcome: &ChildOutcome) -> String {
+pub(crate) fn error_text(outcome: &ChildOutcome) -> String {
     let mut lines = outcome.stderr.lines().filter(|l| !l.trim().is_empty());
     let line = lines
         .clone()
@@ -330,7 +354,7 @@ fn error_text(outcome: &ChildOutcome) -> String {
     text
 }
 
-struct Launcher {
+pub(crate) struct Launcher {
     release_dir: PathBuf,
     /// Kafka's classpath (the latency workload's producer).
     kafka_classpath: String,
@@ -371,7 +395,7 @@ impl Launcher {
         })
     }
 
-    fn command(&self, client: &Client, args: &[String]) -> Command {
+    pub(crate) fn command(&self, client: &Client, args: &[String]) -> Command {
         let mut command = match client.launch {
             Launch::Rust(binary) => Command::new(self.release_dir.join(binary)),
             Launch::Java => {
@@ -897,7 +921,14 @@ pub fn run(options: &Options) -> Result<(), String> {
     };
     write_meta(&[meta.clone(), vec!["finished=(interrupted)".to_owned()]].concat())?;
     let tsv_path = results_dir().join(format!("{}.tsv", set.name()));
-    let mut lines = vec![TSV_HEADER.to_owned()];
+    let mut lines = vec![if set == crate::report::ResultsSet::Members {
+        crate::members::TSV_HEADER.to_owned()
+    } else {
+        TSV_HEADER.to_owned()
+    }];
+    if set == crate::report::ResultsSet::Members {
+        meta.extend(options.members.meta_lines());
+    }
     // The slow-app workload's RSS over time, one line per sample.
     let rss_path = results_dir().join(RSS_TSV);
     let mut rss_lines = vec![RSS_TSV_HEADER.to_owned()];
@@ -948,6 +979,27 @@ pub fn run(options: &Options) -> Result<(), String> {
                         );
                         lines.push(skipped(workload, client, rep, reason).tsv());
                         failed.insert((workload.label(), client.name));
+                        continue;
+                    }
+                    if workload.mode.is_members() {
+                        let row = crate::members::run_one(
+                            &launcher, options, workload, client, rep, serial,
+                        )?;
+                        eprintln!(
+                            "kafka-bench: [{serial}/{total}] {} {} rep {}: {}",
+                            row.workload,
+                            row.client,
+                            rep + 1,
+                            row.summary()
+                        );
+                        // An invalid run is a measurement (the next repetition may be
+                        // valid); a failed one is not retried.
+                        if row.status == crate::members::Status::Fail {
+                            failed.insert((workload.label(), client.name));
+                        }
+                        lines.push(row.tsv());
+                        std::fs::write(&tsv_path, lines.join("\n") + "\n")
+                            .map_err(|e| e.to_string())?;
                         continue;
                     }
                     let (row, rss) = run_one(
@@ -1053,6 +1105,12 @@ mod tests {
         assert_eq!(vm_rss_kb("Name:\tx\n"), None);
         assert_eq!(vm_rss_kb("VmRSS:\t12 MB\n"), None);
         assert!(sample_rss(std::process::id() as libc::pid_t).is_some_and(|kb| kb > 0));
+        assert_eq!(
+            threads_of("Name:\tx\nThreads:\t17\nVmRSS:\t1 kB\n"),
+            Some(17)
+        );
+        assert_eq!(threads_of("Name:\tx\n"), None);
+        assert!(sample_threads(std::process::id() as libc::pid_t).is_some_and(|n| n >= 1));
     }
 
     #[test]

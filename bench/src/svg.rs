@@ -15,9 +15,11 @@ const LABEL_W: f64 = 100.0;
 const BAR_H: f64 = 14.0;
 const BAR_GAP: f64 = 4.0;
 const TITLE_H: f64 = 22.0;
-const COLORS: [&str; 9] = [
+/// One per client of [`CLIENTS`], in its order (the members workload's in-process rows in
+/// lighter shades of their processes rows' colours: ours' reds and pinks, Java's browns).
+const COLORS: [&str; 15] = [
     "#d62728", "#e377c2", "#1f77b4", "#ff7f0e", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
-    "#7f7f7f",
+    "#7f7f7f", "#ff9896", "#fcbba1", "#f7b6d2", "#fde0ef", "#c49c94", "#e7cbc4",
 ];
 
 /// The peer matrix chart's title.
@@ -47,7 +49,7 @@ type Label = fn(f64) -> String;
 /// What a panel draws for a cell, and how its value is written: records/s, or for the
 /// rebalance workload the longest pause.
 fn figure(workload: &str) -> (Value, Label) {
-    if workload.ends_with("/rebalance") {
+    if workload.ends_with("/rebalance") || workload.starts_with("members-") {
         (|c| c.gap_ms, |v| format!("{v:.0} ms"))
     } else if workload.contains("/latency-") {
         (|c| c.latency_ms[1], |v| format!("{v:.1} ms"))

@@ -58,6 +58,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             .poll(Duration::from_millis(500))
             .await
             .map_err(|e| e.to_string())?;
+        if stats.assignment_due() {
+            let assignment = Consumer::assignment(&mut consumer);
+            stats.note_assignment(assignment.iter().map(|tp| tp.partition()));
+        }
         let mut bytes = 0;
         for record in &records {
             bytes += len(record.key().map(|k| &k[..])) + len(record.value().map(|v| &v[..]));

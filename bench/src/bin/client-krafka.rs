@@ -71,6 +71,10 @@ async fn run(args: ClientArgs) -> Result<Stats, String> {
             .poll(Duration::from_millis(500))
             .await
             .map_err(|e| e.to_string())?;
+        if stats.assignment_due() {
+            let assignment = consumer.assignment().await;
+            stats.note_assignment(assignment.into_values().flatten());
+        }
         let mut bytes = 0;
         for record in &records {
             bytes += len(record.key.as_deref()) + len(record.value.as_deref());

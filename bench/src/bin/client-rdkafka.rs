@@ -59,7 +59,12 @@ fn run(args: ClientArgs) -> Result<Stats, String> {
         }
     }
     loop {
-        match consumer.poll(Duration::from_millis(100)) {
+        let polled = consumer.poll(Duration::from_millis(100));
+        if stats.assignment_due() {
+            let assignment = consumer.assignment().map_err(|e| e.to_string())?;
+            stats.note_assignment(assignment.elements().iter().map(|e| e.partition()));
+        }
+        match polled {
             Some(Ok(message)) => {
                 stats.delivered(1, len(message.key()) + len(message.payload()));
                 stats.note_partitions([message.partition()]);
