@@ -58,9 +58,8 @@ const POLL_TIMEOUT_MS: u64 = 2_000;
 /// One seed's draw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StallRegain {
-    /// Protocol, timeouts and assignor; always auto-commit, at `auto_commit_ms`.
+    /// Timeouts and assignor; always the classic protocol and auto-commit.
     pub group: GroupKnobs,
-    pub auto_commit_ms: u64,
     /// How long `on_partitions_assigned` takes: longer than the auto-commit interval.
     pub assigned_ms: u64,
     pub stall: Stall,
@@ -71,8 +70,7 @@ pub fn draw(seed: u64) -> StallRegain {
     let mut rng = knob_rng(seed, SALT);
     let mut group = GroupKnobs::draw(&mut rng, &[2_000, 3_000]);
     group.protocol = Protocol::Classic;
-    let auto_commit_ms = pick(&mut rng, &[50, 100, 200]);
-    group.auto_commit_ms = Some(auto_commit_ms);
+    group.auto_commit_ms = Some(pick(&mut rng, &[50, 100, 200]));
     let assigned_ms = between(&mut rng, 300, 800);
     let poll = group.max_poll_interval_ms;
     let stall = Stall {
@@ -81,7 +79,6 @@ pub fn draw(seed: u64) -> StallRegain {
     };
     StallRegain {
         group,
-        auto_commit_ms,
         assigned_ms,
         stall,
     }
@@ -91,7 +88,6 @@ fn vary(scenario: &mut Scenario, seed: u64) {
     let d = draw(seed);
     let spec = &mut scenario.subjects[0];
     d.group.apply(spec);
-    set(spec, "auto.offset.reset", "earliest");
     spec.listener = ListenerBehaviour {
         assigned_ms: d.assigned_ms,
         ..ListenerBehaviour::default()
@@ -172,9 +168,9 @@ mod tests {
         let draws: Vec<StallRegain> = (0..200).map(draw).collect();
         for d in &draws {
             assert_eq!(d.group.protocol, Protocol::Classic);
-            assert_eq!(d.group.auto_commit_ms, Some(d.auto_commit_ms));
+            let auto_commit_ms = d.group.auto_commit_ms.expect("always auto-commits");
             assert!(
-                d.assigned_ms > d.auto_commit_ms,
+                d.assigned_ms > auto_commit_ms,
                 "an auto-commit falls inside it"
             );
             assert!(
